@@ -1,0 +1,59 @@
+/* nnwasm kernels: the flat C ABI of kernels.wasm (and of the native test build).
+ *
+ * A plan is a byte buffer, little-endian int32 words:
+ *   word 0  magic NNW_PLAN_MAGIC ("NNWP")
+ *   word 1  version NNW_PLAN_VERSION
+ *   word 2  arena_bytes      size of the arena the plan addresses (weights + activations + scratch)
+ *   word 3  weights_bytes    weights occupy arena[0, weights_bytes)
+ *   word 4  weights_offset   where the weights blob starts in the plan buffer (bytes, 16-aligned)
+ *   word 5  init_words       op words run once by nnw_plan_load (weight packing)
+ *   word 6  run_words        op words run by every nnw_plan_run
+ *   word 7  reserved, 0
+ *   word 8.. init ops, then run ops; each op is [opcode, n_args, arg0 .. arg(n_args-1)]
+ *   then padding, then the weights blob.
+ * Opcodes and argument order are those of kernels_c/ops.def (see gen/ops.h).
+ * Tensor arguments are byte offsets into the arena, -1 when absent; all f32 tensors are 4-aligned.
+ *
+ * Ownership: whoever calls nnw_malloc calls nnw_free. The plan buffer and the arena belong
+ * to the caller and must outlive every nnw_plan_run on them. Nothing here keeps global state
+ * besides the allocator, so one module instance can hold many plans.
+ */
+#ifndef NNW_H
+#define NNW_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define NNW_PLAN_MAGIC 0x50574E4Eu /* "NNWP" read as a little-endian word */
+#define NNW_PLAN_VERSION 1
+#define NNW_PLAN_HEADER_WORDS 8
+
+enum nnw_status {
+  NNW_OK = 0,
+  NNW_BAD_MAGIC = 1,      /* not a plan */
+  NNW_BAD_VERSION = 2,    /* a plan of another format version */
+  NNW_TRUNCATED = 3,      /* header or op words run past plan_bytes */
+  NNW_BAD_OPCODE = 4,     /* opcode not in ops.def */
+  NNW_BAD_ARGS = 5,       /* wrong n_args, or a shape/param out of range */
+  NNW_OUT_OF_BOUNDS = 6,  /* a tensor would reach outside the arena */
+  NNW_OUT_OF_MEMORY = 7
+};
+
+void *nnw_malloc(size_t bytes);
+void nnw_free(void *p);
+
+/* Checks every op of the plan against arena_bytes (shapes, offsets, extents), copies the weights
+ * blob into the arena and runs the init ops. Returns a nnw_status; on failure *bad_op (if not
+ * NULL) holds the index of the offending op, counted over init then run ops (-1 for the header). */
+int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena, uint32_t arena_bytes,
+                  int32_t *bad_op);
+
+/* Runs the run ops on an arena prepared by a successful nnw_plan_load of the same plan. */
+int nnw_plan_run(const uint8_t *plan, uint8_t *arena);
+
+/* Bytes of scratch conv2d needs for these parameters (0 when the chosen algorithm needs none).
+ * The plan compiler asks this so the kernel alone decides its algorithm. */
+int32_t nnw_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                                 int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh, int32_t dw,
+                                 int32_t pt, int32_t pl, int32_t h, int32_t w);
+
+#endif

@@ -1,0 +1,21 @@
+"""nnwasm: a WebAssembly-first ONNX inference runtime with onnxruntime's Python API.
+
+    import nnwasm as ort        # code written for onnxruntime runs by changing the import
+    sess = ort.InferenceSession("model.onnx")
+    logits, = sess.run(None, {"input": x})
+"""
+from .errors import (FallbackUnavailable, InvalidArgument, InvalidModel, KernelError, NnwasmError,
+                     NotImplementedOp)
+from .options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
+from .session import InferenceSession, NodeArg, get_available_providers
+
+__version__ = "0.1.0"
+
+
+def get_device():
+    return "CPU-WASM"
+
+
+__all__ = ["InferenceSession", "SessionOptions", "RunOptions", "NodeArg", "GraphOptimizationLevel",
+           "ExecutionMode", "get_available_providers", "get_device", "NnwasmError", "InvalidModel",
+           "InvalidArgument", "NotImplementedOp", "FallbackUnavailable", "KernelError"]

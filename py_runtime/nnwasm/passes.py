@@ -1,0 +1,86 @@
+"""Graph passes run at session creation, in this order (see PIPELINE). Each takes and returns an
+ir.Graph; none needs numpy. Shape inference is the last pass because the partitioner and the
+WASM provider's capability checks read its results."""
+
+from .errors import InvalidModel, NotImplementedOp
+from .ir import ValueInfo
+from .ops.registry import lookup
+
+
+def constants_to_initializers(graph):
+    """Constant nodes become initializers, so providers see their values as weights."""
+    keep = []
+    for node in graph.nodes:
+        if node.op_type == "Constant" and node.domain == "" and len(node.attrs) == 1 and "value" in node.attrs:
+            graph.initializers[node.outputs[0]] = node.attrs["value"]
+        else:
+            keep.append(node)
+    graph.nodes = keep
+    return graph
+
+
+def drop_identities(graph):
+    """Identity and inference-mode Dropout forward their input; rename their consumers' inputs.
+    A node whose output is a graph output keeps running (the output's name must exist)."""
+    graph_outputs = {v.name for v in graph.outputs}
+    rename, keep = {}, []
+    for node in graph.nodes:
+        node.inputs = [rename.get(i, i) for i in node.inputs]
+        passthrough = node.op_type == "Identity" or (
+            node.op_type == "Dropout" and (len(node.outputs) < 2 or not node.outputs[1])
+            and (len(node.inputs) < 3 or not node.inputs[2]))
+        if node.domain == "" and passthrough and node.outputs[0] not in graph_outputs:
+            rename[node.outputs[0]] = node.inputs[0]
+        else:
+            keep.append(node)
+    graph.nodes = keep
+    return graph
+
+
+def infer_shapes(graph, input_shapes=None):
+    """Fills graph.values with the dtype and shape of every value, using the op registry.
+    input_shapes (name -> shape) overrides the declared graph input shapes (binding symbolic dims)."""
+    values = graph.values
+    for vi in graph.inputs:
+        shape = input_shapes.get(vi.name, vi.shape) if input_shapes else vi.shape
+        values[vi.name] = ValueInfo(vi.name, vi.dtype, tuple(shape) if shape is not None else None)
+    for name, t in graph.initializers.items():
+        if name not in {vi.name for vi in graph.inputs}:
+            values[name] = ValueInfo(name, t.dtype, t.shape)
+    for node in graph.nodes:
+        op = lookup(node.domain, node.op_type, node.opset)
+        if op is None:
+            # No shape knowledge: outputs stay unknown; the partitioner reports the op as unsupported.
+            for o in node.outputs:
+                if o and o not in values:
+                    values[o] = ValueInfo(o)
+            continue
+        ins = [values.get(i) if i else None for i in node.inputs]
+        consts = [graph.initializers.get(i) if i else None for i in node.inputs]
+        try:
+            outs = op.infer(node, ins, consts)
+        except (InvalidModel, NotImplementedOp):
+            raise
+        except Exception as e:  # a bug or an unforeseen attribute: report it against the node
+            raise InvalidModel(f"shape inference failed for {node}: {type(e).__name__}: {e}") from e
+        for name, (dt, shape) in zip(node.outputs, outs):
+            if name:
+                declared = values.get(name)
+                if shape is None and declared is not None:
+                    shape = declared.shape
+                if dt is None and declared is not None:
+                    dt = declared.dtype
+                values[name] = ValueInfo(name, dt, tuple(shape) if shape is not None else None)
+    return graph
+
+
+PIPELINE = [constants_to_initializers, drop_identities]
+
+
+def optimize(graph):
+    for p in PIPELINE:
+        graph = p(graph)
+    return graph
+
+
+

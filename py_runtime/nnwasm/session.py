@@ -1,0 +1,193 @@
+"""InferenceSession: the path of one run() through nnwasm.
+
+create: load_model (onnx_io) -> passes.optimize -> passes.infer_shapes -> partition (providers'
+capability) -> provider.compile per partition (WASM: one plan loaded into kernels.wasm).
+run:    validate feeds -> for each partition in order, runner.run(env) -> outputs.
+Models whose input shapes have symbolic dims are prepared (shape inference, partitioning,
+compiling) per concrete input shape at the first run with it, and cached.
+"""
+import os
+from collections import OrderedDict
+
+from . import dtypes, passes
+from .errors import InvalidArgument
+from .ir import Graph
+from .onnx_io.load import load_model
+from .options import SessionOptions
+from .partition import assign, partition
+from .providers import DEFAULT_ORDER, PROVIDERS
+from .tensor import TensorData
+
+_PLAN_CACHE_SIZE = 8
+
+
+class NodeArg:
+    """An input or output of the model: name, type ("tensor(float)") and shape (ints, str, None)."""
+
+    def __init__(self, name, dtype, shape):
+        self.name = name
+        self.type = dtype.ort_type if dtype else "unknown"
+        self.shape = list(shape) if shape is not None else None
+
+    def __repr__(self):
+        return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
+
+
+def get_available_providers():
+    return list(DEFAULT_ORDER)
+
+
+def _resolve_providers(providers, provider_options, sess_options):
+    names, options = [], []
+    for i, p in enumerate(providers or DEFAULT_ORDER):
+        name, opts = (p if isinstance(p, (tuple, list)) else (p, {}))
+        if name not in PROVIDERS:
+            raise InvalidArgument(f"unknown provider '{name}'; available: {get_available_providers()}")
+        if provider_options is not None and i < len(provider_options):
+            opts = {**opts, **provider_options[i]}
+        names.append(name)
+        options.append(opts)
+    if sess_options.disable_cpu_ep_fallback() and len(names) > 1:
+        keep = [k for k, n in enumerate(names) if n != "NumpyExecutionProvider"]
+        names, options = [names[k] for k in keep], [options[k] for k in keep]
+    return [PROVIDERS[n](o) for n, o in zip(names, options)]
+
+
+class _Prepared:
+    """A graph specialised to concrete input shapes, partitioned and compiled."""
+
+    def __init__(self, graph, providers):
+        self.parts = partition(graph, providers)
+        self.runners = [p.provider.compile(p, graph) for p in self.parts]
+        self.assignment = [(n.name, n.op_type, p.provider.name) for p in self.parts for n in p.nodes]
+
+
+class InferenceSession:
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        if isinstance(path_or_bytes, (str, os.PathLike)):
+            self._model_path = os.fspath(path_or_bytes)
+        else:
+            self._model_path = None
+        self._sess_options = sess_options or SessionOptions()
+        self._providers = _resolve_providers(providers, provider_options, self._sess_options)
+        graph = passes.optimize(load_model(path_or_bytes))
+        self._graph = passes.infer_shapes(graph)
+        self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in graph.inputs]
+        self._outputs = [NodeArg(v.name, v.dtype, self._graph.values.get(v.name, v).shape or v.shape)
+                         for v in graph.outputs]
+        self._cache = OrderedDict()
+        if all(v.is_static() for v in graph.inputs):
+            key = tuple(tuple(v.shape) for v in graph.inputs)
+            self._cache[key] = _Prepared(self._graph, self._providers)
+        else:
+            assign(self._graph, self._providers)   # unsupported ops fail at creation, as in onnxruntime
+
+    # --- onnxruntime's introspection API ---------------------------------------------------
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_overridable_initializers(self):
+        return []
+
+    def get_providers(self):
+        return [p.name for p in self._providers]
+
+    def get_provider_options(self):
+        return {p.name: dict(p.options) for p in self._providers}
+
+    def get_session_options(self):
+        return self._sess_options
+
+    def get_provider_assignment(self):
+        """[(node name, op type, provider name)] for the most recently prepared input shapes."""
+        if self._cache:
+            return list(next(reversed(self._cache.values())).assignment)
+        chosen = assign(self._graph, self._providers)
+        return [(n.name, n.op_type, p.name) for n, p in zip(self._graph.nodes, chosen)]
+
+    # --- running ---------------------------------------------------------------------------
+    def run(self, output_names, input_feed, run_options=None):
+        import numpy as np
+        feeds = {}
+        for name, value in self._check_feed_names(input_feed).items():
+            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if arr.dtype.byteorder == ">" or not arr.flags.c_contiguous:
+                arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+            dt = dtypes.from_name(arr.dtype.name)
+            if dt is None:
+                raise InvalidArgument(f"input '{name}' has numpy dtype {arr.dtype}, which ONNX has no type for")
+            feeds[name] = TensorData(dt, arr.shape, memoryview(arr).cast("B") if arr.size else b"")
+        return [t.to_numpy().copy() if t.numel == 0 else t.to_numpy() for t in self.run_raw(output_names, feeds)]
+
+    def run_raw(self, output_names, feeds):
+        """run() without numpy: feeds and results are TensorData. The JS bridge uses this."""
+        feeds = self._check_feed_names(feeds)
+        names = self._check_output_names(output_names)
+        shapes = {}
+        for arg, vi in zip(self._inputs, self._graph.inputs):
+            t = feeds[arg.name]
+            self._check_feed(arg, vi, t)
+            shapes[arg.name] = t.shape
+        prepared = self._prepared(shapes)
+        env = dict(feeds)
+        for runner in prepared.runners:
+            runner.run(env)
+        out = []
+        for n in names:
+            if n in env:
+                out.append(env[n])
+            else:   # a graph output that is an initializer
+                out.append(self._graph.initializers[n])
+        return out
+
+    def _check_feed_names(self, feed):
+        if not isinstance(feed, dict):
+            raise InvalidArgument(f"input_feed must be a dict of input name -> array, got {type(feed).__name__}")
+        expected = [a.name for a in self._inputs]
+        unknown = [k for k in feed if k not in expected]
+        if unknown:
+            raise InvalidArgument(f"invalid input name(s) {unknown}; the model's inputs are {expected}")
+        missing = [k for k in expected if k not in feed]
+        if missing:
+            raise InvalidArgument(f"required input(s) {missing} are missing from the feed (got {list(feed)})")
+        return feed
+
+    def _check_output_names(self, output_names):
+        known = [a.name for a in self._outputs]
+        if output_names is None or len(output_names) == 0:
+            return known
+        bad = [n for n in output_names if n not in known]
+        if bad:
+            raise InvalidArgument(f"invalid output name(s) {bad}; the model's outputs are {known}")
+        return list(output_names)
+
+    @staticmethod
+    def _check_feed(arg, vi, t):
+        if vi.dtype is not None and t.dtype != vi.dtype:
+            raise InvalidArgument(f"input '{arg.name}' has type {t.dtype.ort_type}, expected {vi.dtype.ort_type}")
+        if vi.shape is None:
+            return
+        if len(t.shape) != len(vi.shape):
+            raise InvalidArgument(f"input '{arg.name}' has rank {len(t.shape)} (shape {list(t.shape)}), "
+                                  f"expected rank {len(vi.shape)} (shape {list(vi.shape)})")
+        bad = [i for i, (g, e) in enumerate(zip(t.shape, vi.shape)) if isinstance(e, int) and g != e]
+        if bad:
+            raise InvalidArgument(f"input '{arg.name}' has shape {list(t.shape)}, expected {list(vi.shape)} "
+                                  f"(mismatch at dimension {', '.join(map(str, bad))})")
+
+    def _prepared(self, shapes):
+        key = tuple(tuple(shapes[a.name]) for a in self._inputs)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        g = self._graph
+        spec = Graph(g.nodes, g.inputs, g.outputs, g.initializers, {}, g.opsets, g.name)
+        prepared = _Prepared(passes.infer_shapes(spec, shapes), self._providers)
+        self._cache[key] = prepared
+        if len(self._cache) > _PLAN_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return prepared
