@@ -1,0 +1,56 @@
+"""NumpyExecutionProvider: runs any node the op registry has a numpy implementation for, one node
+at a time. It is the fallback for what the WASM provider can't run, and the reference the WASM
+kernels are tested against. numpy is imported only when a partition of it is compiled, so a
+model that runs entirely on WASM never imports numpy (Pyodide has none)."""
+from ..errors import FallbackUnavailable, InvalidArgument, NnwasmError
+from ..ops.registry import lookup
+from ..tensor import TensorData
+
+
+class NumpyExecutionProvider:
+    name = "NumpyExecutionProvider"
+
+    def __init__(self, options=None):
+        self.options = dict(options or {})
+
+    def capability(self, node, graph):
+        op = lookup(node.domain, node.op_type, node.opset)
+        if op is None or op.numpy is None:
+            return f"no numpy implementation of {node.domain or 'ai.onnx'}::{node.op_type} at opset {node.opset}"
+        return None
+
+    def compile(self, part, graph):
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            names = ", ".join(str(n) for n in part.nodes)
+            raise FallbackUnavailable(
+                f"numpy is not available here, and these nodes need the numpy fallback provider: {names}") from None
+        return _NumpyRunner(part, graph)
+
+
+class _NumpyRunner:
+    def __init__(self, part, graph):
+        self.part = part
+        self.ops = [lookup(n.domain, n.op_type, n.opset) for n in part.nodes]
+        self.consts = {k: t.to_numpy() for k, t in graph.initializers.items()
+                       if any(k in n.inputs for n in part.nodes)}
+        self.outputs = set(part.outputs)
+
+    def run(self, env):
+        vals = dict(self.consts)
+        for name in self.part.inputs:
+            vals[name] = env[name].to_numpy()
+        for node, op in zip(self.part.nodes, self.ops):
+            args = [vals[i] if i else None for i in node.inputs]
+            try:
+                outs = op.numpy(node, *args)
+            except NnwasmError:
+                raise
+            except Exception as e:
+                raise InvalidArgument(f"{node} failed in NumpyExecutionProvider: {type(e).__name__}: {e}") from e
+            for name, arr in zip(node.outputs, outs):
+                if name:
+                    vals[name] = arr
+        for name in self.outputs:
+            env[name] = TensorData.from_numpy(vals[name])

@@ -1,0 +1,86 @@
+"""Lowering of the windowed ops (Conv, MaxPool, AveragePool) to conv2d / pool2d: they share the
+padding rules (explicit pads or auto_pad) and the 1-D-as-2-D view (a [N, C, W] input runs as
+[N, C, 1, W])."""
+import math
+
+from .epilogue import fuse_activation
+
+
+def _window(node, g):
+    """(n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl) for a 1-D or 2-D windowed node."""
+    x, y = g.values[node.inputs[0]].shape, g.values[node.outputs[0]].shape
+    if node.op_type == "Conv":
+        kernel = list(g.values[node.inputs[1]].shape[2:])
+    else:
+        kernel = list(node.attr("kernel_shape"))
+    spatial = len(x) - 2
+    strides = list(node.attr("strides", [1] * spatial))
+    dil = list(node.attr("dilations", [1] * spatial))
+    pads = list(node.attr("pads", [0] * (2 * spatial)))
+    auto = node.attr("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * spatial)
+        for i in range(spatial):
+            total = max((math.ceil(x[2 + i] / strides[i]) - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1
+                        - x[2 + i], 0)
+            pads[i] = total // 2 if auto == "SAME_UPPER" else (total + 1) // 2
+    elif auto == "VALID":
+        pads = [0] * (2 * spatial)
+    if spatial == 1:
+        return (x[0], x[1], 1, x[2], 1, y[2], 1, kernel[0], 1, strides[0], 1, dil[0], 0, pads[0])
+    return (x[0], x[1], x[2], x[3], y[2], y[3], kernel[0], kernel[1], strides[0], strides[1], dil[0], dil[1],
+            pads[0], pads[1])
+
+
+def _check_window(node, g):
+    rank = len(g.values[node.inputs[0]].shape)
+    if rank not in (3, 4):
+        return f"{rank - 2}-D windows (only 1-D and 2-D run on WASM)"
+    return None
+
+
+def check_conv(node, g):
+    why = _check_window(node, g)
+    if why:
+        return why
+    if len(node.inputs) > 2 and node.inputs[2] and g.values[node.inputs[2]].shape != (g.values[node.inputs[1]].shape[0],):
+        return "Conv bias is not of shape [M]"
+    return None
+
+
+def lower_conv(node, b):
+    n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(node, b.graph)
+    m = b.shape(node.inputs[1])[0]
+    group = node.attr("group", 1)
+    scratch = b.host.call("nnw_conv2d_scratch_bytes", c, m, group, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl, h, w)
+    y, lo, hi = fuse_activation(node, b)
+    bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    b.emit("conv2d", x=b.ref(node.inputs[0]), weight=b.ref(node.inputs[1]), b=b.ref(bias) if bias else None,
+           y=b.ref(y), scratch=b.scratch(scratch), n=n, c=c, h=h, w=w, m=m, oh=oh, ow=ow, kh=kh, kw=kw,
+           sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, group=group, act_min=lo, act_max=hi)
+
+
+def check_pool(node, g):
+    why = _check_window(node, g)
+    if why:
+        return why
+    if node.attr("storage_order", 0) != 0:
+        return "storage_order 1"
+    if node.op_type == "AveragePool" and node.attr("count_include_pad", 0) and node.attr("ceil_mode", 0):
+        return "AveragePool with count_include_pad and ceil_mode together"
+    return None
+
+
+def _lower_pool(node, b, kind):
+    n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(node, b.graph)
+    b.emit("pool2d", kind=kind, x=b.ref(node.inputs[0]), y=b.ref(node.outputs[0]), n=n, c=c, h=h, w=w,
+           oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl,
+           count_include_pad=node.attr("count_include_pad", 0))
+
+
+def lower_max_pool(node, b):
+    _lower_pool(node, b, 0)
+
+
+def lower_average_pool(node, b):
+    _lower_pool(node, b, 1)

@@ -1,0 +1,133 @@
+"""PlanBuilder: turns lowered ops into a plan, the byte buffer kernels.wasm executes (layout in
+kernels_c/nnw.h, op table in kernels_c/ops.def).
+
+Lowering emits ops whose tensor arguments are Refs (a value name, or a scratch block). finish()
+then lays out the arena: weights first (each initializer once, 16-aligned), then activations,
+placed by a greedy first-fit over their live ranges (a value lives from the op that writes it to
+the last op that reads it; partition inputs from before the first op, outputs past the last), so
+memory is reused as in onnxruntime's and XNNPACK's planners.
+"""
+import struct
+
+from ..tensor import numel
+from .opcodes import OPS
+
+MAGIC = 0x50574E4E
+VERSION = 1
+ALIGN = 16
+
+
+class Ref:
+    """A tensor argument: value `name` (or a scratch block of `nbytes`), plus a byte offset into it."""
+    __slots__ = ("name", "offset", "nbytes")
+
+    def __init__(self, name, offset=0, nbytes=None):
+        self.name, self.offset, self.nbytes = name, offset, nbytes
+
+
+def _align(n):
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+class PlanBuilder:
+    def __init__(self, graph, inputs, outputs):
+        self.graph = graph
+        self.inputs, self.outputs = list(inputs), list(outputs)
+        self.ops = []          # (op name, {arg: value})
+        self.fused = set()     # ids of nodes folded into an earlier op (fused epilogues)
+        self._scratch = 0
+
+    # --- what lowering uses -------------------------------------------------------------
+    def shape(self, name):
+        return self.graph.values[name].shape
+
+    def dtype(self, name):
+        return self.graph.values[name].dtype
+
+    def nbytes(self, name):
+        return numel(self.shape(name)) * self.dtype(name).size
+
+    def ref(self, name, offset=0):
+        return Ref(name, offset)
+
+    def scratch(self, nbytes):
+        self._scratch += 1
+        return Ref(f"#scratch{self._scratch}", 0, nbytes) if nbytes else None
+
+    def emit(self, op, **args):
+        spec = OPS[op]
+        missing = set(spec.args) ^ set(args)
+        if missing:
+            raise AssertionError(f"{op}: arguments {sorted(missing)} do not match ops.def")
+        self.ops.append((op, args))
+
+    # --- layout and encoding ------------------------------------------------------------
+    def finish(self):
+        """Returns (plan bytes, arena bytes, {value name: arena offset} of inputs and outputs)."""
+        inits = self.graph.initializers
+        weights, blob = {}, bytearray()
+        live = {}   # name -> [first op, last op, nbytes]
+        last = len(self.ops)
+        for name in self.inputs:
+            live[name] = [-1, -1, self.nbytes(name)]
+        for k, (_, args) in enumerate(self.ops):
+            for v in args.values():
+                if not isinstance(v, Ref):
+                    continue
+                if v.name in inits:
+                    if v.name not in weights:
+                        weights[v.name] = len(blob)
+                        blob += bytes(inits[v.name].data)
+                        blob += bytes(_align(len(blob)) - len(blob))
+                    continue
+                size = v.nbytes if v.nbytes is not None else self.nbytes(v.name)
+                span = live.setdefault(v.name, [k, k, size])
+                span[1] = k
+        for name in self.outputs:
+            live[name][1] = last
+        offsets = _first_fit(live)
+        base = len(blob)
+        where = dict(weights)
+        for name, off in offsets.items():
+            where[name] = base + off
+        arena = base + max((offsets[n] + _align(s[2]) for n, s in live.items()), default=0)
+        words = []
+        for op, args in self.ops:
+            spec = OPS[op]
+            words += [spec.code, len(spec.args)]
+            for arg, kind in zip(spec.args, spec.kinds):
+                v = args[arg]
+                if kind == "t":
+                    words.append(-1 if v is None else where[v.name] + v.offset)
+                elif kind == "f":
+                    words.append(struct.unpack("<i", struct.pack("<f", v))[0])
+                else:
+                    words.append(int(v))
+        header_and_ops = 8 + len(words)
+        weights_at = _align(4 * header_and_ops)
+        header = [MAGIC, VERSION, arena, len(blob), weights_at, 0, len(words), 0]
+        plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(w) for w in header + words]))
+        plan += bytes(weights_at - len(plan))
+        plan += blob
+        io = {n: where[n] for n in self.inputs + self.outputs}
+        return bytes(plan), arena, io
+
+
+def _i32(w):
+    return w - (1 << 32) if w >= (1 << 31) else w
+
+
+def _first_fit(live):
+    """name -> offset, so that no two values alive at the same op overlap."""
+    placed, offsets = [], {}   # placed: (offset, size, first, last)
+    for name, (first, last, size) in sorted(live.items(), key=lambda kv: (kv[1][0], -kv[1][2])):
+        size = _align(max(size, 1))
+        busy = sorted((o, s) for o, s, f, l in placed if not (l < first or f > last))
+        off = 0
+        for o, s in busy:
+            if off + size <= o:
+                break
+            off = max(off, o + s)
+        placed.append((off, size, first, last))
+        offsets[name] = off
+    return offsets

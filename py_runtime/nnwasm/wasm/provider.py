@@ -1,0 +1,47 @@
+"""WasmExecutionProvider: runs nodes on kernels.wasm. Its capability is the LOWERINGS table plus
+the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call."""
+from ..host import get_host
+from ..tensor import numel
+from .lowering import ANY_DTYPE, LOWERINGS
+from .plan import PlanBuilder
+from .runner import WasmRunner
+
+
+class WasmExecutionProvider:
+    name = "WasmExecutionProvider"
+
+    def __init__(self, options=None):
+        self.options = dict(options or {})
+
+    def capability(self, node, graph):
+        if node.domain not in ("", "ai.onnx"):
+            return f"domain {node.domain} has no WASM kernels"
+        entry = LOWERINGS.get(node.op_type)
+        if entry is None:
+            return f"no WASM kernel for {node.op_type}"
+        names = [n for n in node.inputs if n] + [n for n in node.outputs if n]
+        for k, name in enumerate(names):
+            vi = graph.values.get(name)
+            if vi is None or vi.dtype is None or not vi.is_static():
+                return f"the shape or type of '{name}' is not known at session creation"
+            if numel(vi.shape) == 0:
+                return f"'{name}' is empty"
+            data_tensor = k == 0 or name in node.outputs or node.op_type not in ANY_DTYPE
+            if data_tensor and node.op_type in ANY_DTYPE and vi.dtype.size == 0:
+                return f"'{name}' is of type {vi.dtype.name}"
+            if data_tensor and node.op_type not in ANY_DTYPE and vi.dtype.name != "float32":
+                return f"'{name}' is {vi.dtype.name}; WASM kernels take float32"
+        return entry[0](node, graph)
+
+    def compile(self, part, graph):
+        b = PlanBuilder(graph, part.inputs, part.outputs)
+        b.host = get_host()
+        b.users = graph.consumers()
+        b.members = {id(n) for n in part.nodes}
+        for node in part.nodes:
+            if id(node) not in b.fused:
+                LOWERINGS[node.op_type][1](node, b)
+        plan, arena, io = b.finish()
+        ins = [(n, io[n], b.nbytes(n)) for n in part.inputs]
+        outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in part.outputs]
+        return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops))

@@ -1,0 +1,67 @@
+"""A plan loaded into kernels.wasm: its arena and op words live in linear memory for the session's
+lifetime; run() copies the partition's inputs in, makes one call, and copies its outputs out."""
+import struct
+import weakref
+
+from ..errors import KernelError
+from ..tensor import TensorData
+
+STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
+          5: "bad op arguments", 6: "tensor outside the arena", 7: "out of memory"}
+
+
+def _free(host, ptrs):
+    for p in ptrs:
+        if p:
+            host.call("nnw_free", p)
+
+
+class WasmRunner:
+    def __init__(self, host, plan, arena_bytes, inputs, outputs, n_ops):
+        self.host, self.inputs, self.outputs = host, inputs, outputs
+        self.n_ops, self.plan_bytes, self.arena_bytes = n_ops, len(plan), arena_bytes
+        self.arena = self._malloc(arena_bytes)
+        full = self._malloc(len(plan))
+        status_at = self._malloc(4)
+        try:
+            host.write(full, plan)
+            status = host.call("nnw_plan_load", full, len(plan), self.arena, arena_bytes, status_at)
+            if status:
+                bad = struct.unpack("<i", host.read(status_at, 4))[0]
+                raise KernelError(f"kernels.wasm refused the plan: {STATUS.get(status, status)} (op {bad})")
+            # The weights now live in the arena; keep only the header and op words.
+            head = struct.unpack_from("<8i", plan)
+            ops_end = 4 * (8 + head[5] + head[6])
+            self.plan = self._malloc(ops_end)
+            host.write(self.plan, plan[:ops_end])
+        except BaseException:
+            _free(host, [self.arena])
+            raise
+        finally:
+            _free(host, [full, status_at])
+        self._finalizer = weakref.finalize(self, _free, host, [self.plan, self.arena])
+
+    def _malloc(self, n):
+        p = self.host.call("nnw_malloc", max(n, 1))
+        if not p:
+            raise KernelError(f"kernels.wasm is out of memory allocating {n} bytes")
+        return p
+
+    def run(self, env):
+        host, arena = self.host, self.arena
+        for name, off, nbytes in self.inputs:
+            data = env[name].data
+            if len(data) != nbytes:
+                raise KernelError(f"'{name}' has {len(data)} bytes, the plan expects {nbytes}")
+            host.write(arena + off, data)
+        status = host.call("nnw_plan_run", self.plan, arena)
+        if status:
+            raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
+        for name, off, dt, shape in self.outputs:
+            nbytes = dt.size
+            for d in shape:
+                nbytes *= d
+            env[name] = TensorData(dt, shape, host.read(arena + off, nbytes))
+
+    def close(self):
+        self._finalizer()

@@ -1,0 +1,124 @@
+"""onnxruntime's Python API on nnwasm: introspection, providers, options, and clear errors for
+bad feeds, bad models and unsupported ops, after which the session still works."""
+import numpy as np
+import pytest
+
+import nnwasm
+from model_builders import graph_model, rand, single_node
+from onnx import TensorProto, helper
+
+
+@pytest.fixture()
+def add_model():
+    x = rand(2, 3)
+    return single_node("Add", {"X": x}, ["Y"], {}, {"B": rand(2, 3, seed=1)})
+
+
+def test_introspection(add_model):
+    sess = nnwasm.InferenceSession(add_model)
+    (i,), (o,) = sess.get_inputs(), sess.get_outputs()
+    assert (i.name, i.type, i.shape) == ("X", "tensor(float)", [2, 3])
+    assert (o.name, o.type, o.shape) == ("Y", "tensor(float)", [2, 3])
+    assert sess.get_providers() == ["WasmExecutionProvider", "NumpyExecutionProvider"]
+    assert nnwasm.get_available_providers() == ["WasmExecutionProvider", "NumpyExecutionProvider"]
+
+
+def test_model_from_path_and_bytes_agree(add_model, tmp_path):
+    p = tmp_path / "m.onnx"
+    p.write_bytes(add_model)
+    x = rand(2, 3, seed=5)
+    a = nnwasm.InferenceSession(str(p)).run(None, {"X": x})[0]
+    b = nnwasm.InferenceSession(add_model).run(None, {"X": x})[0]
+    assert np.array_equal(a, b)
+
+
+def test_bad_feeds_raise_and_session_stays_usable(add_model):
+    sess = nnwasm.InferenceSession(add_model)
+    x = rand(2, 3)
+    good = sess.run(None, {"X": x})[0]
+    with pytest.raises(nnwasm.InvalidArgument, match="invalid input name.*'Z'"):
+        sess.run(None, {"Z": x})
+    with pytest.raises(nnwasm.InvalidArgument, match="missing"):
+        sess.run(None, {})
+    with pytest.raises(nnwasm.InvalidArgument, match=r"tensor\(double\), expected tensor\(float\)"):
+        sess.run(None, {"X": x.astype(np.float64)})
+    with pytest.raises(nnwasm.InvalidArgument, match="rank 3"):
+        sess.run(None, {"X": x[None]})
+    with pytest.raises(nnwasm.InvalidArgument, match=r"shape \[2, 4\].*dimension 1"):
+        sess.run(None, {"X": rand(2, 4)})
+    with pytest.raises(nnwasm.InvalidArgument, match="invalid output name"):
+        sess.run(["nope"], {"X": x})
+    assert np.array_equal(sess.run(["Y"], {"X": x})[0], good)
+    assert isinstance(nnwasm.InvalidArgument("x"), ValueError)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x89PNG\r\n\x1a\n" + bytes(100), b"hello world", b"\x08" * 7])
+def test_corrupt_model_bytes(data):
+    with pytest.raises(nnwasm.InvalidModel):
+        nnwasm.InferenceSession(data)
+
+
+def test_truncated_model(add_model):
+    for cut in (1, len(add_model) // 2, len(add_model) - 1):
+        with pytest.raises(nnwasm.InvalidModel):
+            nnwasm.InferenceSession(add_model[:cut])
+
+
+def _erf_model():
+    x = rand(2, 3)
+    nodes = [helper.make_node("Relu", ["X"], ["a"], name="relu0"), helper.make_node("Erf", ["a"], ["b"], name="erf1"),
+             helper.make_node("Relu", ["b"], ["Y"], name="relu2")]
+    return graph_model(nodes, {"X": x}, ["Y"]), x
+
+
+def test_fallback_partitions_and_assignment():
+    model, x = _erf_model()
+    sess = nnwasm.InferenceSession(model)
+    assert sess.get_provider_assignment() == [("relu0", "Relu", "WasmExecutionProvider"),
+                                              ("erf1", "Erf", "NumpyExecutionProvider"),
+                                              ("relu2", "Relu", "WasmExecutionProvider")]
+    from math import erf
+    want = np.maximum(np.vectorize(erf)(np.maximum(x, 0)), 0).astype(np.float32)
+    np.testing.assert_allclose(sess.run(None, {"X": x})[0], want, atol=1e-6)
+
+
+def test_disable_cpu_ep_fallback_names_the_nodes():
+    model, _ = _erf_model()
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    with pytest.raises(nnwasm.NotImplementedOp, match=r"erf1.*Erf"):
+        nnwasm.InferenceSession(model, so)
+
+
+def test_unknown_op_fails_at_creation():
+    x = rand(2)
+    model = graph_model([helper.make_node("NoSuchOp", ["X"], ["Y"], name="mystery")], {"X": x}, ["Y"],
+                        out_dtype=TensorProto.FLOAT)
+    with pytest.raises(nnwasm.NotImplementedOp, match="mystery.*NoSuchOp"):
+        nnwasm.InferenceSession(model)
+
+
+def test_unknown_provider():
+    model, _ = _erf_model()
+    with pytest.raises(ValueError, match="unknown provider 'CUDAExecutionProvider'"):
+        nnwasm.InferenceSession(model, providers=["CUDAExecutionProvider"])
+
+
+def test_symbolic_batch_is_prepared_per_shape():
+    g = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "dyn",
+                          [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    sess = nnwasm.InferenceSession(model.SerializeToString())
+    assert sess.get_inputs()[0].shape == ["N", 3]
+    for n in (1, 4, 1):
+        x = rand(n, 3, seed=n)
+        assert np.array_equal(sess.run(None, {"X": x})[0], np.maximum(x, 0))
+    assert {p for _, _, p in sess.get_provider_assignment()} == {"WasmExecutionProvider"}
+    assert len(sess._cache) == 2
+
+
+def test_output_that_is_a_graph_input_passthrough_via_identity():
+    x = rand(3)
+    model = graph_model([helper.make_node("Identity", ["X"], ["Y"])], {"X": x}, ["Y"])
+    assert np.array_equal(nnwasm.InferenceSession(model).run(None, {"X": x})[0], x)
