@@ -1,0 +1,181 @@
+"""Conv and ConvTranspose (1-D, 2-D, 3-D; groups, strides, dilations, pads, auto_pad).
+
+The numpy kernels loop over kernel taps, never over pixels: Conv gathers the taps into one
+im2col matrix per group and runs one matmul; depthwise Conv (one input channel per group)
+multiply-accumulates tap by tap; ConvTranspose scatters one matmul per tap into the output.
+"""
+from . import shapes as S
+from . import window as W
+from .registry import op
+
+
+def _kernel(node, w_shape, nd):
+    attr = S.ints_attr(node, "kernel_shape")
+    from_w = [d if S.known(d) else None for d in w_shape[2:]] if w_shape is not None else [None] * nd
+    if attr is None:
+        return from_w
+    for a, b in zip(attr, from_w):
+        if b is not None and a != b:
+            S.fail(node, f"kernel_shape {attr} does not match weight shape {list(w_shape)}")
+    return attr
+
+
+def _spatial_rank(node, x, w):
+    xs, ws = S.shape(x), S.shape(w)
+    if xs is not None and ws is not None and len(xs) != len(ws):
+        S.fail(node, f"input shape {list(xs)} and weight shape {list(ws)} differ in rank")
+    r = len(xs) if xs is not None else len(ws) if ws is not None else None
+    if r is not None and r < 3:
+        S.fail(node, f"input and weight need rank >= 3, got {r}")
+    return xs, ws, None if r is None else r - 2
+
+
+def _check_bias(node, b, m):
+    bs = S.shape(b)
+    if bs is not None:
+        if len(bs) != 1:
+            S.fail(node, f"bias must be 1-D, got shape {list(bs)}")
+        S.merge_dims(node, bs[0], m, "bias size and output channels")
+
+
+def _group(node):
+    g = node.attr("group", 1)
+    if g < 1:
+        S.fail(node, f"group must be >= 1, got {g}")
+    return g
+
+
+def infer_conv(node, inputs, consts):
+    x, w = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    dt = S.same_dtype(node, inputs)
+    xs, ws, nd = _spatial_rank(node, x, w)
+    if nd is None:
+        return [(dt, None)]
+    g = _group(node)
+    kernel = _kernel(node, ws, nd)
+    strides, dilations, pads = W.params(node, nd, kernel)
+    n, c = (xs[0], xs[1]) if xs is not None else (None, None)
+    m = ws[0] if ws is not None else None
+    if ws is not None and S.known(ws[1]):
+        S.merge_dims(node, c, ws[1] * g, f"input channels of {list(xs) if xs else None} vs weight "
+                                        f"{list(ws)} x group {g}")
+    if S.known(m) and m % g:
+        S.fail(node, f"output channels {m} are not a multiple of group {g}")
+    _check_bias(node, S.get(inputs, 2), m)
+    out = W.geometry(node, xs[2:] if xs is not None else [None] * nd, kernel, strides, dilations, pads)[0]
+    return [(dt, (n, m, *out))]
+
+
+@op("Conv", 1, infer_conv)
+def conv(node, x, w, b=None):
+    import numpy as np
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    g = _group(node)
+    kernel = list(w.shape[2:])
+    strides, dilations, pads = W.params(node, x.ndim - 2, kernel)
+    out, pb, pe = W.geometry(node, x.shape[2:], kernel, strides, dilations, pads)
+    if cg * g != c or m % g:
+        S.fail(node, f"input shape {list(x.shape)} does not fit weight shape {list(w.shape)} with group {g}")
+    if any(pb) or any(pe):
+        x = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)))
+    xg = x.reshape(n, g, cg, *x.shape[2:])
+    taps = W.taps(kernel)
+    if cg == 1 and len(taps) > 1:
+        # depthwise: each tap is a broadcast multiply-add; w viewed as (1, g, m/g, taps, 1...)
+        wg = w.reshape(1, g, m // g, len(taps), *[1] * len(out))
+        y = np.zeros((n, g, m // g, *out), dtype=np.result_type(x, w))
+        for k, tap in enumerate(taps):
+            y += xg[(..., *W.tap_slices(tap, out, strides, dilations))] * wg[:, :, :, k]
+    else:
+        cols = [xg[(..., *W.tap_slices(tap, out, strides, dilations))] for tap in taps]
+        col = cols[0] if len(cols) == 1 else np.stack(cols, axis=3)        # (n, g, cg, taps, *out)
+        col = col.reshape(n, g, cg * len(taps), -1)
+        y = np.matmul(w.reshape(g, m // g, cg * len(taps)), col)            # (n, g, m/g, pixels)
+    y = y.reshape(n, m, *out)
+    if b is not None:
+        y = y + b.reshape(m, *[1] * len(out))
+    return y.astype(x.dtype, copy=False)
+
+
+def _transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
+    """Output sizes and begin pads of ConvTranspose (spec: output_shape overrides pads)."""
+    nd = len(in_sizes)
+    out_pad = S.ints_attr(node, "output_padding") or [0] * nd
+    out_shape = S.ints_attr(node, "output_shape")
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    if auto_pad not in W.AUTO_PADS or len(out_pad) != nd:
+        S.fail(node, f"invalid auto_pad {auto_pad!r} or output_padding {out_pad}")
+    if out_shape is not None:
+        out_shape = out_shape[-nd:]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out_shape = [n * s if S.known(n) else None for n, s in zip(in_sizes, strides)]
+    out, begin = [], []
+    for i in range(nd):
+        n, k, s, d = in_sizes[i], kernel[i], strides[i], dilations[i]
+        if not S.known(n) or k is None:
+            out.append(out_shape[i] if out_shape is not None else None)
+            begin.append(None)
+            continue
+        full = s * (n - 1) + out_pad[i] + (k - 1) * d + 1
+        if out_shape is not None:
+            total = full - out_shape[i]
+            pb = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            o = out_shape[i]
+        else:
+            pb, pe = (0, 0) if auto_pad == "VALID" else (pads[i], pads[nd + i])
+            o = full - pb - pe
+        if o < 1:
+            S.fail(node, f"output size {o} < 1 for spatial size {n}")
+        out.append(o)
+        begin.append(pb)
+    return out, begin
+
+
+def infer_conv_transpose(node, inputs, consts):
+    x, w = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    dt = S.same_dtype(node, inputs)
+    xs, ws, nd = _spatial_rank(node, x, w)
+    if nd is None:
+        return [(dt, None)]
+    g = _group(node)
+    kernel = _kernel(node, ws, nd)
+    strides, dilations, pads = W.params(node, nd, kernel)
+    n, c = (xs[0], xs[1]) if xs is not None else (None, None)
+    m = ws[1] * g if ws is not None and S.known(ws[1]) else None
+    if ws is not None:
+        S.merge_dims(node, c, ws[0], f"input channels of {list(xs) if xs else None} vs weight {list(ws)}")
+        if S.known(ws[0]) and ws[0] % g:
+            S.fail(node, f"weight's first dim {ws[0]} is not a multiple of group {g}")
+    _check_bias(node, S.get(inputs, 2), m)
+    out = _transpose_geometry(node, xs[2:] if xs is not None else [None] * nd, kernel, strides, dilations, pads)[0]
+    return [(dt, (n, m, *out))]
+
+
+@op("ConvTranspose", 1, infer_conv_transpose)
+def conv_transpose(node, x, w, b=None):
+    import numpy as np
+    n, c = x.shape[:2]
+    g = _group(node)
+    cg, mg = c // g, w.shape[1]
+    kernel = list(w.shape[2:])
+    strides, dilations, pads = W.params(node, x.ndim - 2, kernel)
+    out, begin = _transpose_geometry(node, x.shape[2:], kernel, strides, dilations, pads)
+    if w.shape[0] != c or c % g:
+        S.fail(node, f"input shape {list(x.shape)} does not fit weight shape {list(w.shape)} with group {g}")
+    # Scatter every tap into a canvas wide enough for both the full result and the requested window.
+    lo = [min(0, pb) for pb in begin]
+    full = [max(s * (i - 1) + (k - 1) * d + 1, pb + o) - l
+            for i, k, s, d, pb, o, l in zip(x.shape[2:], kernel, strides, dilations, begin, out, lo)]
+    canvas = np.zeros((n, g, mg, *full), dtype=np.result_type(x, w))
+    xg = x.reshape(n, g, cg, -1)
+    wg = w.reshape(g, cg, mg, -1)
+    for k, tap in enumerate(W.taps(kernel)):
+        contrib = np.matmul(wg[:, :, :, k].transpose(0, 2, 1), xg).reshape(n, g, mg, *x.shape[2:])
+        canvas[(..., *(slice(t * d - l, t * d - l + s * (i - 1) + 1, s)
+                       for t, d, l, s, i in zip(tap, dilations, lo, strides, x.shape[2:])))] += contrib
+    y = canvas[(..., *(slice(pb - l, pb - l + o) for pb, l, o in zip(begin, lo, out)))]
+    y = y.reshape(n, g * mg, *out)
+    if b is not None:
+        y = y + b.reshape(g * mg, *[1] * len(out))
+    return y.astype(x.dtype, copy=False)

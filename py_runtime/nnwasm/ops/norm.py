@@ -1,0 +1,140 @@
+"""Normalisations: BatchNormalization, InstanceNormalization, LayerNormalization,
+GroupNormalization, LpNormalization. Statistics are computed in float32 or wider."""
+from . import shapes as S
+from .elementwise import infer_unary
+from .registry import op
+
+
+def _outputs(node):
+    return sum(1 for o in node.outputs if o)
+
+
+def _channel_params(node, inputs, first, last, xs):
+    """Checks that inputs first..last are 1-D of the channel count of xs; returns that count."""
+    c = xs[1] if xs is not None and len(xs) > 1 else None
+    for i in range(first, last + 1):
+        ps = S.shape(S.need(node, inputs, i))
+        if ps is not None and len(ps) == 1:
+            c = S.merge_dims(node, c, ps[0], f"input {i} size and the channel count of {list(xs or ())}")
+    return c
+
+
+def infer_batch_norm(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    xs = S.shape(x)
+    if xs is not None and len(xs) < 2:
+        S.fail(node, f"input needs rank >= 2, got shape {list(xs)}")
+    c = _channel_params(node, inputs, 1, 4, xs)
+    training = node.opset >= 14 and node.attr("training_mode", 0)
+    if node.opset < 14 and _outputs(node) > 1:
+        S.unsupported(node, "training-mode outputs (mean, var, saved_mean, saved_var) before opset 14")
+    if node.opset >= 14 and not training and _outputs(node) > 1:
+        S.fail(node, "running_mean/running_var outputs need training_mode=1")
+    return [(x.dtype, xs)] + [(x.dtype, (c,))] * (len(node.outputs) - 1)
+
+
+def _per_channel(p, x):
+    # 1-D parameters are per channel; opset < 9 with spatial=0 gives them shape (C, D1, ...).
+    return p.reshape(-1, *[1] * (x.ndim - 2)) if p.ndim == 1 else p
+
+
+@op("BatchNormalization", 6, infer_batch_norm)
+def batch_norm_6(node, x, scale, b, mean, var):
+    import numpy as np
+    eps = node.attr("epsilon", 1e-5)
+    inv = 1 / np.sqrt(_per_channel(var, x) + np.asarray(eps, var.dtype))
+    return ((x - _per_channel(mean, x)) * inv * _per_channel(scale, x) + _per_channel(b, x)).astype(x.dtype)
+
+
+@op("BatchNormalization", 14, infer_batch_norm)
+def batch_norm_14(node, x, scale, b, mean, var):
+    if not node.attr("training_mode", 0):
+        return batch_norm_6(node, x, scale, b, mean, var)
+    axes = (0, *range(2, x.ndim))
+    cur_mean, cur_var = x.mean(axis=axes), x.var(axis=axes)
+    y = batch_norm_6(node, x, scale, b, cur_mean, cur_var)
+    m = node.attr("momentum", 0.9)
+    return (y, (mean * m + cur_mean * (1 - m)).astype(mean.dtype),
+            (var * m + cur_var * (1 - m)).astype(var.dtype))
+
+
+def infer_instance_norm(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    xs = S.shape(x)
+    if xs is not None and len(xs) < 3:
+        S.fail(node, f"input needs rank >= 3, got shape {list(xs)}")
+    _channel_params(node, inputs, 1, 2, xs)
+    return [(S.same_dtype(node, inputs), xs)]
+
+
+@op("InstanceNormalization", 6, infer_instance_norm)
+def instance_norm(node, x, scale, b):
+    return _normalize(x, tuple(range(2, x.ndim)), node.attr("epsilon", 1e-5),
+                      _per_channel(scale, x), _per_channel(b, x))[0]
+
+
+def _normalize(x, axes, eps, scale, bias, stash="float32"):
+    """(y, mean, 1/std) with statistics over axes, computed in the stash type."""
+    import numpy as np
+    xf = x.astype(np.result_type(x.dtype, stash))
+    mean = xf.mean(axis=axes, keepdims=True)
+    inv_std = 1 / np.sqrt(((xf - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+    y = (xf - mean) * inv_std * scale
+    if bias is not None:
+        y = y + bias
+    return y.astype(x.dtype), mean, inv_std
+
+
+def infer_layer_norm(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    S.need(node, inputs, 1)
+    xs = S.shape(x)
+    stash = S.dtype_attr(node, "stash_type", 1)
+    for i in (1, 2):
+        if S.get(inputs, i) is not None and xs is not None and S.shape(inputs[i]) is not None:
+            S.broadcast(node, xs, S.shape(inputs[i]))
+    if xs is None:
+        return [(x.dtype, None), (stash, None), (stash, None)][:len(node.outputs)]
+    a = S.axis(node, node.attr("axis", -1), len(xs))
+    stat = (*xs[:a], *[1] * (len(xs) - a))
+    return [(x.dtype, xs), (stash, stat), (stash, stat)][:len(node.outputs)]
+
+
+@op("LayerNormalization", 17, infer_layer_norm)
+def layer_norm(node, x, scale, b=None):
+    a = node.attr("axis", -1) % x.ndim
+    stash = S.dtype_attr(node, "stash_type", 1).name
+    return _normalize(x, tuple(range(a, x.ndim)), node.attr("epsilon", 1e-5), scale, b, stash)
+
+
+def infer_group_norm(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    xs = S.shape(x)
+    g = node.attr("num_groups")
+    if g is None:
+        S.fail(node, "attribute num_groups is required")
+    c = _channel_params(node, inputs, 1, 2, xs)
+    if S.known(c) and c % g:
+        S.fail(node, f"channels {c} are not a multiple of num_groups {g}")
+    return [(S.same_dtype(node, inputs), xs)]
+
+
+@op("GroupNormalization", 21, infer_group_norm)
+def group_norm(node, x, scale, b):
+    n, c = x.shape[:2]
+    g = node.attr("num_groups")
+    xg = x.reshape(n, g, -1)
+    stash = S.dtype_attr(node, "stash_type", 1).name
+    y = _normalize(xg, (2,), node.attr("epsilon", 1e-5), 1, None, stash)[0].reshape(x.shape)
+    return (y * _per_channel(scale, x) + _per_channel(b, x)).astype(x.dtype)
+
+
+@op("LpNormalization", 1, infer_unary)
+def lp_norm(node, x):
+    import numpy as np
+    p = node.attr("p", 2)
+    if p not in (1, 2):
+        S.fail(node, f"p must be 1 or 2, got {p}")
+    a = node.attr("axis", -1)
+    norm = np.sum(np.abs(x), axis=a, keepdims=True) if p == 1 else np.sqrt(np.sum(x * x, axis=a, keepdims=True))
+    return np.divide(x, norm, out=np.zeros_like(x), where=norm != 0)     # a zero vector stays zero
