@@ -39,8 +39,13 @@ def drop_identities(graph):
 
 def infer_shapes(graph, input_shapes=None):
     """Fills graph.values with the dtype and shape of every value, using the op registry.
-    input_shapes (name -> shape) overrides the declared graph input shapes (binding symbolic dims)."""
+    input_shapes (name -> shape) overrides the declared graph input shapes (binding symbolic dims).
+    Shape computations (Shape -> Gather -> Concat -> Reshape ...) fold here, without numpy: their
+    values become initializers and their nodes go, so later nodes see constant shapes. This
+    mutates graph.nodes and graph.initializers: give each input-shape variant its own copies."""
     values = graph.values
+    graph_outputs = {v.name for v in graph.outputs}
+    keep = []
     for vi in graph.inputs:
         shape = input_shapes.get(vi.name, vi.shape) if input_shapes else vi.shape
         values[vi.name] = ValueInfo(vi.name, vi.dtype, tuple(shape) if shape is not None else None)
@@ -48,6 +53,7 @@ def infer_shapes(graph, input_shapes=None):
         if name not in {vi.name for vi in graph.inputs}:
             values[name] = ValueInfo(name, t.dtype, t.shape)
     for node in graph.nodes:
+        keep.append(node)
         op = lookup(node.domain, node.op_type, node.opset)
         if op is None:
             # No shape knowledge: outputs stay unknown; the partitioner reports the op as unsupported.
@@ -63,6 +69,11 @@ def infer_shapes(graph, input_shapes=None):
             raise
         except Exception as e:  # a bug or an unforeseen attribute: report it against the node
             raise InvalidModel(f"shape inference failed for {node}: {type(e).__name__}: {e}") from e
+        folded = op.fold(node, ins, consts) if op.fold is not None else None
+        if folded and all(t is not None for name, t in zip(node.outputs, folded) if name):
+            graph.initializers.update((name, t) for name, t in zip(node.outputs, folded) if name)
+            if not any(name in graph_outputs for name in node.outputs):
+                keep.pop()
         for name, (dt, shape) in zip(node.outputs, outs):
             if name:
                 declared = values.get(name)
@@ -71,6 +82,7 @@ def infer_shapes(graph, input_shapes=None):
                 if dt is None and declared is not None:
                     dt = declared.dtype
                 values[name] = ValueInfo(name, dt, tuple(shape) if shape is not None else None)
+    graph.nodes = keep
     return graph
 
 

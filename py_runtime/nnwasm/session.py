@@ -185,7 +185,7 @@ class InferenceSession:
             self._cache.move_to_end(key)
             return hit
         g = self._graph
-        spec = Graph(g.nodes, g.inputs, g.outputs, g.initializers, {}, g.opsets, g.name)
+        spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, g.opsets, g.name)
         prepared = _Prepared(passes.infer_shapes(spec, shapes), self._providers)
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:

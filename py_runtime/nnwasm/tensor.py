@@ -48,7 +48,8 @@ class TensorData:
     @classmethod
     def from_numpy(cls, arr):
         import numpy as np
-        arr = np.ascontiguousarray(arr)
+        shape = np.shape(arr)
+        arr = np.ascontiguousarray(arr).reshape(shape)   # ascontiguousarray makes 0-d arrays 1-d
         dt = dtypes.from_name(arr.dtype.name)
         if dt is None:
             raise InvalidArgument(f"unsupported numpy dtype {arr.dtype}")

@@ -4,6 +4,7 @@ Calls go through wasmtime's unchecked raw call (a preallocated wasmtime_val_raw 
 a call against ~16 µs for Func.__call__ (measured, see shared PLATFORM notes). Linear memory is
 addressed through its current base pointer, re-read on every copy since memory may have grown.
 """
+import atexit
 import ctypes
 
 import wasmtime
@@ -36,8 +37,22 @@ class WasmtimeHost:
         self.wasm_bytes_len = len(wasm_bytes)
         if "_initialize" in self._funcs:
             self._funcs["_initialize"](self.store)
+        self.closed = False
+        # wasmtime's own finalizers fail once the interpreter is tearing down; close first.
+        # (atexit runs this after the plans' weakref finalizers, which were registered later.)
+        atexit.register(self.close)
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self._funcs.clear()
+            self.memory = self.instance = None
+            self.store.close()
+            self.engine.close()
 
     def call(self, name, *args):
+        if self.closed:
+            raise KernelError("kernels.wasm host is closed (the interpreter is exiting)")
         raw = self._raw
         for i, a in enumerate(args):
             raw[i].i32 = a

@@ -11,6 +11,8 @@ STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opc
 
 
 def _free(host, ptrs):
+    if getattr(host, "closed", False):
+        return
     for p in ptrs:
         if p:
             host.call("nnw_free", p)
