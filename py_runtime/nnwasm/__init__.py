@@ -4,7 +4,7 @@
     sess = ort.InferenceSession("model.onnx")
     logits, = sess.run(None, {"input": x})
 """
-from .errors import (FallbackUnavailable, InvalidArgument, InvalidModel, KernelError, NnwasmError,
+from .errors import (FallbackUnavailable, InvalidArgument, InvalidModel, KernelError, NnwasmError, Unsupported,
                      NotImplementedOp)
 from .options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
 from .session import InferenceSession, NodeArg, get_available_providers
@@ -18,4 +18,4 @@ def get_device():
 
 __all__ = ["InferenceSession", "SessionOptions", "RunOptions", "NodeArg", "GraphOptimizationLevel",
            "ExecutionMode", "get_available_providers", "get_device", "NnwasmError", "InvalidModel",
-           "InvalidArgument", "NotImplementedOp", "FallbackUnavailable", "KernelError"]
+           "InvalidArgument", "Unsupported", "NotImplementedOp", "FallbackUnavailable", "KernelError"]

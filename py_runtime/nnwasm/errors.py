@@ -15,7 +15,11 @@ class InvalidArgument(NnwasmError, ValueError):
     """A call got a wrong argument: unknown input/output name, wrong dtype, rank or shape."""
 
 
-class NotImplementedOp(NnwasmError, NotImplementedError):
+class Unsupported(NnwasmError, NotImplementedError):
+    """A valid model uses something nnwasm can't run yet (an op, an opset, an element type)."""
+
+
+class NotImplementedOp(Unsupported):
     """No enabled provider can run a node (op type, opset or attributes not supported)."""
 
 

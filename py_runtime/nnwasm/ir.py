@@ -42,6 +42,7 @@ class Graph:
     values: dict = field(default_factory=dict)  # name -> ValueInfo for every value known
     opsets: dict = field(default_factory=dict)  # domain -> opset version ("" is ai.onnx)
     name: str = ""
+    model_info: object = None     # onnx_io.load.ModelInfo on the main graph of a loaded model; None for subgraphs
 
     def producers(self):
         """value name -> the node that produces it."""

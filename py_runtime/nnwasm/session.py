@@ -10,7 +10,7 @@ import os
 from collections import OrderedDict
 
 from . import dtypes, passes
-from .errors import InvalidArgument
+from .errors import InvalidArgument, Unsupported
 from .ir import Graph
 from .onnx_io.load import load_model
 from .options import SessionOptions
@@ -114,6 +114,9 @@ class InferenceSession:
         feeds = {}
         for name, value in self._check_feed_names(input_feed).items():
             arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if arr.dtype.kind in "OSUV":
+                raise Unsupported(f"input '{name}' is a {arr.dtype} array: string and object tensors "
+                                  "are not supported by nnwasm yet")
             if arr.dtype.byteorder == ">" or not arr.flags.c_contiguous:
                 arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
             dt = dtypes.from_name(arr.dtype.name)
