@@ -9,6 +9,7 @@ memory is reused as in onnxruntime's and XNNPACK's planners.
 """
 import struct
 
+from ..errors import Unsupported
 from ..tensor import numel
 from .opcodes import OPS
 
@@ -62,7 +63,7 @@ class PlanBuilder:
         self.ops.append((op, args))
 
     # --- layout and encoding ------------------------------------------------------------
-    def finish(self):
+    def finish(self, max_arena):
         """Returns (plan bytes, arena bytes, {value name: arena offset} of inputs and outputs)."""
         inits = self.graph.initializers
         weights, blob = {}, bytearray()
@@ -91,6 +92,9 @@ class PlanBuilder:
         for name, off in offsets.items():
             where[name] = base + off
         arena = base + max((offsets[n] + _align(s[2]) for n, s in live.items()), default=0)
+        if arena > max_arena:
+            raise Unsupported(f"this WASM partition needs {arena} bytes of memory (weights and activations); "
+                              f"kernels.wasm addresses at most {max_arena}")
         words = []
         for op, args in self.ops:
             spec = OPS[op]

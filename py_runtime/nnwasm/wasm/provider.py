@@ -1,10 +1,16 @@
 """WasmExecutionProvider: runs nodes on kernels.wasm. Its capability is the LOWERINGS table plus
 the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call."""
+from ..errors import Unsupported
 from ..host import get_host
 from ..tensor import numel
 from .lowering import ANY_DTYPE, LOWERINGS
 from .plan import PlanBuilder
 from .runner import WasmRunner
+
+
+# wasm32 addresses 4 GiB and the plan ABI uses int32 offsets: keep every tensor well inside that.
+MAX_TENSOR_BYTES = 1 << 30
+MAX_ARENA_BYTES = (1 << 31) - (1 << 24)
 
 
 class WasmExecutionProvider:
@@ -26,6 +32,8 @@ class WasmExecutionProvider:
                 return f"the shape or type of '{name}' is not known at session creation"
             if numel(vi.shape) == 0:
                 return f"'{name}' is empty"
+            if numel(vi.shape) * max(vi.dtype.size, 1) > MAX_TENSOR_BYTES:
+                return f"'{name}' is larger than kernels.wasm's {MAX_TENSOR_BYTES >> 20} MiB tensor limit"
             data_tensor = k == 0 or name in node.outputs or node.op_type not in ANY_DTYPE
             if data_tensor and node.op_type in ANY_DTYPE and vi.dtype.size == 0:
                 return f"'{name}' is of type {vi.dtype.name}"
@@ -41,7 +49,7 @@ class WasmExecutionProvider:
         for node in part.nodes:
             if id(node) not in b.fused:
                 LOWERINGS[node.op_type][1](node, b)
-        plan, arena, io = b.finish()
+        plan, arena, io = b.finish(MAX_ARENA_BYTES)
         ins = [(n, io[n], b.nbytes(n)) for n in part.inputs]
         outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in part.outputs]
         return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops))
