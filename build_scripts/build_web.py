@@ -1,0 +1,130 @@
+"""Builds what web/nnwasm.mjs loads: the nnwasm wheel (kernels.wasm inside) and dist/web/.
+
+    dist/nnwasm-<version>-py3-none-any.whl
+    dist/web/pyodide/         Pyodide's core files, copied from node_modules/pyodide (`npm ci`)
+    dist/web/nnwasm-<version>-py3-none-any.whl
+    dist/web/nnwasm-web.json  names the wheel; web/env.mjs finds everything through it
+
+Serve the repository root (demo/serve.py) and /web/ finds /dist/web/ next to it.
+Idempotent: a file is rewritten only when its content changed, and older wheels are removed.
+Needs py_runtime/nnwasm/kernels.wasm (build_scripts/build_kernels.py) and node_modules/.
+"""
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "py_runtime" / "nnwasm"
+DIST = ROOT / "dist"
+WEB = DIST / "web"
+PYODIDE_SRC = ROOT / "node_modules" / "pyodide"
+# What loadPyodide fetches from its indexURL at start-up; nothing else is needed offline.
+PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
+# The source tree a wheel is built from, copied apart so stale build/ output never leaks in.
+WHEEL_SOURCES = ["pyproject.toml", "README.md", "LICENSE", "py_runtime"]
+
+
+def fail(msg):
+    sys.exit(f"build_web.py: {msg}")
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_if_changed(path, data, written):
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    written.append(path)
+
+
+def build_wheel():
+    """Builds the wheel from a clean copy of the sources; returns (file name, bytes)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "src", Path(tmp) / "out"
+        src.mkdir()
+        for name in WHEEL_SOURCES:
+            p = ROOT / name
+            if p.is_dir():
+                shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+            elif p.exists():
+                shutil.copy2(p, src / name)
+        if not (src / "README.md").exists():  # pyproject.toml names it as the long description
+            (src / "README.md").write_text("nnwasm\n")
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)]
+        # A fixed timestamp makes the wheel's bytes depend on its content only (idempotent builds).
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "SOURCE_DATE_EPOCH": "315532800"})
+        if proc.returncode != 0:
+            fail(f"`{' '.join(cmd)}` failed:\n{proc.stdout}\n{proc.stderr}")
+        wheels = list(out.glob("nnwasm-*.whl"))
+        if len(wheels) != 1:
+            fail(f"expected one nnwasm wheel, pip wrote {[w.name for w in wheels]}")
+        return wheels[0].name, wheels[0].read_bytes()
+
+
+def check_wheel(name, data, kernels):
+    """The wheel must hold this kernels.wasm and every module of the source tree."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        names = set(z.namelist())
+        if "nnwasm/kernels.wasm" not in names:
+            fail(f"{name} has no nnwasm/kernels.wasm: check [tool.setuptools.package-data] in pyproject.toml")
+        if z.read("nnwasm/kernels.wasm") != kernels:
+            fail(f"{name} holds a kernels.wasm that differs from {PACKAGE / 'kernels.wasm'}")
+    modules = {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    missing = sorted(modules - names)
+    if missing:
+        fail(f"{name} lacks {missing} (a subpackage without __init__.py?)")
+
+
+def pyodide_version():
+    pinned = json.loads((ROOT / "package.json").read_text())["dependencies"]["pyodide"]
+    pkg = PYODIDE_SRC / "package.json"
+    if not pkg.exists():
+        fail(f"{PYODIDE_SRC} is missing: run `npm ci`")
+    installed = json.loads(pkg.read_text())["version"]
+    if installed != pinned:
+        fail(f"node_modules has pyodide {installed} but package.json pins {pinned}: run `npm ci`")
+    return installed
+
+
+def main():
+    kernels_path = PACKAGE / "kernels.wasm"
+    if not kernels_path.exists():
+        fail(f"{kernels_path} is missing: run `python build_scripts/build_kernels.py` first")
+    kernels = kernels_path.read_bytes()
+    version = pyodide_version()
+    wheel_name, wheel = build_wheel()
+    check_wheel(wheel_name, wheel, kernels)
+
+    written, removed = [], []
+    for folder in (DIST, WEB):
+        for old in folder.glob("nnwasm-*.whl"):
+            if old.name != wheel_name:
+                old.unlink()
+                removed.append(old)
+        write_if_changed(folder / wheel_name, wheel, written)
+    for name in PYODIDE_FILES:
+        write_if_changed(WEB / "pyodide" / name, (PYODIDE_SRC / name).read_bytes(), written)
+    manifest = {"wheel": wheel_name, "pyodide": "pyodide/", "pyodideVersion": version,
+                "kernelsSha256": sha256(kernels)}
+    write_if_changed(WEB / "nnwasm-web.json", (json.dumps(manifest, indent=2) + "\n").encode(), written)
+
+    for p in removed:
+        print(f"removed {p.relative_to(ROOT)}")
+    for p in sorted(set(written)):
+        print(f"wrote   {p.relative_to(ROOT)} ({p.stat().st_size:,} bytes)")
+    if not written and not removed:
+        print(f"{WEB.relative_to(ROOT)}/ is up to date ({wheel_name}, pyodide {version})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""What web/inference-session.mjs calls inside Pyodide: sessions by integer handle, tensors as
+(name, type, dims, bytes) so no element is ever converted one by one.
+
+JS -> Python: model bytes and feed buffers arrive as JsProxy Uint8Arrays (one copy each, with
+to_bytes()); names, types and dims as JsProxy arrays of str / numbers.
+Python -> JS: results are built as JS objects with to_js, so the shim never holds a PyProxy;
+output buffers are fresh ArrayBuffers the shim wraps in typed arrays as they are.
+Errors: every entry point records its exception (type name and str) before re-raising, and the
+shim reads it with take_error() to throw a JS Error with the Python message, not a traceback.
+"""
+import functools
+import itertools
+
+import js
+from pyodide.ffi import to_js
+
+from . import InferenceSession, dtypes
+from .errors import InvalidArgument
+from .tensor import TensorData
+
+_sessions = {}
+_handles = itertools.count(1)
+_last_error = None
+
+
+def _to_js(value):
+    return to_js(value, dict_converter=js.Object.fromEntries)
+
+
+def _reported(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        global _last_error
+        try:
+            return fn(*args)
+        except Exception as e:
+            cls = type(e)
+            _last_error = (cls.__name__, f"{cls.__module__}.{cls.__qualname__}", str(e) or cls.__name__)
+            raise
+    return wrapper
+
+
+def take_error():
+    """[type name, qualified type name, message] of the last failed call, then forgets it."""
+    global _last_error
+    err, _last_error = _last_error, None
+    return None if err is None else _to_js(list(err))
+
+
+def _web_type(dtype):
+    """onnxruntime-web's name for a dtype: numpy's name, except strings."""
+    return "string" if dtype.name == "object" else dtype.name
+
+
+def _dtype(web_type, name):
+    dt = dtypes.from_name(str(web_type)) if web_type != "string" else None
+    if dt is None:
+        raise InvalidArgument(f"input '{name}': tensor type '{web_type}' is not supported by nnwasm")
+    return dt
+
+
+def _value_info(v):
+    dt = dtypes.from_name(v.type)
+    shape = None if v.shape is None else [d if isinstance(d, (int, str)) else None for d in v.shape]
+    return {"name": v.name, "type": _web_type(dt) if dt else v.type, "shape": shape}
+
+
+def _session(handle):
+    sess = _sessions.get(handle)
+    if sess is None:
+        raise InvalidArgument("this session was released")
+    return sess
+
+
+@_reported
+def create_session(model, providers):
+    """model: Uint8Array of ONNX bytes; providers: JS array of provider names, or None."""
+    data = model.to_bytes()
+    sess = InferenceSession(data, providers=None if providers is None else [str(p) for p in providers])
+    handle = next(_handles)
+    _sessions[handle] = sess
+    return _to_js({
+        "handle": handle,
+        "inputs": [_value_info(v) for v in sess.get_inputs()],
+        "outputs": [_value_info(v) for v in sess.get_outputs()],
+        "providers": list(sess.get_providers()),
+        "assignment": [list(a) for a in sess.get_provider_assignment()],
+    })
+
+
+@_reported
+def run(handle, names, types, dims, buffers, output_names):
+    """Feeds as parallel JS arrays; output_names a JS array, or None for all outputs.
+    Returns a JS array of [name, type, dims, ArrayBuffer] in output order."""
+    sess = _session(handle)
+    feeds = {}
+    for name, web_type, shape, buf in zip(names, types, dims, buffers):
+        feeds[name] = TensorData(_dtype(web_type, name), [int(d) for d in shape], buf.to_bytes())
+    wanted = None if output_names is None else [str(n) for n in output_names] or None
+    results = sess.run_raw(wanted, feeds)
+    out_names = wanted if wanted is not None else [v.name for v in sess.get_outputs()]
+    out = []
+    for name, t in zip(out_names, results):
+        if t.dtype.name == "object":
+            raise InvalidArgument(f"output '{name}' is a string tensor, which the JS shim cannot return")
+        data = memoryview(t.data).cast("B")
+        buf = js.Uint8Array.new(data.nbytes)
+        buf.assign(data)
+        out.append([name, _web_type(t.dtype), list(t.shape), buf.buffer])
+    return _to_js(out)
+
+
+@_reported
+def release(handle):
+    _sessions.pop(handle, None)

@@ -1,0 +1,67 @@
+// Every setting of the nnwasm shim, with its default, in one place. boot() reads them once
+// (through resolveEnv) when the first session is created: set them before that. Like
+// onnxruntime-web's env.wasm flags, changes after boot have no effect.
+
+const VERSION = "0.1.0";
+const PYODIDE_VERSION = "314.0.7";
+
+export const env = {
+  // Folder written by build_scripts/build_web.py: pyodide/, the nnwasm wheel and
+  // nnwasm-web.json naming it. Default: dist/web/ of the source tree this file is in.
+  distURL: new URL("../dist/web/", import.meta.url).href,
+
+  // Pyodide's indexURL (pyodide.mjs, pyodide.asm.*, python_stdlib.zip, pyodide-lock.json).
+  // null = distURL + "pyodide/". It is also Pyodide's package base URL, so Pyodide never
+  // falls back to its CDN: nnwasm works offline.
+  pyodideIndexURL: null,
+
+  // The nnwasm wheel Pyodide installs. null = the wheel named in distURL + "nnwasm-web.json".
+  wheelURL: null,
+
+  // true: log boot steps with timings and Python's stdout to the console, and keep the Python
+  // traceback on errors (error.pythonTraceback). false: Python's stdout is dropped.
+  debug: false,
+
+  // onnxruntime-web compatibility only: nnwasm runs single-threaded with WASM SIMD whatever
+  // is set here, so code written for onnxruntime-web can keep setting these.
+  wasm: { numThreads: 1, simd: true },
+
+  versions: Object.freeze({ web: VERSION, pyodide: PYODIDE_VERSION }),
+};
+
+function checkURL(name, value) {
+  if (value !== null && typeof value !== "string" && !(value instanceof URL)) {
+    throw new TypeError(`env.${name} must be a URL string, a URL or null, got ${typeof value}`);
+  }
+  return value === null ? null : String(value);
+}
+
+function withSlash(url) {
+  return url.endsWith("/") ? url : url + "/";
+}
+
+/** What relative URLs are relative to: the page, or in Node the working directory (so
+ * Node users can give plain paths). */
+export function baseURL() {
+  if (typeof globalThis.location !== "undefined") return globalThis.location.href;
+  return new URL(withSlash(process.cwd()), "file:///").href;
+}
+
+/** The settings boot() uses, checked, as absolute URLs, with every default filled in
+ * (wheelURL may stay null: boot() then reads it from the manifest). */
+export function resolveEnv() {
+  const base = baseURL();
+  const distURL = withSlash(new URL(checkURL("distURL", env.distURL), base).href);
+  const indexURL = checkURL("pyodideIndexURL", env.pyodideIndexURL);
+  const wheelURL = checkURL("wheelURL", env.wheelURL);
+  if (typeof env.debug !== "boolean") {
+    throw new TypeError(`env.debug must be true or false, got ${JSON.stringify(env.debug)}`);
+  }
+  return {
+    distURL,
+    manifestURL: new URL("nnwasm-web.json", distURL).href,
+    pyodideIndexURL: withSlash(indexURL === null ? new URL("pyodide/", distURL).href : new URL(indexURL, base).href),
+    wheelURL: wheelURL === null ? null : new URL(wheelURL, base).href,
+    debug: env.debug,
+  };
+}

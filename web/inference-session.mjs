@@ -1,0 +1,84 @@
+// InferenceSession with onnxruntime-web's interface: create(), run(), release(), inputNames,
+// outputNames, inputMetadata, outputMetadata. Argument checking lives here; the Python side is
+// in pyodide-session.mjs.
+import { resolveProviders } from "./execution-providers.mjs";
+import { loadBytes } from "./load-bytes.mjs";
+import { PyodideSession } from "./pyodide-session.mjs";
+
+// create(url | Uint8Array | ArrayBuffer, options) or create(ArrayBuffer, byteOffset, byteLength?, options)
+async function modelAndOptions(arg0, arg1, arg2, arg3) {
+  if (typeof arg0 === "string" || arg0 instanceof URL) return [await loadBytes(arg0), arg1];
+  // A plain Uint8Array view: Pyodide cannot convert subclasses such as Node's Buffer.
+  if (arg0 instanceof Uint8Array) return [new Uint8Array(arg0.buffer, arg0.byteOffset, arg0.byteLength), arg1];
+  if (arg0 instanceof ArrayBuffer || (typeof SharedArrayBuffer !== "undefined" && arg0 instanceof SharedArrayBuffer)) {
+    if (typeof arg1 === "number") {
+      const length = typeof arg2 === "number" ? arg2 : arg0.byteLength - arg1;
+      return [new Uint8Array(arg0, arg1, length), typeof arg2 === "number" ? arg3 : arg2];
+    }
+    return [new Uint8Array(arg0), arg1];
+  }
+  throw new TypeError("InferenceSession.create needs a URL, a path, a Uint8Array or an ArrayBuffer");
+}
+
+function isTensorLike(value) {
+  return value !== null && typeof value === "object" && typeof value.type === "string" &&
+    Array.isArray(value.dims) && value.data !== undefined;
+}
+
+export class InferenceSession {
+  #impl;
+  #released = false;
+
+  constructor(impl) {
+    this.#impl = impl;
+    this.inputMetadata = impl.inputMetadata;
+    this.outputMetadata = impl.outputMetadata;
+    this.inputNames = impl.inputMetadata.map((m) => m.name);
+    this.outputNames = impl.outputMetadata.map((m) => m.name);
+    // nnwasm's own fields: the providers in use, which one runs each node, and how long the
+    // boot (once per page) and this session's creation took.
+    this.providers = impl.providers;
+    this.providerAssignment = impl.providerAssignment;
+    this.timings = impl.timings;
+  }
+
+  /**
+   * options: onnxruntime-web's SessionOptions; nnwasm reads executionProviders ("wasm"/"cpu" ->
+   * WasmExecutionProvider, "numpy" -> NumpyExecutionProvider; others skipped) and ignores
+   * the rest (threads, graph optimization level, ...).
+   */
+  static async create(arg0, arg1, arg2, arg3) {
+    const [model, options] = await modelAndOptions(arg0, arg1, arg2, arg3);
+    if (options !== undefined && (options === null || typeof options !== "object")) {
+      throw new TypeError("InferenceSession.create: options must be an object");
+    }
+    const providers = resolveProviders(options?.executionProviders);
+    return new InferenceSession(await PyodideSession.create(model, providers));
+  }
+
+  /** run(feeds, options?) or run(feeds, fetches, options?); fetches: output names, or an object
+   * whose keys are output names. Resolves to {outputName: Tensor}. */
+  async run(feeds, fetches, _options) {
+    if (this.#released) throw new Error("InferenceSession.run: the session was released");
+    if (feeds === null || typeof feeds !== "object" || Array.isArray(feeds)) {
+      throw new TypeError("InferenceSession.run: feeds must be an object {inputName: Tensor}");
+    }
+    const entries = Object.entries(feeds);
+    for (const [name, tensor] of entries) {
+      if (!isTensorLike(tensor)) throw new TypeError(`InferenceSession.run: feed '${name}' is not a Tensor`);
+    }
+    let outputNames = null;
+    if (Array.isArray(fetches)) outputNames = fetches.map(String);
+    else if (fetches !== null && typeof fetches === "object" && this.outputNames.some((n) => n in fetches)) {
+      outputNames = Object.keys(fetches);
+    }
+    return this.#impl.run(entries, outputNames);
+  }
+
+  /** Frees the Python session; run() rejects afterwards. */
+  async release() {
+    if (this.#released) return;
+    this.#released = true;
+    this.#impl.release();
+  }
+}

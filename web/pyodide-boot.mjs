@@ -1,0 +1,85 @@
+// Starting the Python side once per page or process: Pyodide from our own copy (never a CDN),
+// then the nnwasm wheel, then the bridge module the sessions call. Start-up order:
+//   resolveEnv -> import pyodide.mjs -> loadPyodide -> loadPackage(wheel) -> import nnwasm._js_bridge
+import { resolveEnv } from "./env.mjs";
+import { IN_NODE, loadBytes, nodePath } from "./load-bytes.mjs";
+
+const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
+
+let booting = null;
+
+/**
+ * Boots Pyodide and installs nnwasm; every call returns the same promise. Resolves to
+ * { pyodide, bridge: {create_session, run, release, take_error}, bootMs, versions }.
+ * A failed boot is forgotten, so a later call (say, after fixing env.distURL) tries again.
+ */
+export function boot() {
+  if (booting === null) {
+    booting = bootOnce().catch((e) => {
+      booting = null;
+      throw e;
+    });
+  }
+  return booting;
+}
+
+async function wheelFromManifest(manifestURL) {
+  let manifest;
+  try {
+    manifest = JSON.parse(new TextDecoder().decode(await loadBytes(manifestURL)));
+  } catch (e) {
+    throw new Error(`nnwasm: cannot read ${manifestURL} (run \`python build_scripts/build_web.py\`, ` +
+                    `or set env.distURL / env.wheelURL): ${e.message}`, { cause: e });
+  }
+  if (typeof manifest.wheel !== "string") throw new Error(`nnwasm: ${manifestURL} names no wheel`);
+  return new URL(manifest.wheel, manifestURL).href;
+}
+
+// Pyodide wants file system paths in Node and URLs in the browser.
+async function forPyodide(url) {
+  return IN_NODE && url.startsWith("file:") ? nodePath(url) : url;
+}
+
+async function bootOnce() {
+  const t0 = performance.now();
+  const cfg = resolveEnv();
+  const log = cfg.debug ? (msg) => console.log(`nnwasm: ${msg} (${(performance.now() - t0).toFixed(0)} ms)`) : () => {};
+  // The manifest is read while Pyodide starts; the no-op catch keeps a failure from being
+  // reported as unhandled before it is awaited below.
+  const wheelPromise = cfg.wheelURL ? Promise.resolve(cfg.wheelURL) : wheelFromManifest(cfg.manifestURL);
+  wheelPromise.catch(() => {});
+
+  let loadPyodide;
+  try {
+    ({ loadPyodide } = await import(new URL("pyodide.mjs", cfg.pyodideIndexURL).href));
+  } catch (e) {
+    throw new Error(`nnwasm: cannot load Pyodide from ${cfg.pyodideIndexURL}: ${e.message}`, { cause: e });
+  }
+  let indexURL = await forPyodide(cfg.pyodideIndexURL);
+  if (IN_NODE && !indexURL.endsWith("/")) indexURL += "/";
+  const pyodide = await loadPyodide({
+    indexURL,
+    packageBaseUrl: indexURL, // also where Pyodide's loader would go instead of its CDN
+    stdout: cfg.debug ? (line) => console.log(line) : () => {},
+    stderr: (line) => console.warn(line),
+  });
+  log(`Pyodide ${pyodide.version} started`);
+
+  const wheelURL = await wheelPromise;
+  const failures = [];
+  await pyodide.loadPackage(await forPyodide(wheelURL), {
+    messageCallback: cfg.debug ? (msg) => console.log(msg) : () => {},
+    errorCallback: (msg) => failures.push(msg),
+  });
+  if (failures.length > 0) {
+    throw new Error(`nnwasm: cannot install ${wheelURL}: ${failures.join("; ")}`);
+  }
+  const module = pyodide.pyimport("nnwasm._js_bridge");
+  // Looked up once: every attribute access on a PyProxy makes a new proxy.
+  const bridge = Object.fromEntries(BRIDGE_FUNCTIONS.map((name) => [name, module[name].copy()]));
+  module.destroy();
+  const nnwasmVersion = pyodide.runPython("import importlib.metadata as m; m.version('nnwasm')");
+  const bootMs = performance.now() - t0;
+  log("nnwasm installed");
+  return { pyodide, bridge, bootMs, versions: { pyodide: pyodide.version, nnwasm: nnwasmVersion } };
+}

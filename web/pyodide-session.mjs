@@ -1,0 +1,83 @@
+// The implementation behind InferenceSession: one Python session inside Pyodide, reached through
+// nnwasm/_js_bridge.py. Tensors cross as (name, type, dims, bytes): typed arrays are viewed as
+// bytes on the way in and wrapped around fresh ArrayBuffers on the way out, never per element.
+import { env } from "./env.mjs";
+import { boot } from "./pyodide-boot.mjs";
+import { Tensor, typedArrayFor } from "./tensor.mjs";
+
+/** Calls a bridge function; a Python exception becomes a JS Error with the Python message
+ * (not the traceback) and the exception's type name as error.name. */
+function callPython(bridge, fn, ...args) {
+  try {
+    return fn(...args);
+  } catch (e) {
+    if (e?.constructor?.name !== "PythonError") throw e;
+    const info = bridge.take_error(); // [type name, qualified name, str(exception)] or undefined
+    const lines = e.message.trimEnd().split("\n");
+    const error = new Error(info ? info[2] : lines[lines.length - 1]);
+    error.name = info ? info[0] : (e.type ?? "PythonError");
+    error.pythonType = info ? info[1] : e.type;
+    if (env.debug) error.pythonTraceback = e.message;
+    throw error;
+  }
+}
+
+function metadata(values) {
+  return values.map((v) => ({
+    name: v.name,
+    isTensor: true,
+    type: v.type,
+    shape: v.shape ? v.shape.map((d) => d ?? null) : null, // null: rank unknown
+  }));
+}
+
+function asBytes(tensor, name) {
+  const data = tensor.data;
+  if (!ArrayBuffer.isView(data)) {
+    throw new TypeError(`input '${name}': a '${tensor.type}' tensor cannot be passed to nnwasm (needs a typed array)`);
+  }
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+export class PyodideSession {
+  /** Boots Pyodide if needed, then builds the Python session from ONNX bytes (a Uint8Array). */
+  static async create(modelBytes, providers) {
+    const runtime = await boot();
+    const t0 = performance.now();
+    // undefined, not null, reaches Python as None (null becomes pyodide.ffi.jsnull).
+    const info = callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined);
+    return new PyodideSession(runtime, info, performance.now() - t0);
+  }
+
+  constructor(runtime, info, createMs) {
+    this.bridge = runtime.bridge;
+    this.handle = info.handle;
+    this.inputMetadata = metadata(info.inputs);
+    this.outputMetadata = metadata(info.outputs);
+    this.providers = info.providers;
+    this.providerAssignment = info.assignment.map(([node, opType, provider]) => ({ node, opType, provider }));
+    this.timings = { bootMs: runtime.bootMs, createMs };
+  }
+
+  /** feeds: [name, tensor] pairs; outputNames: names or null for all. Returns {name: Tensor}. */
+  run(feeds, outputNames) {
+    const names = [], types = [], dims = [], buffers = [];
+    for (const [name, tensor] of feeds) {
+      names.push(name);
+      types.push(tensor.type);
+      dims.push([...tensor.dims]);
+      buffers.push(asBytes(tensor, name));
+    }
+    const results = callPython(this.bridge, this.bridge.run, this.handle, names, types, dims, buffers, outputNames ?? undefined);
+    const out = {};
+    for (const [name, type, shape, buffer] of results) {
+      const ctor = typedArrayFor(type);
+      out[name] = new Tensor(type, new ctor(buffer), shape);
+    }
+    return out;
+  }
+
+  release() {
+    callPython(this.bridge, this.bridge.release, this.handle);
+  }
+}
