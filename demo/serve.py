@@ -1,0 +1,106 @@
+"""Serves the demo on 127.0.0.1 from the repository root, so /demo/, /web/ and /dist/web/ resolve,
+with the MIME types and cross-origin isolation headers it needs (`python -m http.server` sets neither).
+
+    python demo/serve.py [--port 8000]      (--port 0 picks a free port)
+
+Importable: DemoServer(port=0) binds at once; .url is the demo's address; run it in a thread
+with serve_forever() and stop it with shutdown().
+"""
+import argparse
+import functools
+import http.server
+import posixpath
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MIME_TYPES = {
+    ".wasm": "application/wasm",
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".json": "application/json",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".onnx": "application/octet-stream",
+    ".png": "image/png",
+    ".css": "text/css",
+    ".html": "text/html",
+}
+
+# Cross-origin isolation (COOP + COEP) keeps SharedArrayBuffer available to the page; CORP
+# lets our own files load under require-corp and no other origin embed them.
+ISOLATION_HEADERS = {
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+
+
+# Only what the demo loads; the rest of the tree (.git, .venv, ...) stays private.
+SERVED_PREFIXES = ("/demo/", "/web/", "/dist/web/")
+
+
+class DemoRequestHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+
+    def send_head(self):
+        raw = urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0])
+        path = posixpath.normpath(raw) + ("/" if raw.endswith("/") and raw != "/" else "")
+        if path in ("/", "/demo"):
+            self.send_response(302)
+            self.send_header("Location", "/demo/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        if not path.startswith(SERVED_PREFIXES):
+            self.send_error(404, "Not served by the demo server")
+            return None
+        return super().send_head()
+
+    def end_headers(self):
+        for name, value in ISOLATION_HEADERS.items():
+            self.send_header(name, value)
+        # Rebuilt wheels and edited modules must show up on reload.
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def log_message(self, format, *args):
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+
+class DemoServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port=8000, root=ROOT, verbose=False):
+        self.verbose = verbose
+        handler = functools.partial(DemoRequestHandler, directory=str(root))
+        super().__init__(("127.0.0.1", port), handler)
+
+    @property
+    def port(self):
+        return self.server_address[1]
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/demo/"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one)")
+    parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    args = parser.parse_args(argv)
+    if not (ROOT / "dist" / "web" / "nnwasm-web.json").exists():
+        print("warning: dist/web/ is not built yet: run `python build_scripts/build_web.py`")
+    with DemoServer(args.port, verbose=not args.quiet) as server:
+        print(f"nnwasm demo: {server.url}  (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

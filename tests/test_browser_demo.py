@@ -1,0 +1,121 @@
+"""The demo page in Debian's chromium, as a visitor would use it: it must boot nnwasm offline
+(every request to 127.0.0.1), classify the default photo as "espresso" with no console error,
+classify a picked file and a dropped one, and show an error for a file that is no image."""
+import importlib.util
+import re
+import subprocess
+import sys
+import threading
+from urllib.parse import urlparse
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+import imagenet_fixture
+from conftest import ROOT
+
+pytestmark = pytest.mark.browser
+
+BOOT_TIMEOUT_MS = 120_000  # Pyodide boots in ~3.5 s here; a loaded 2-core machine is slower
+ASSETS = ROOT / "demo" / "assets"
+
+
+@pytest.fixture(scope="module")
+def demo_server():
+    """dist/web/ rebuilt from the current sources, served by demo/serve.py on a free port."""
+    proc = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
+    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    server = serve.DemoServer(port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def watched_page(page):
+    """The page, with every request URL and every console error / uncaught exception recorded."""
+    page.requests, page.errors = [], []
+    page.on("request", lambda r: page.requests.append(r.url))
+    page.on("console", lambda m: page.errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(f"uncaught: {e}"))
+    return page
+
+
+def _onnxruntime_top1(photo):
+    import onnxruntime
+    sess = onnxruntime.InferenceSession(str(ASSETS / "efficientnet-lite0.onnx"), providers=["CPUExecutionProvider"])
+    logits = sess.run(None, {sess.get_inputs()[0].name: imagenet_fixture.preprocess(photo)})[0]
+    return imagenet_fixture.labels()[int(np.argmax(logits))]
+
+
+def _assert_offline(page, port):
+    for url in page.requests:
+        parsed = urlparse(url)
+        if parsed.scheme in ("data", "blob"):
+            continue
+        assert (parsed.hostname, parsed.port) == ("127.0.0.1", port), f"request left the demo server: {url}"
+
+
+def test_demo_classifies_the_default_photo(watched_page, demo_server):
+    page = watched_page
+    page.goto(demo_server.url)
+    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("#error")).to_be_hidden()
+    expect(page.locator("#predictions li")).to_have_count(5)
+    expect(page.locator("#providers li").first).to_contain_text("WasmExecutionProvider")
+    for cell in ("#t-boot", "#t-create", "#t-pre", "#t-run"):
+        expect(page.locator(cell)).to_have_text(re.compile(r"^\d+(\.\d+)? m?s"))
+
+    # The page's canvas preprocessing must feed what Python's recipe gives (within 8-bit rounding).
+    pixels = np.array(page.evaluate("Array.from(window.nnwasmDemo.input.data)"), np.float32)
+    expected = imagenet_fixture.preprocess(ASSETS / "coffee.png").ravel()
+    diff = np.abs(pixels - expected) * imagenet_fixture.load_config()["std"][0]
+    assert diff.max() <= 1.01 and (diff > 0.01).mean() < 0.01, (diff.max(), (diff > 0.01).mean())
+
+    page.click("#bench")
+    expect(page.locator("#status")).to_have_text("Timed 10 runs.", timeout=60_000)
+    timings = {k: page.inner_text(f"#t-{k}") for k in ("boot", "create", "pre", "run")}
+    print("Chromium, EfficientNet-Lite0:", timings)
+    (ROOT / "build").mkdir(exist_ok=True)
+    page.screenshot(path=str(ROOT / "build" / "demo.png"), full_page=True)
+
+    assert page.errors == []
+    _assert_offline(page, demo_server.port)
+
+
+def test_demo_classifies_picked_and_dropped_files(watched_page, demo_server):
+    page = watched_page
+    page.goto(demo_server.url)
+    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+
+    cat = _onnxruntime_top1(ASSETS / "chelsea.png")
+    page.set_input_files("#file", str(ASSETS / "chelsea.png"))
+    expect(page.locator("#top1")).to_have_text(cat, timeout=30_000)
+
+    # Drop the coffee photo back onto the page, as a person dragging it from their desktop.
+    page.evaluate("""async () => {
+        const blob = await (await fetch("assets/coffee.png")).blob();
+        const dt = new DataTransfer();
+        dt.items.add(new File([blob], "coffee.png", { type: "image/png" }));
+        document.getElementById("dropzone").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }""")
+    expect(page.locator("#top1")).to_have_text("espresso", timeout=30_000)
+
+    # A file that is no image: a clear message on the page, and the page keeps working.
+    page.set_input_files("#file", files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not an image"}])
+    expect(page.locator("#error")).to_be_visible(timeout=30_000)
+    expect(page.locator("#error")).to_contain_text("cannot decode notes.txt")
+    page.set_input_files("#file", str(ASSETS / "chelsea.png"))
+    expect(page.locator("#top1")).to_have_text(cat, timeout=30_000)
+    expect(page.locator("#error")).to_be_hidden()
+
+    assert page.errors == []
+    _assert_offline(page, demo_server.port)
