@@ -1,0 +1,161 @@
+/* conv2d: NCHW f32, groups, strides, dilations, pads, optional bias, fused clamp.
+ * The kernel picks its algorithm (conv2d_algo) and says how much scratch it needs:
+ *   depthwise  group == c, m a multiple of c: direct, SIMD along the output width (conv2d_dw.c)
+ *   pointwise  1x1, stride 1, no pad: one GEMM per group straight over the input
+ *   im2col     anything else: columns into scratch, then the GEMM. */
+#include "conv2d.h"
+#include "simd.h"
+
+void nnw_conv2d_decode(const int32_t *a, struct nnw_conv2d *p) {
+  p->x = a[NNW_CONV2D_X];
+  p->wt = a[NNW_CONV2D_WEIGHT];
+  p->b = a[NNW_CONV2D_B];
+  p->y = a[NNW_CONV2D_Y];
+  p->scratch = a[NNW_CONV2D_SCRATCH];
+  p->n = a[NNW_CONV2D_N];
+  p->c = a[NNW_CONV2D_C];
+  p->h = a[NNW_CONV2D_H];
+  p->w = a[NNW_CONV2D_W];
+  p->m = a[NNW_CONV2D_M];
+  p->oh = a[NNW_CONV2D_OH];
+  p->ow = a[NNW_CONV2D_OW];
+  p->kh = a[NNW_CONV2D_KH];
+  p->kw = a[NNW_CONV2D_KW];
+  p->sh = a[NNW_CONV2D_SH];
+  p->sw = a[NNW_CONV2D_SW];
+  p->dh = a[NNW_CONV2D_DH];
+  p->dw = a[NNW_CONV2D_DW];
+  p->pt = a[NNW_CONV2D_PT];
+  p->pl = a[NNW_CONV2D_PL];
+  p->group = a[NNW_CONV2D_GROUP];
+  p->lo = nnw_arg_f32(a[NNW_CONV2D_ACT_MIN]);
+  p->hi = nnw_arg_f32(a[NNW_CONV2D_ACT_MAX]);
+}
+
+enum nnw_conv2d_algo nnw_conv2d_algo(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t pt,
+                                     int32_t pl, int32_t h, int32_t w) {
+  if (group == c && m % c == 0) return NNW_CONV2D_DEPTHWISE;
+  if (kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w)
+    return NNW_CONV2D_POINTWISE;
+  return NNW_CONV2D_IM2COL;
+}
+
+/* The largest coordinate a kernel computes: checked so that int32 index arithmetic is exact. */
+#define COORD_LIMIT ((int64_t)1 << 30)
+
+int64_t nnw_conv2d_scratch_bytes64(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                                   int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                                   int32_t dw, int32_t pt, int32_t pl, int32_t h, int32_t w) {
+  int32_t pos[] = {c, m, group, kh, kw, oh, ow, sh, sw, dh, dw, h, w};
+  if (nnw_check_positive(pos, (int)(sizeof pos / sizeof pos[0])) || pt < 0 || pl < 0) return -1;
+  if (c % group != 0 || m % group != 0) return -1;
+  int64_t span_h = (int64_t)(oh - 1) * sh + (int64_t)(kh - 1) * dh + 1;
+  int64_t span_w = (int64_t)(ow - 1) * sw + (int64_t)(kw - 1) * dw + 1;
+  if (span_h + pt + h > COORD_LIMIT || span_w + pl + w > COORD_LIMIT) return -1;
+  uint64_t floats;
+  switch (nnw_conv2d_algo(c, m, group, kh, kw, oh, ow, sh, sw, pt, pl, h, w)) {
+    case NNW_CONV2D_DEPTHWISE:
+      floats = nnw_mul((uint64_t)span_h, nnw_conv2d_dw_row_floats(ow, kw, sw, dw));
+      break;
+    case NNW_CONV2D_POINTWISE:
+      floats = 0;
+      break;
+    default:
+      floats = nnw_mul(nnw_mul(nnw_mul((uint64_t)(c / group), (uint64_t)kh), (uint64_t)kw),
+                       nnw_mul((uint64_t)oh, (uint64_t)ow));
+      break;
+  }
+  return floats * 4 > INT32_MAX ? -1 : (int64_t)(floats * 4);
+}
+
+NNW_EXPORT int32_t nnw_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh,
+                                            int32_t kw, int32_t oh, int32_t ow, int32_t sh,
+                                            int32_t sw, int32_t dh, int32_t dw, int32_t pt,
+                                            int32_t pl, int32_t h, int32_t w) {
+  return (int32_t)nnw_conv2d_scratch_bytes64(c, m, group, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl,
+                                             h, w);
+}
+
+int nnw_validate_conv2d(const int32_t *args, uint32_t arena_bytes) {
+  struct nnw_conv2d p;
+  nnw_conv2d_decode(args, &p);
+  if (p.n <= 0 || !(p.lo <= p.hi)) return NNW_BAD_ARGS;
+  int64_t scratch = nnw_conv2d_scratch_bytes64(p.c, p.m, p.group, p.kh, p.kw, p.oh, p.ow, p.sh,
+                                               p.sw, p.dh, p.dw, p.pt, p.pl, p.h, p.w);
+  if (scratch < 0) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)p.n, m = (uint64_t)p.m;
+  uint64_t x_bytes = nnw_mul(nnw_mul(n * 4, (uint64_t)p.c), nnw_mul((uint64_t)p.h, (uint64_t)p.w));
+  uint64_t w_bytes = nnw_mul(nnw_mul(m * 4, (uint64_t)(p.c / p.group)),
+                             nnw_mul((uint64_t)p.kh, (uint64_t)p.kw));
+  uint64_t y_bytes = nnw_mul(nnw_mul(n * 4, m), nnw_mul((uint64_t)p.oh, (uint64_t)p.ow));
+  NNW_TRY(nnw_check_tensor(p.x, x_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.wt, w_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.b, m * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.scratch, (uint64_t)scratch, arena_bytes, scratch == 0, 1));
+  return NNW_OK;
+}
+
+/* col[(ci*kh + ky)*kw + kx][oy*ow + ox] = x[ci][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw], 0 outside */
+static void im2col(const struct nnw_conv2d *p, const float *x, int32_t channels, float *col) {
+  for (int32_t ci = 0; ci < channels; ci++) {
+    const float *xc = x + (size_t)ci * p->h * p->w;
+    for (int32_t ky = 0; ky < p->kh; ky++) {
+      for (int32_t kx = 0; kx < p->kw; kx++) {
+        /* output columns whose tap lands inside the image: ox in [lo, hi) */
+        int32_t off = kx * p->dw - p->pl;
+        int32_t lo = off >= 0 ? 0 : (-off + p->sw - 1) / p->sw;
+        int32_t hi = off >= p->w ? 0 : (p->w - off + p->sw - 1) / p->sw;
+        if (hi > p->ow) hi = p->ow;
+        if (lo > hi) lo = hi;
+        for (int32_t oy = 0; oy < p->oh; oy++, col += p->ow) {
+          int32_t iy = oy * p->sh - p->pt + ky * p->dh;
+          if (iy < 0 || iy >= p->h) {
+            memset(col, 0, sizeof(float) * (size_t)p->ow);
+            continue;
+          }
+          const float *row = xc + (size_t)iy * p->w;
+          memset(col, 0, sizeof(float) * (size_t)lo);
+          if (hi <= lo) {
+            /* no tap inside the image on this row */
+          } else if (p->sw == 1) {
+            memcpy(col + lo, row + lo + off, sizeof(float) * (size_t)(hi - lo));
+          } else {
+            for (int32_t ox = lo; ox < hi; ox++) col[ox] = row[ox * p->sw + off];
+          }
+          memset(col + hi, 0, sizeof(float) * (size_t)(p->ow - hi));
+        }
+      }
+    }
+  }
+}
+
+void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
+  struct nnw_conv2d p;
+  nnw_conv2d_decode(args, &p);
+  const float *x = nnw_f32_at(arena, p.x), *wt = nnw_f32_at(arena, p.wt);
+  const float *bias = nnw_f32_at(arena, p.b);
+  float *y = nnw_f32_at(arena, p.y), *scratch = nnw_f32_at(arena, p.scratch);
+  enum nnw_conv2d_algo algo =
+      nnw_conv2d_algo(p.c, p.m, p.group, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.pt, p.pl, p.h, p.w);
+  if (algo == NNW_CONV2D_DEPTHWISE) {
+    nnw_conv2d_dw(&p, x, wt, bias, y, scratch);
+    return;
+  }
+  int32_t cg = p.c / p.group, mg = p.m / p.group, k = cg * p.kh * p.kw, ohw = p.oh * p.ow;
+  size_t hw = (size_t)p.h * p.w;
+  for (int32_t ni = 0; ni < p.n; ni++) {
+    for (int32_t g = 0; g < p.group; g++) {
+      const float *xg = x + ((size_t)ni * p.c + (size_t)g * cg) * hw;
+      float *yg = y + ((size_t)ni * p.m + (size_t)g * mg) * ohw;
+      struct nnw_epilogue ep = {1.0f, 1.0f, p.lo, p.hi, bias ? bias + g * mg : NULL, 1, 0};
+      const float *b = xg;
+      if (algo == NNW_CONV2D_IM2COL) {
+        im2col(&p, xg, cg, scratch);
+        b = scratch;
+      }
+      nnw_gemm_nn(mg, ohw, k, wt + (size_t)g * mg * k, k, 1, b, ohw, yg, ohw, &ep);
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/* conv2d's parameters and algorithms, shared by conv2d.c and conv2d_dw.c. */
+#ifndef NNW_CONV2D_PARAMS_H
+#define NNW_CONV2D_PARAMS_H
+#include "internal.h"
+
+struct nnw_conv2d {
+  int32_t x, wt, b, y, scratch; /* arena offsets */
+  int32_t n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, group;
+  float lo, hi;
+};
+
+enum nnw_conv2d_algo { NNW_CONV2D_DEPTHWISE, NNW_CONV2D_POINTWISE, NNW_CONV2D_IM2COL };
+
+void nnw_conv2d_decode(const int32_t *args, struct nnw_conv2d *p);
+enum nnw_conv2d_algo nnw_conv2d_algo(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t pt,
+                                     int32_t pl, int32_t h, int32_t w);
+
+/* Floats of one zero-padded input row in the depthwise scratch (sw column phases). */
+static inline uint64_t nnw_conv2d_dw_row_floats(int32_t ow, int32_t kw, int32_t sw, int32_t dw) {
+  return (uint64_t)sw * (((uint64_t)ow + 3) / 4 * 4 + (uint64_t)(kw - 1) * (uint64_t)dw / (uint64_t)sw);
+}
+
+void nnw_conv2d_dw(const struct nnw_conv2d *p, const float *x, const float *wt, const float *bias,
+                   float *y, float *scratch);
+
+#endif

@@ -1,0 +1,80 @@
+/* Shared by the kernel files: the export macro, each op's validate/run entry points, and the
+ * checks validators build on. Nothing here is part of the ABI (that is nnw.h). */
+#ifndef NNW_INTERNAL_H
+#define NNW_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gen/ops.h"
+#include "nnw.h"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten/em_macros.h>
+#define NNW_EXPORT EMSCRIPTEN_KEEPALIVE
+#elif defined(__GNUC__)
+#define NNW_EXPORT __attribute__((visibility("default")))
+#else
+#define NNW_EXPORT
+#endif
+
+/* Every op of ops.def has a validator (checks args against the arena, returns a nnw_status) and
+ * a runner (trusts the validator). plan.c indexes them by opcode. */
+#define NNW_DECLARE_OP(code, name, NAME, n_args, kinds)                \
+  int nnw_validate_##name(const int32_t *args, uint32_t arena_bytes); \
+  void nnw_run_##name(const int32_t *args, uint8_t *arena);
+NNW_OPS(NNW_DECLARE_OP)
+#undef NNW_DECLARE_OP
+
+#define NNW_TRY(expr)         \
+  do {                        \
+    int nnw_status_ = (expr); \
+    if (nnw_status_) return nnw_status_; \
+  } while (0)
+
+/* Sizes are computed in uint64 and saturate at NNW_SIZE_CAP, far above any 32-bit arena, so a
+ * hostile plan's products can never wrap back into range. */
+#define NNW_SIZE_CAP ((uint64_t)1 << 48)
+static inline uint64_t nnw_mul(uint64_t a, uint64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > NNW_SIZE_CAP / b ? NNW_SIZE_CAP : a * b;
+}
+static inline uint64_t nnw_add(uint64_t a, uint64_t b) {
+  return a + b > NNW_SIZE_CAP ? NNW_SIZE_CAP : a + b;
+}
+
+/* NNW_OK if t (a byte offset, -1 = absent when optional) holds `bytes` bytes inside the arena
+ * and is 4-aligned when f32. */
+int nnw_check_tensor(int32_t t, uint64_t bytes, uint32_t arena_bytes, int optional, int f32);
+
+/* NNW_OK if every v[i] > 0 */
+int nnw_check_positive(const int32_t *v, int count);
+
+/* The conv2d scratch rule, shared by the exported query and the validator: bytes, or -1. */
+int64_t nnw_conv2d_scratch_bytes64(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                                   int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                                   int32_t dw, int32_t pt, int32_t pl, int32_t h, int32_t w);
+
+static inline float nnw_arg_f32(int32_t bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* the arena pointer of tensor argument t, NULL when absent */
+static inline float *nnw_f32_at(uint8_t *arena, int32_t t) {
+  return t < 0 ? NULL : (float *)(void *)(arena + t);
+}
+
+/* y[i*ldy + j] = clamp(alpha * sum_k a[i*a_rs + k*a_cs] * b[k*ldb + j] + beta * c[i*c_rs + j*c_cs])
+ * for i < m, j < n (gemm_nn.c). c may be NULL. y must not overlap a, b or c. */
+struct nnw_epilogue {
+  float alpha, beta, lo, hi;
+  const float *c;
+  ptrdiff_t c_rs, c_cs;
+};
+void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                 const float *b, ptrdiff_t ldb, float *y, ptrdiff_t ldy,
+                 const struct nnw_epilogue *ep);
+
+#endif

@@ -1,0 +1,100 @@
+/* The plan interpreter. nnw_plan_load checks the header and every op (each op's validator knows
+ * its own shapes) before it writes a byte of the arena; nnw_plan_run then trusts the plan. */
+#include "internal.h"
+
+struct nnw_op_entry {
+  const char *name;
+  int32_t n_args;
+  int (*validate)(const int32_t *args, uint32_t arena_bytes);
+  void (*run)(const int32_t *args, uint8_t *arena);
+};
+
+#define NNW_OP_ENTRY(code, name, NAME, n_args, kinds) \
+  [code] = {#name, n_args, nnw_validate_##name, nnw_run_##name},
+static const struct nnw_op_entry nnw_ops[] = {NNW_OPS(NNW_OP_ENTRY)};
+typedef char nnw_ops_cover_all_opcodes[sizeof nnw_ops / sizeof nnw_ops[0] == NNW_OP_COUNT ? 1 : -1];
+
+enum { H_MAGIC, H_VERSION, H_ARENA, H_WEIGHTS_BYTES, H_WEIGHTS_OFFSET, H_INIT, H_RUN, H_RESERVED };
+
+static uint32_t header_word(const uint8_t *plan, int i) {
+  uint32_t w;
+  memcpy(&w, plan + 4 * i, 4);
+  return w;
+}
+
+/* Validates the ops packed in words[0, count); *index counts ops across sections and is left on
+ * the offending op. An op may not straddle the end of its section. */
+static int validate_ops(const int32_t *words, uint32_t count, uint32_t arena_bytes, int32_t *index) {
+  uint32_t at = 0;
+  while (at < count) {
+    ++*index;
+    if (count - at < 2) return NNW_TRUNCATED;
+    int32_t code = words[at], n_args = words[at + 1];
+    if (code <= 0 || code >= NNW_OP_COUNT || !nnw_ops[code].validate) return NNW_BAD_OPCODE;
+    if (n_args != nnw_ops[code].n_args) return NNW_BAD_ARGS;
+    if ((uint32_t)n_args > count - at - 2) return NNW_TRUNCATED;
+    NNW_TRY(nnw_ops[code].validate(words + at + 2, arena_bytes));
+    at += 2 + (uint32_t)n_args;
+  }
+  return NNW_OK;
+}
+
+static void run_ops(const int32_t *words, uint32_t count, uint8_t *arena) {
+  for (uint32_t at = 0; at < count; at += 2 + (uint32_t)words[at + 1])
+    nnw_ops[words[at]].run(words + at + 2, arena);
+}
+
+static int check_header(const uint8_t *plan, uint32_t plan_bytes, const uint8_t *arena,
+                        uint32_t arena_bytes) {
+  if (plan == NULL || (arena == NULL && arena_bytes > 0)) return NNW_BAD_ARGS;
+  /* op words are read as int32 and tensors as f32 in place */
+  if ((uintptr_t)plan % 4 != 0 || (uintptr_t)arena % 4 != 0) return NNW_BAD_ARGS;
+  if (plan_bytes < 4) return NNW_TRUNCATED;
+  if (header_word(plan, H_MAGIC) != NNW_PLAN_MAGIC) return NNW_BAD_MAGIC;
+  if (plan_bytes < 4 * NNW_PLAN_HEADER_WORDS) return NNW_TRUNCATED;
+  if (header_word(plan, H_VERSION) != NNW_PLAN_VERSION) return NNW_BAD_VERSION;
+  if (header_word(plan, H_RESERVED) != 0) return NNW_BAD_ARGS;
+  uint64_t plan_arena = header_word(plan, H_ARENA);
+  uint64_t weights_bytes = header_word(plan, H_WEIGHTS_BYTES);
+  uint64_t weights_offset = header_word(plan, H_WEIGHTS_OFFSET);
+  uint64_t op_words = (uint64_t)header_word(plan, H_INIT) + header_word(plan, H_RUN);
+  uint64_t ops_end = 4 * (NNW_PLAN_HEADER_WORDS + op_words);
+  if (ops_end > plan_bytes) return NNW_TRUNCATED;
+  if (plan_arena > arena_bytes || weights_bytes > plan_arena) return NNW_OUT_OF_BOUNDS;
+  if (weights_offset % 16 != 0 || weights_offset < ops_end) return NNW_BAD_ARGS;
+  if (weights_offset + weights_bytes > plan_bytes) return NNW_TRUNCATED;
+  return NNW_OK;
+}
+
+static int load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena, uint32_t arena_bytes,
+                int32_t *index) {
+  NNW_TRY(check_header(plan, plan_bytes, arena, arena_bytes));
+  uint32_t plan_arena = header_word(plan, H_ARENA);
+  uint32_t init_words = header_word(plan, H_INIT), run_words = header_word(plan, H_RUN);
+  const int32_t *init = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS;
+  NNW_TRY(validate_ops(init, init_words, plan_arena, index));
+  NNW_TRY(validate_ops(init + init_words, run_words, plan_arena, index));
+  *index = -1;
+  memmove(arena, plan + header_word(plan, H_WEIGHTS_OFFSET), header_word(plan, H_WEIGHTS_BYTES));
+  run_ops(init, init_words, arena);
+  return NNW_OK;
+}
+
+NNW_EXPORT int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena,
+                             uint32_t arena_bytes, int32_t *bad_op) {
+  int32_t index = -1;
+  int status = load(plan, plan_bytes, arena, arena_bytes, &index);
+  if (bad_op != NULL) *bad_op = status == NNW_OK ? -1 : index;
+  return status;
+}
+
+NNW_EXPORT int nnw_plan_run(const uint8_t *plan, uint8_t *arena) {
+  /* not a validation (nnw_plan_load did that), just a guard against a wrong pointer */
+  if (plan == NULL || (uintptr_t)plan % 4 != 0) return NNW_BAD_ARGS;
+  if (header_word(plan, H_MAGIC) != NNW_PLAN_MAGIC) return NNW_BAD_MAGIC;
+  if (header_word(plan, H_VERSION) != NNW_PLAN_VERSION) return NNW_BAD_VERSION;
+  uint32_t init_words = header_word(plan, H_INIT);
+  const int32_t *words = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS;
+  run_ops(words + init_words, header_word(plan, H_RUN), arena);
+  return NNW_OK;
+}

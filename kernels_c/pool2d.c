@@ -1,0 +1,101 @@
+/* pool2d: max and average over NCHW windows, with strides, dilations and pads (bottom/right
+ * implied by oh/ow). Max ignores padding (it acts as -inf); average divides by the number of
+ * window elements inside the image, or by kh*kw when count_include_pad. Each window must
+ * overlap the image (pads smaller than the window, as onnxruntime requires). */
+#include <math.h>
+
+#include "internal.h"
+#include "simd.h"
+
+enum { MAX, AVERAGE, KINDS };
+
+struct pool {
+  int32_t kind, x, y, n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, count_include_pad;
+};
+
+static void pool_decode(const int32_t *v, struct pool *p) {
+  p->kind = v[NNW_POOL2D_KIND];
+  p->x = v[NNW_POOL2D_X];
+  p->y = v[NNW_POOL2D_Y];
+  p->n = v[NNW_POOL2D_N];
+  p->c = v[NNW_POOL2D_C];
+  p->h = v[NNW_POOL2D_H];
+  p->w = v[NNW_POOL2D_W];
+  p->oh = v[NNW_POOL2D_OH];
+  p->ow = v[NNW_POOL2D_OW];
+  p->kh = v[NNW_POOL2D_KH];
+  p->kw = v[NNW_POOL2D_KW];
+  p->sh = v[NNW_POOL2D_SH];
+  p->sw = v[NNW_POOL2D_SW];
+  p->dh = v[NNW_POOL2D_DH];
+  p->dw = v[NNW_POOL2D_DW];
+  p->pt = v[NNW_POOL2D_PT];
+  p->pl = v[NNW_POOL2D_PL];
+  p->count_include_pad = v[NNW_POOL2D_COUNT_INCLUDE_PAD];
+}
+
+/* every window along one axis overlaps [0, size) and all coordinates fit int32 */
+static int check_axis(int32_t size, int32_t out, int32_t k, int32_t s, int32_t d, int32_t pad) {
+  int64_t reach = (int64_t)(k - 1) * d + 1, last = (int64_t)(out - 1) * s - pad;
+  if (pad < 0 || pad >= reach || last >= size) return NNW_BAD_ARGS;
+  if (last + reach + pad > ((int64_t)1 << 30)) return NNW_BAD_ARGS;
+  return NNW_OK;
+}
+
+int nnw_validate_pool2d(const int32_t *args, uint32_t arena_bytes) {
+  struct pool p;
+  pool_decode(args, &p);
+  int32_t pos[] = {p.n, p.c, p.h, p.w, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw};
+  NNW_TRY(nnw_check_positive(pos, (int)(sizeof pos / sizeof pos[0])));
+  if (p.kind < 0 || p.kind >= KINDS || (p.count_include_pad & ~1)) return NNW_BAD_ARGS;
+  NNW_TRY(check_axis(p.h, p.oh, p.kh, p.sh, p.dh, p.pt));
+  NNW_TRY(check_axis(p.w, p.ow, p.kw, p.sw, p.dw, p.pl));
+  uint64_t planes = nnw_mul((uint64_t)p.n * 4, (uint64_t)p.c);
+  NNW_TRY(nnw_check_tensor(p.x, nnw_mul(planes, nnw_mul((uint64_t)p.h, (uint64_t)p.w)),
+                           arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.y, nnw_mul(planes, nnw_mul((uint64_t)p.oh, (uint64_t)p.ow)),
+                           arena_bytes, 0, 1));
+  return NNW_OK;
+}
+
+/* taps k0..k1-1 of a window starting at `start` land inside [0, size) */
+static void taps(int32_t start, int32_t k, int32_t d, int32_t size, int32_t *k0, int32_t *k1) {
+  int32_t lo = start >= 0 ? 0 : (-start + d - 1) / d;
+  int32_t hi = start >= size ? 0 : (size - start + d - 1) / d;
+  *k0 = lo;
+  *k1 = hi < k ? hi : k;
+  if (*k1 < *k0) *k1 = *k0;
+}
+
+static void pool_plane(const struct pool *p, const float *x, float *y) {
+  for (int32_t oy = 0; oy < p->oh; oy++) {
+    int32_t y0 = oy * p->sh - p->pt, ky0, ky1;
+    taps(y0, p->kh, p->dh, p->h, &ky0, &ky1);
+    for (int32_t ox = 0; ox < p->ow; ox++) {
+      int32_t x0 = ox * p->sw - p->pl, kx0, kx1;
+      taps(x0, p->kw, p->dw, p->w, &kx0, &kx1);
+      float acc = p->kind == MAX ? -INFINITY : 0.0f;
+      for (int32_t ky = ky0; ky < ky1; ky++) {
+        const float *row = x + (size_t)(y0 + ky * p->dh) * p->w;
+        for (int32_t kx = kx0; kx < kx1; kx++) {
+          float v = row[x0 + kx * p->dw];
+          acc = p->kind == AVERAGE ? acc + v : acc < v ? v : acc;
+        }
+      }
+      if (p->kind == AVERAGE) {
+        int32_t count = p->count_include_pad ? p->kh * p->kw : (ky1 - ky0) * (kx1 - kx0);
+        acc = count > 0 ? acc / (float)count : 0.0f;
+      }
+      y[oy * p->ow + ox] = acc;
+    }
+  }
+}
+
+void nnw_run_pool2d(const int32_t *args, uint8_t *arena) {
+  struct pool p;
+  pool_decode(args, &p);
+  const float *x = nnw_f32_at(arena, p.x);
+  float *y = nnw_f32_at(arena, p.y);
+  size_t planes = (size_t)p.n * p.c, hw = (size_t)p.h * p.w, ohw = (size_t)p.oh * p.ow;
+  for (size_t i = 0; i < planes; i++) pool_plane(&p, x + i * hw, y + i * ohw);
+}

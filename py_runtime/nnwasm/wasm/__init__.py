@@ -1,0 +1,1 @@
+"""Loading and driving kernels.wasm: plan opcodes, plan building, execution."""

@@ -1,0 +1,33 @@
+/* Native (and wasm, via node) test program for kernels_c: `test_kernels [group]`.
+ * The last line is always `N passed, N failed`; the exit status is 1 on any failure. */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tests.h"
+
+static const struct {
+  const char *name;
+  void (*fn)(void);
+} groups[] = {
+    {"conv2d", test_conv2d},         {"gemm", test_gemm},       {"matmul", test_matmul},
+    {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
+    {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},
+    {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
+    {"alloc", test_alloc},
+};
+
+int main(int argc, char **argv) {
+  int ran = 0;
+  for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+    if (argc > 1 && strcmp(argv[1], groups[i].name) != 0) continue;
+    int before = g_failed;
+    rng_seed(0x5EED0000u + i);
+    groups[i].fn();
+    printf("%-12s %s\n", groups[i].name, g_failed == before ? "ok" : "FAILED");
+    ran++;
+  }
+  if (ran == 0) printf("no test group named %s\n", argv[1]);
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed || ran == 0 ? 1 : 0;
+}

@@ -1,0 +1,20 @@
+/* The test groups main.c runs. */
+#ifndef NNW_TESTS_H
+#define NNW_TESTS_H
+#include <string.h>
+
+void test_conv2d(void);
+void test_gemm(void);
+void test_matmul(void);
+void test_binary(void);
+void test_unary(void);
+void test_pool2d(void);
+void test_softmax(void);
+void test_mean_rows(void);
+void test_copy2d(void);
+void test_plan_header(void);
+void test_plan_ops(void);
+void test_plan_fuzz(void);
+void test_alloc(void);
+
+#endif
