@@ -200,3 +200,21 @@ def test_small_cnn_is_one_plan():
     ]
     sess = check(graph_model(nodes, {"X": x}, ["Y"], inits), {"X": x})
     assert len(sess._cache[((1, 3, 16, 16),)].runners) == 1
+
+
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=[2, 2], pads=[2, 0, 0, 0]),              # pad >= window
+                                   dict(kernel_shape=[1, 1], strides=[3, 3], pads=[0, 0, 2, 2], ceil_mode=1)])
+def test_pools_kernels_refuse_fall_back_to_numpy(attrs):
+    x = rand(1, 2, 5, 5)
+    sess = nnwasm.InferenceSession(single_node("MaxPool", {"X": x}, ["Y"], attrs))
+    assert {p for _, _, p in sess.get_provider_assignment()} == {"NumpyExecutionProvider"}
+    ref = nnwasm.InferenceSession(single_node("MaxPool", {"X": x}, ["Y"], attrs), providers=["NumpyExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], ref.run(None, {"X": x})[0])
+
+
+def test_clip_min_above_max_falls_back_to_numpy():
+    x = rand(2, 3)
+    model = single_node("Clip", {"X": x}, ["Y"], {}, {"lo": np.float32(1), "hi": np.float32(-1)})
+    sess = nnwasm.InferenceSession(model)
+    assert {p for _, _, p in sess.get_provider_assignment()} == {"NumpyExecutionProvider"}
+    np.testing.assert_allclose(sess.run(None, {"X": x})[0], ort_run(model, {"X": x})[0])

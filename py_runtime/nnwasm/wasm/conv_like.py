@@ -3,11 +3,12 @@ padding rules (explicit pads or auto_pad) and the 1-D-as-2-D view (a [N, C, W] i
 [N, C, 1, W])."""
 import math
 
+from ..host import get_host
 from .epilogue import fuse_activation
 
 
-def _window(node, g):
-    """(n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl) for a 1-D or 2-D windowed node."""
+def _geometry(node, g):
+    """(x shape, y shape, kernel, strides, dilations, pads [begins..., ends...]) after auto_pad."""
     x, y = g.values[node.inputs[0]].shape, g.values[node.outputs[0]].shape
     if node.op_type == "Conv":
         kernel = list(g.values[node.inputs[1]].shape[2:])
@@ -24,9 +25,16 @@ def _window(node, g):
             total = max((math.ceil(x[2 + i] / strides[i]) - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1
                         - x[2 + i], 0)
             pads[i] = total // 2 if auto == "SAME_UPPER" else (total + 1) // 2
+            pads[spatial + i] = total - pads[i]
     elif auto == "VALID":
         pads = [0] * (2 * spatial)
-    if spatial == 1:
+    return x, y, kernel, strides, dil, pads
+
+
+def _window(node, g):
+    """(n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl) for a 1-D or 2-D windowed node."""
+    x, y, kernel, strides, dil, pads = _geometry(node, g)
+    if len(x) == 3:
         return (x[0], x[1], 1, x[2], 1, y[2], 1, kernel[0], 1, strides[0], 1, dil[0], 0, pads[0])
     return (x[0], x[1], x[2], x[3], y[2], y[3], kernel[0], kernel[1], strides[0], strides[1], dil[0], dil[1],
             pads[0], pads[1])
@@ -39,12 +47,22 @@ def _check_window(node, g):
     return None
 
 
+def _conv_scratch(node, g, host):
+    """The kernel's own answer: scratch bytes for this conv, or -1 if it refuses the parameters."""
+    n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(node, g)
+    m = g.values[node.inputs[1]].shape[0]
+    return host.call("nnw_conv2d_scratch_bytes", c, m, node.attr("group", 1), kh, kw, oh, ow, sh, sw, dh, dw,
+                     pt, pl, h, w)
+
+
 def check_conv(node, g):
     why = _check_window(node, g)
     if why:
         return why
     if len(node.inputs) > 2 and node.inputs[2] and g.values[node.inputs[2]].shape != (g.values[node.inputs[1]].shape[0],):
         return "Conv bias is not of shape [M]"
+    if _conv_scratch(node, g, get_host()) < 0:
+        return "kernels.wasm refuses these Conv parameters (group, pads or sizes)"
     return None
 
 
@@ -52,7 +70,7 @@ def lower_conv(node, b):
     n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(node, b.graph)
     m = b.shape(node.inputs[1])[0]
     group = node.attr("group", 1)
-    scratch = b.host.call("nnw_conv2d_scratch_bytes", c, m, group, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl, h, w)
+    scratch = _conv_scratch(node, b.graph, b.host)
     y, lo, hi = fuse_activation(node, b)
     bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
     b.emit("conv2d", x=b.ref(node.inputs[0]), weight=b.ref(node.inputs[1]), b=b.ref(bias) if bias else None,
@@ -68,6 +86,14 @@ def check_pool(node, g):
         return "storage_order 1"
     if node.op_type == "AveragePool" and node.attr("count_include_pad", 0) and node.attr("ceil_mode", 0):
         return "AveragePool with count_include_pad and ceil_mode together"
+    # pool2d's rules (as onnxruntime's): a pad is smaller than the dilated window, and the last
+    # window starts inside the image.
+    x, y, kernel, strides, dil, pads = _geometry(node, g)
+    spatial = len(x) - 2
+    for i in range(spatial):
+        reach = (kernel[i] - 1) * dil[i] + 1
+        if max(pads[i], pads[spatial + i]) >= reach or (y[2 + i] - 1) * strides[i] - pads[i] >= x[2 + i]:
+            return "padding as large as the window, or a window starting past the image"
     return None
 
 

@@ -36,7 +36,7 @@ def fuse_activation(node, b):
     if len(users) == 1 and out not in b.outputs and users[0].op_type in ("Relu", "Clip") \
             and id(users[0]) in b.members:
         bounds = clip_bounds(users[0], b.graph)
-        if bounds is not None:
+        if bounds is not None and bounds[0] <= bounds[1]:
             b.fused.add(id(users[0]))
             return users[0].outputs[0], bounds[0], bounds[1]
     return out, -INF, INF

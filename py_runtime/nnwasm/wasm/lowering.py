@@ -50,7 +50,12 @@ def lower_binary(node, b):
 
 
 def check_clip(node, g):
-    return None if clip_bounds(node, g) is not None else "Clip min/max are not constant scalars"
+    bounds = clip_bounds(node, g)
+    if bounds is None:
+        return "Clip min/max are not constant scalars"
+    if not bounds[0] <= bounds[1]:   # also catches NaN
+        return "Clip min > max (or NaN)"
+    return None
 
 
 def lower_unary(node, b):
