@@ -123,12 +123,14 @@ def _softmax_like(name, since, fn):
 
 
 def _softmax(np, x, a):
-    e = np.exp(x - np.max(x, axis=a, keepdims=True))
+    with np.errstate(invalid="ignore"):   # inf - inf is NaN, as the spec's reference gives
+        e = np.exp(x - np.max(x, axis=a, keepdims=True))
     return e / np.sum(e, axis=a, keepdims=True)
 
 
 def _log_softmax(np, x, a):
-    z = x - np.max(x, axis=a, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        z = x - np.max(x, axis=a, keepdims=True)
     return z - np.log(np.sum(np.exp(z), axis=a, keepdims=True))
 
 
