@@ -286,25 +286,30 @@ sys.stdout.buffer.write(pickle.dumps(results))
 """
 
 
-def test_infer_runs_without_numpy():
-    """Pyodide has no numpy: every infer and fold function, on every case, must run with numpy
-    blocked and give what it gives here."""
-    jobs, here = [], []
+def _infer_jobs():
+    """(case, op, input infos, consts) for every passing backend case, without and with constants."""
     for cases in backend_cases().values():
         for case in cases:
             if expected_failure(case.name):
                 continue
             op = registry.lookup(case.node.domain, case.node.op_type, case.node.opset)
             for with_consts in (False, True):
-                vis, consts = infer_inputs(case, with_consts)
-                jobs.append((case.node, vis, consts))
-                try:
-                    here.append([(dt.name if dt else None, s) for dt, s in op.infer(case.node, vis, consts)])
-                    folded = op.fold(case.node, vis, consts) if op.fold else None
-                    here.append(None if folded is None else
-                                [t and (t.dtype.name, t.shape, bytes(t.data)) for t in folded])
-                except Exception as e:
-                    here.append(f"{type(e).__name__}: {e}")
+                yield (case, op, *infer_inputs(case, with_consts))
+
+
+def test_infer_runs_without_numpy():
+    """Pyodide has no numpy: every infer and fold function, on every case, must run with numpy
+    blocked and give what it gives here."""
+    jobs, here = [], []
+    for case, op, vis, consts in _infer_jobs():
+        jobs.append((case.node, vis, consts))
+        try:
+            here.append([(dt.name if dt else None, s) for dt, s in op.infer(case.node, vis, consts)])
+            folded = op.fold(case.node, vis, consts) if op.fold else None
+            here.append(None if folded is None else
+                        [t and (t.dtype.name, t.shape, bytes(t.data)) for t in folded])
+        except Exception as e:
+            here.append(f"{type(e).__name__}: {e}")
     proc = subprocess.run([sys.executable, "-c", _NO_NUMPY_SCRIPT, str(ROOT / "py_runtime")],
                           input=pickle.dumps(jobs), capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
@@ -414,22 +419,16 @@ def _degrade(vi, how, k):
 def test_infer_with_less_information(how):
     """Less input information gives less known output, never an error or a wrong dim/dtype."""
     problems = []
-    for cases in backend_cases().values():
-        for case in cases:
-            if expected_failure(case.name):
-                continue
-            op = registry.lookup(case.node.domain, case.node.op_type, case.node.opset)
-            for with_consts in (False, True):
-                vis, consts = infer_inputs(case, with_consts)
-                vis = [_degrade(vi, how, k) for k, vi in enumerate(vis)]
-                try:
-                    outs = op.infer(case.node, vis, consts)
-                except Exception as e:
-                    problems.append(f"{case.name}: {type(e).__name__}: {e}")
-                    continue
-                p = _check_inferred(case, outs, False)
-                if p:
-                    problems.append(f"{case.name}: {p}")
+    for case, op, vis, consts in _infer_jobs():
+        vis = [_degrade(vi, how, k) for k, vi in enumerate(vis)]
+        try:
+            outs = op.infer(case.node, vis, consts)
+        except Exception as e:
+            problems.append(f"{case.name}: {type(e).__name__}: {e}")
+            continue
+        p = _check_inferred(case, outs, False)
+        if p:
+            problems.append(f"{case.name}: {p}")
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
 
 

@@ -45,16 +45,24 @@ def _group(node):
     return g
 
 
-def infer_conv(node, inputs, consts):
+def _infer_prologue(node, inputs):
+    """What Conv and ConvTranspose inference share: None for unknown rank, else
+    (dtype, x shape, w shape, spatial rank, group, kernel, strides, dilations, pads, n, c)."""
     x, w = S.need(node, inputs, 0), S.need(node, inputs, 1)
     dt = S.same_dtype(node, inputs)
     xs, ws, nd = _spatial_rank(node, x, w)
     if nd is None:
-        return [(dt, None)]
-    g = _group(node)
+        return dt, None
     kernel = _kernel(node, ws, nd)
-    strides, dilations, pads = W.params(node, nd, kernel)
     n, c = (xs[0], xs[1]) if xs is not None else (None, None)
+    return dt, (xs, ws, nd, _group(node), kernel, *W.params(node, nd, kernel), n, c)
+
+
+def infer_conv(node, inputs, consts):
+    dt, p = _infer_prologue(node, inputs)
+    if p is None:
+        return [(dt, None)]
+    xs, ws, nd, g, kernel, strides, dilations, pads, n, c = p
     m = ws[0] if ws is not None else None
     if ws is not None and S.known(ws[1]):
         S.merge_dims(node, c, ws[1] * g, f"input channels of {list(xs) if xs else None} vs weight "
@@ -133,15 +141,10 @@ def _transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
 
 
 def infer_conv_transpose(node, inputs, consts):
-    x, w = S.need(node, inputs, 0), S.need(node, inputs, 1)
-    dt = S.same_dtype(node, inputs)
-    xs, ws, nd = _spatial_rank(node, x, w)
-    if nd is None:
+    dt, p = _infer_prologue(node, inputs)
+    if p is None:
         return [(dt, None)]
-    g = _group(node)
-    kernel = _kernel(node, ws, nd)
-    strides, dilations, pads = W.params(node, nd, kernel)
-    n, c = (xs[0], xs[1]) if xs is not None else (None, None)
+    xs, ws, nd, g, kernel, strides, dilations, pads, n, c = p
     m = ws[1] * g if ws is not None and S.known(ws[1]) else None
     if ws is not None:
         S.merge_dims(node, c, ws[0], f"input channels of {list(xs) if xs else None} vs weight {list(ws)}")
