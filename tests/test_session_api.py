@@ -122,3 +122,50 @@ def test_output_that_is_a_graph_input_passthrough_via_identity():
     x = rand(3)
     model = graph_model([helper.make_node("Identity", ["X"], ["Y"])], {"X": x}, ["Y"])
     assert np.array_equal(nnwasm.InferenceSession(model).run(None, {"X": x})[0], x)
+
+
+def test_concurrent_runs_from_threads_are_correct():
+    """onnxruntime allows run() from several threads; one kernels.wasm instance serves them all."""
+    import threading
+    x0 = rand(1, 3, 16, 16)
+    inits = {"W": rand(8, 3, 3, 3, seed=1)}
+    model = single_node("Conv", {"X": x0}, ["Y"], dict(pads=[1, 1, 1, 1]), inits)
+    sessions = [nnwasm.InferenceSession(model), nnwasm.InferenceSession(model)]
+    xs = [rand(1, 3, 16, 16, seed=k) for k in range(4)]
+    want = [sessions[0].run(None, {"X": x})[0] for x in xs]
+    wrong, errors = [], []
+
+    def worker(k):
+        try:
+            for i in range(60):
+                got = sessions[(k + i) % 2].run(None, {"X": xs[k]})[0]
+                if not np.array_equal(got, want[k]):
+                    wrong.append(k)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and not wrong
+
+
+def test_sessions_release_wasm_memory():
+    import gc
+    from nnwasm.host import get_host
+    model = single_node("Relu", {"X": rand(256, 256)}, ["Y"])
+    nnwasm.InferenceSession(model)
+    gc.collect()
+    host = get_host()
+    host.drain()
+    base = host.call("nnw_malloc", 1 << 20)
+    host.call("nnw_free", base)
+    for _ in range(20):
+        nnwasm.InferenceSession(model).run(None, {"X": rand(256, 256)})
+        gc.collect()
+    host.drain()
+    again = host.call("nnw_malloc", 1 << 20)
+    host.call("nnw_free", again)
+    assert again == base, "memory of released sessions was not reused"

@@ -11,9 +11,33 @@ CPython uses wasmtime (wasmtime_host.py); Pyodide uses the browser's or Node's W
 through its `js` module (pyodide_host.py). Everything above this layer is shared.
 """
 import sys
+import threading
 from importlib import resources
 
 _HOST = None
+
+
+class HostBase:
+    """What both hosts share: one instance of kernels.wasm is one linear memory and (in
+    wasmtime) one store, neither safe to use from two threads at once. `lock` (re-entrant)
+    serialises every call; a sequence that must not interleave with another thread's, such as a
+    plan's write inputs / run / read outputs, holds it throughout. Memory freed from a garbage
+    collector's finalizer is only queued (`release`): a finalizer can fire between any two
+    bytecodes, even inside another call; the queue is drained under the lock (`drain`)."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self._pending_free = []
+
+    def release(self, ptrs):
+        self._pending_free.extend(p for p in ptrs if p)
+
+    def drain(self):
+        if not self._pending_free:
+            return
+        with self.lock:
+            while self._pending_free:
+                self.call("nnw_free", self._pending_free.pop())
 
 
 def kernels_wasm_bytes():

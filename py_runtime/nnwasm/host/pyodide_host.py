@@ -9,14 +9,16 @@ import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
 from ..errors import KernelError
+from . import HostBase
 
 # The one import of a standalone Emscripten module. It is told after memory.grow; we take
 # fresh views on every copy anyway, so there is nothing to do.
 _notify_memory_growth = create_proxy(lambda _index: None)
 
 
-class PyodideHost:
+class PyodideHost(HostBase):
     def __init__(self, wasm_bytes):
+        super().__init__()
         self.wasm_bytes_len = len(wasm_bytes)
         # Synchronous compile: kernels.wasm is far below Chromium's 8 MB main-thread limit.
         module = js.WebAssembly.Module.new(to_js(wasm_bytes))

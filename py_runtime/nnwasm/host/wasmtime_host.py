@@ -11,12 +11,14 @@ import wasmtime
 from wasmtime import _bindings as ffi
 
 from ..errors import KernelError
+from . import HostBase
 
 _MAX_ARGS = 16
 
 
-class WasmtimeHost:
+class WasmtimeHost(HostBase):
     def __init__(self, wasm_bytes):
+        super().__init__()
         self.engine = wasmtime.Engine()
         self.store = wasmtime.Store(self.engine)
         module = wasmtime.Module(self.engine, wasm_bytes)
@@ -53,17 +55,19 @@ class WasmtimeHost:
     def call(self, name, *args):
         if self.closed:
             raise KernelError("kernels.wasm host is closed (the interpreter is exiting)")
-        raw = self._raw
-        for i, a in enumerate(args):
-            raw[i].i32 = a
-        trap = ctypes.POINTER(ffi.wasm_trap_t)()
-        err = ffi.wasmtime_func_call_unchecked(self._ctx, ctypes.byref(self._funcs[name]._func), raw,
-                                              _MAX_ARGS, ctypes.byref(trap))
+        with self.lock:
+            raw = self._raw
+            for i, a in enumerate(args):
+                raw[i].i32 = a
+            trap = ctypes.POINTER(ffi.wasm_trap_t)()
+            err = ffi.wasmtime_func_call_unchecked(self._ctx, ctypes.byref(self._funcs[name]._func), raw,
+                                                  _MAX_ARGS, ctypes.byref(trap))
+            result = raw[0].i32
         if err:
             raise KernelError(f"kernels.wasm {name}: {wasmtime.WasmtimeError._from_ptr(err)}")
         if trap:
             raise KernelError(f"kernels.wasm trapped in {name}: {wasmtime.Trap._from_ptr(trap).message}")
-        return raw[0].i32
+        return result
 
     def _base(self):
         return ctypes.addressof(self.memory.data_ptr(self.store).contents)

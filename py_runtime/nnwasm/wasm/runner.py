@@ -4,28 +4,28 @@ import struct
 import weakref
 
 from ..errors import KernelError
-from ..tensor import TensorData
+from ..tensor import TensorData, numel
 
 STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
           5: "bad op arguments", 6: "tensor outside the arena", 7: "out of memory"}
-
-
-def _free(host, ptrs):
-    if getattr(host, "closed", False):
-        return
-    for p in ptrs:
-        if p:
-            host.call("nnw_free", p)
 
 
 class WasmRunner:
     def __init__(self, host, plan, arena_bytes, inputs, outputs, n_ops):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.n_ops, self.plan_bytes, self.arena_bytes = n_ops, len(plan), arena_bytes
-        self.arena = self._malloc(arena_bytes)
-        full = self._malloc(len(plan))
-        status_at = self._malloc(4)
+        with host.lock:
+            host.drain()
+            self._load(plan)
+        self._finalizer = weakref.finalize(self, host.release, [self.plan, self.arena])
+
+    def _load(self, plan):
+        host, arena_bytes = self.host, self.arena_bytes
+        self.arena = full = status_at = 0
         try:
+            self.arena = self._malloc(arena_bytes)
+            full = self._malloc(len(plan))
+            status_at = self._malloc(4)
             host.write(full, plan)
             status = host.call("nnw_plan_load", full, len(plan), self.arena, arena_bytes, status_at)
             if status:
@@ -37,11 +37,10 @@ class WasmRunner:
             self.plan = self._malloc(ops_end)
             host.write(self.plan, plan[:ops_end])
         except BaseException:
-            _free(host, [self.arena])
+            host.release([self.arena])
             raise
         finally:
-            _free(host, [full, status_at])
-        self._finalizer = weakref.finalize(self, _free, host, [self.plan, self.arena])
+            host.release([full, status_at])
 
     def _malloc(self, n):
         p = self.host.call("nnw_malloc", max(n, 1))
@@ -52,18 +51,19 @@ class WasmRunner:
     def run(self, env):
         host, arena = self.host, self.arena
         for name, off, nbytes in self.inputs:
-            data = env[name].data
-            if len(data) != nbytes:
-                raise KernelError(f"'{name}' has {len(data)} bytes, the plan expects {nbytes}")
-            host.write(arena + off, data)
-        status = host.call("nnw_plan_run", self.plan, arena)
-        if status:
-            raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
-        for name, off, dt, shape in self.outputs:
-            nbytes = dt.size
-            for d in shape:
-                nbytes *= d
-            env[name] = TensorData(dt, shape, host.read(arena + off, nbytes))
+            if len(env[name].data) != nbytes:
+                raise KernelError(f"'{name}' has {len(env[name].data)} bytes, the plan expects {nbytes}")
+        with host.lock:   # inputs, run and outputs of this arena must not interleave with another thread's
+            host.drain()
+            for name, off, nbytes in self.inputs:
+                host.write(arena + off, env[name].data)
+            status = host.call("nnw_plan_run", self.plan, arena)
+            if status:
+                raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
+            outs = [(name, dt, shape, host.read(arena + off, dt.size * numel(shape)))
+                    for name, off, dt, shape in self.outputs]
+        for name, dt, shape, data in outs:
+            env[name] = TensorData(dt, shape, data)
 
     def close(self):
         self._finalizer()
