@@ -23,6 +23,23 @@ def test_introspection(add_model):
     assert nnwasm.get_available_providers() == ["WasmExecutionProvider", "NumpyExecutionProvider"]
 
 
+def test_modelmeta():
+    g = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "g",
+                          [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="me", model_version=7,
+                          doc_string="what it does")
+    helper.set_model_props(m, {"author": "someone"})
+    meta = nnwasm.InferenceSession(m.SerializeToString()).get_modelmeta()
+    assert (meta.producer_name, meta.graph_name, meta.version, meta.description) == ("me", "g", 7, "what it does")
+    assert meta.custom_metadata_map == {"author": "someone"}
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        nnwasm.InferenceSession(str(tmp_path / "nope.onnx"))
+
+
 def test_model_from_path_and_bytes_agree(add_model, tmp_path):
     p = tmp_path / "m.onnx"
     p.write_bytes(add_model)

@@ -33,6 +33,19 @@ class NodeArg:
         return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
 
 
+class ModelMetadata:
+    """onnxruntime's ModelMetadata: what the model file says about itself."""
+
+    def __init__(self, info):
+        self.producer_name = info.producer_name if info else ""
+        self.graph_name = info.graph_name if info else ""
+        self.domain = info.domain if info else ""
+        self.description = info.doc_string if info else ""
+        self.graph_description = ""
+        self.version = info.model_version if info else 0
+        self.custom_metadata_map = dict(info.metadata_props) if info else {}
+
+
 def get_available_providers():
     return list(DEFAULT_ORDER)
 
@@ -88,6 +101,9 @@ class InferenceSession:
 
     def get_outputs(self):
         return list(self._outputs)
+
+    def get_modelmeta(self):
+        return ModelMetadata(self._graph.model_info)
 
     def get_overridable_initializers(self):
         return []
