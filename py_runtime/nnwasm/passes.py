@@ -2,7 +2,7 @@
 ir.Graph; none needs numpy. Shape inference is the last pass because the partitioner and the
 WASM provider's capability checks read its results."""
 
-from .errors import InvalidModel, NotImplementedOp
+from .errors import InvalidModel, NnwasmError
 from .ir import ValueInfo
 from .ops.registry import lookup
 
@@ -65,7 +65,7 @@ def infer_shapes(graph, input_shapes=None):
         consts = [graph.initializers.get(i) if i else None for i in node.inputs]
         try:
             outs = op.infer(node, ins, consts)
-        except (InvalidModel, NotImplementedOp):
+        except NnwasmError:
             raise
         except Exception as e:  # a bug or an unforeseen attribute: report it against the node
             raise InvalidModel(f"shape inference failed for {node}: {type(e).__name__}: {e}") from e
