@@ -24,4 +24,11 @@ static inline uint64_t nnw_conv2d_dw_row_floats(int32_t ow, int32_t kw, int32_t 
 void nnw_conv2d_dw(const struct nnw_conv2d *p, const float *x, const float *wt, const float *bias,
                    float *y, float *scratch);
 
+/* Depthwise convs that conv2d_dw_c4.c serves (channels four at a time; the others go to
+ * nnw_conv2d_dw): its scratch is a padded plane of v4 pixels, span_h * span_w * 4 floats. */
+int nnw_conv2d_dw_c4_fits(int32_t c, int32_t m, int32_t kh, int32_t kw, int32_t ow, int32_t sh,
+                          int32_t sw, int32_t dh, int32_t dw);
+void nnw_conv2d_dw_c4(const struct nnw_conv2d *p, const float *x, const float *wt,
+                      const float *bias, float *y, float *scratch);
+
 #endif

@@ -55,6 +55,12 @@ static inline float v4_hmax(v4 a) {
 }
 /* lanes 0 and 2 of a, then of b: the even columns of eight */
 static inline v4 v4_even(v4 a, v4 b) { return wasm_i32x4_shuffle(a, b, 0, 2, 4, 6); }
+/* interleaves of lanes (a0 b0 a1 b1), (a2 b2 a3 b3) and of halves (a0 a1 b0 b1), (a2 a3 b2 b3):
+ * shuffles V8 matches to a single unpck instruction each */
+static inline v4 v4_unpacklo(v4 a, v4 b) { return wasm_i32x4_shuffle(a, b, 0, 4, 1, 5); }
+static inline v4 v4_unpackhi(v4 a, v4 b) { return wasm_i32x4_shuffle(a, b, 2, 6, 3, 7); }
+static inline v4 v4_unpacklo64(v4 a, v4 b) { return wasm_i64x2_shuffle(a, b, 0, 2); }
+static inline v4 v4_unpackhi64(v4 a, v4 b) { return wasm_i64x2_shuffle(a, b, 1, 3); }
 
 #elif defined(__GNUC__) && !defined(NNW_PORTABLE_C)
 /* gcc/clang vector extensions: the native build gets 128-bit SSE/NEON code with the same lane
@@ -97,6 +103,10 @@ static inline float v4_hmax(v4 a) {
   return x < y ? y : x;
 }
 static inline v4 v4_even(v4 a, v4 b) { return (v4){a[0], a[2], b[0], b[2]}; }
+static inline v4 v4_unpacklo(v4 a, v4 b) { return (v4){a[0], b[0], a[1], b[1]}; }
+static inline v4 v4_unpackhi(v4 a, v4 b) { return (v4){a[2], b[2], a[3], b[3]}; }
+static inline v4 v4_unpacklo64(v4 a, v4 b) { return (v4){a[0], a[1], b[0], b[1]}; }
+static inline v4 v4_unpackhi64(v4 a, v4 b) { return (v4){a[2], a[3], b[2], b[3]}; }
 
 #else /* portable C: the same operations lane by lane */
 
@@ -170,10 +180,24 @@ static inline v4 v4_even(v4 a, v4 b) {
   v4 r = {{a.f[0], a.f[2], b.f[0], b.f[2]}};
   return r;
 }
+static inline v4 nnw_v4_of(float a, float b, float c, float d) {
+  v4 r = {{a, b, c, d}};
+  return r;
+}
+static inline v4 v4_unpacklo(v4 a, v4 b) { return nnw_v4_of(a.f[0], b.f[0], a.f[1], b.f[1]); }
+static inline v4 v4_unpackhi(v4 a, v4 b) { return nnw_v4_of(a.f[2], b.f[2], a.f[3], b.f[3]); }
+static inline v4 v4_unpacklo64(v4 a, v4 b) { return nnw_v4_of(a.f[0], a.f[1], b.f[0], b.f[1]); }
+static inline v4 v4_unpackhi64(v4 a, v4 b) { return nnw_v4_of(a.f[2], a.f[3], b.f[2], b.f[3]); }
 #endif
 
 static inline v4 v4_madd(v4 acc, v4 a, v4 b) { return v4_add(acc, v4_mul(a, b)); }
 static inline v4 v4_clamp(v4 x, v4 lo, v4 hi) { return v4_min(v4_max(x, lo), hi); }
+/* the even and the odd lanes of a then b: columns 0 2 4 6 and 1 3 5 7 of eight */
+static inline void v4_deinterleave(v4 a, v4 b, v4 *even, v4 *odd) {
+  v4 lo = v4_unpacklo(a, b), hi = v4_unpackhi(a, b); /* a0 b0 a1 b1, a2 b2 a3 b3 */
+  *even = v4_unpacklo(lo, hi);
+  *odd = v4_unpackhi(lo, hi);
+}
 
 /* exp(x) - 1 = s*p + (s - 1) and exp(x) = s*(1 + p) for x <= 0 (the only range the kernels
  * need: sigmoid, tanh and softmax all reduce to it), with s = 2^n, n = round(x/ln2) and

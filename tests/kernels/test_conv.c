@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../kernels_c/conv2d.h"
 #include "harness.h"
 #include "tests.h"
 
@@ -38,8 +39,11 @@ static void ref_conv(const struct conv_case *t, int oh, int ow, const float *x, 
     }
 }
 
-static const char *algo_name(int32_t scratch, const struct conv_case *t) {
-  if (t->group == t->c && t->m % t->c == 0) return "depthwise";
+static const char *algo_name(int32_t scratch, const struct conv_case *t, int ow) {
+  if (t->group == t->c && t->m % t->c == 0)
+    return nnw_conv2d_dw_c4_fits(t->c, t->m, t->kh, t->kw, ow, t->sh, t->sw, t->dh, t->dw)
+               ? "depthwise-c4"
+               : "depthwise";
   return scratch == 0 ? "pointwise" : "im2col";
 }
 
@@ -51,7 +55,7 @@ static void conv_case(const struct conv_case *t) {
   char name[160];
   snprintf(name, sizeof name,
            "conv2d %s n%d c%d %dx%d m%d k%dx%d s%d,%d d%d,%d pad%d,%d,%d,%d g%d bias%d [%g,%g]",
-           algo_name(scratch, t), t->n, t->c, t->h, t->w, t->m, t->kh, t->kw, t->sh, t->sw, t->dh,
+           algo_name(scratch, t, ow), t->n, t->c, t->h, t->w, t->m, t->kh, t->kw, t->sh, t->sw, t->dh,
            t->dw, t->pt, t->pl, t->pb, t->pr, t->group, t->bias, t->lo, t->hi);
   if (!expect(scratch >= 0, "%s: scratch query %d", name, scratch)) return;
   size_t xn = (size_t)t->n * t->c * t->h * t->w, wn = (size_t)t->m * (t->c / t->group) * t->kh * t->kw;
@@ -112,8 +116,32 @@ void test_conv2d(void) {
       {1, 2, 12, 12, 2, 9, 9, 1, 1, 1, 1, 4, 4, 4, 4, 2, 1, -I, I},   /* over 64 taps */
       {1, 2, 3, 20, 4, 1, 17, 1, 2, 1, 1, 0, 8, 0, 8, 2, 1, 0, 6},    /* over 16 columns */
       {1, 3, 17, 23, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3, 1, -I, I},   /* stride-2 rows of 8+ */
+      /* depthwise four channels at a time (conv2d_dw_c4.c): c % 4 == 0, m == c, 3x3 / 5x5,
+       * strides 1 and 2; rows under 4 wide, odd widths, pads on all sides and past the kernel,
+       * inputs cropped by the stride, wide 5x5 rows */
+      {1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8, 1, 0, 6},
+      {2, 4, 14, 14, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 4, 1, -I, I},
+      {1, 8, 9, 13, 8, 5, 5, 2, 2, 1, 1, 1, 2, 2, 1, 8, 0, 0, 6},
+      {1, 4, 11, 10, 4, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, 4, 1, -I, I},
+      {1, 4, 3, 3, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, -I, I},
+      {1, 4, 2, 5, 4, 3, 3, 1, 1, 1, 1, 2, 0, 1, 2, 4, 1, -I, I},
+      {1, 4, 10, 10, 4, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 4, 1, -I, I},
+      {1, 4, 6, 21, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 4, 1, -I, I},
+      {1, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 3, 4, 3, 2, 4, 1, -I, I},
+      {1, 4, 4, 4, 4, 5, 5, 2, 2, 1, 1, 3, 3, 3, 3, 4, 1, -I, I},
+      {1, 12, 3, 2, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 12, 1, -I, I},
+      /* the per-row kernels for 3x3 / 5x5 at stride 1 / 2 (dw_plane_k): wide 3x3 stride-1 rows,
+       * channels not in fours, multiplier 2; odd widths, rows under 4 wide, asymmetric pads */
+      {1, 4, 6, 22, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, 6},
+      {1, 3, 9, 19, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, -I, I},
+      {1, 2, 9, 9, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 2, 1, -I, I},
+      {1, 3, 13, 15, 3, 5, 5, 2, 2, 1, 1, 2, 1, 1, 2, 3, 0, 0, 6},
+      {1, 5, 8, 3, 5, 3, 3, 2, 2, 1, 1, 1, 0, 0, 1, 5, 1, -I, I},
+      {1, 6, 5, 2, 6, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 6, 1, -I, I},
+      {2, 3, 12, 17, 6, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 3, 1, -I, I},
       /* im2col: stride-2 stem, groups, dilations, asymmetric pads, 1x1 with stride or crop */
       {1, 3, 16, 16, 8, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0, 6},
+      {1, 3, 23, 21, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 6}, /* odd widths, vector gather */
       {2, 4, 9, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, -I, I},
       {1, 6, 10, 10, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 3, 0, -I, I},
       {1, 5, 11, 8, 7, 3, 2, 2, 1, 1, 3, 1, 0, 0, 2, 1, 1, -1, 1},
