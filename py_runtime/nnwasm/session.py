@@ -6,7 +6,6 @@ run:    validate feeds -> for each partition in order, runner.run(env) -> output
 Models whose input shapes have symbolic dims are prepared (shape inference, partitioning,
 compiling) per concrete input shape at the first run with it, and cached.
 """
-import os
 from collections import OrderedDict
 
 from . import dtypes, passes
@@ -77,10 +76,6 @@ class _Prepared:
 
 class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
-        if isinstance(path_or_bytes, (str, os.PathLike)):
-            self._model_path = os.fspath(path_or_bytes)
-        else:
-            self._model_path = None
         self._sess_options = sess_options or SessionOptions()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
         graph = passes.optimize(load_model(path_or_bytes))

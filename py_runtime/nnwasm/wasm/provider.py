@@ -1,6 +1,5 @@
 """WasmExecutionProvider: runs nodes on kernels.wasm. Its capability is the LOWERINGS table plus
 the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call."""
-from ..errors import Unsupported
 from ..host import get_host
 from ..tensor import numel
 from .lowering import ANY_DTYPE, LOWERINGS

@@ -50,12 +50,12 @@ class WasmRunner:
 
     def run(self, env):
         host, arena = self.host, self.arena
-        for name, off, nbytes in self.inputs:
+        for name, _, nbytes in self.inputs:
             if len(env[name].data) != nbytes:
                 raise KernelError(f"'{name}' has {len(env[name].data)} bytes, the plan expects {nbytes}")
         with host.lock:   # inputs, run and outputs of this arena must not interleave with another thread's
             host.drain()
-            for name, off, nbytes in self.inputs:
+            for name, off, _ in self.inputs:
                 host.write(arena + off, env[name].data)
             status = host.call("nnw_plan_run", self.plan, arena)
             if status:
