@@ -22,6 +22,13 @@ export const env = {
   // traceback on errors (error.pythonTraceback). false: Python's stdout is dropped.
   debug: false,
 
+  // true: the first time a model needs the numpy fallback provider, ask Pyodide to load its
+  // numpy package (from packageBaseUrl, i.e. our own copy of Pyodide's files) and retry. A page
+  // whose models all run on WASM never loads it. false, or where no numpy package can be had
+  // (offline, core-only Pyodide), the FallbackUnavailable error naming the nodes stands.
+  // Unlike the settings above, this one is read whenever a session needs numpy, not at boot.
+  loadNumpy: true,
+
   // onnxruntime-web compatibility only: nnwasm runs single-threaded with WASM SIMD whatever
   // is set here, so code written for onnxruntime-web can keep setting these.
   wasm: { numThreads: 1, simd: true },
@@ -54,8 +61,10 @@ export function resolveEnv() {
   const distURL = withSlash(new URL(checkURL("distURL", env.distURL), base).href);
   const indexURL = checkURL("pyodideIndexURL", env.pyodideIndexURL);
   const wheelURL = checkURL("wheelURL", env.wheelURL);
-  if (typeof env.debug !== "boolean") {
-    throw new TypeError(`env.debug must be true or false, got ${JSON.stringify(env.debug)}`);
+  for (const flag of ["debug", "loadNumpy"]) {
+    if (typeof env[flag] !== "boolean") {
+      throw new TypeError(`env.${flag} must be true or false, got ${JSON.stringify(env[flag])}`);
+    }
   }
   return {
     distURL,

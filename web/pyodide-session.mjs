@@ -22,6 +22,40 @@ function callPython(bridge, fn, ...args) {
   }
 }
 
+// Pyodide ships numpy as a package of its own. Loaded at most once per process, and only when a
+// session needs the numpy fallback. Resolves to null once `import numpy` works, else to why not
+// (loadPackage reports failures through errorCallback and returns, so the import is the test).
+let numpyLoading = null;
+function loadNumpy(pyodide) {
+  numpyLoading ??= (async () => {
+    const failures = [];
+    await pyodide.loadPackage("numpy", { messageCallback: () => {}, errorCallback: (m) => failures.push(m) });
+    try {
+      pyodide.runPython("import numpy");
+      return null;
+    } catch {
+      return failures.join("; ") || "numpy does not import after loadPackage";
+    }
+  })();
+  return numpyLoading;
+}
+
+/** Runs call(); if it fails for want of numpy and env.loadNumpy allows, loads numpy and calls
+ * again. When numpy can't be had, the original error stands, with the loader's reason added. */
+async function withNumpyFallback(runtime, call) {
+  try {
+    return call();
+  } catch (e) {
+    if (e.name !== "FallbackUnavailable" || !env.loadNumpy) throw e;
+    const why = await loadNumpy(runtime.pyodide);
+    if (why !== null) {
+      e.message += ` (loading Pyodide's numpy package failed: ${why})`;
+      throw e;
+    }
+    return call();
+  }
+}
+
 function metadata(values) {
   return values.map((v) => ({
     name: v.name,
@@ -45,11 +79,13 @@ export class PyodideSession {
     const runtime = await boot();
     const t0 = performance.now();
     // undefined, not null, reaches Python as None (null becomes pyodide.ffi.jsnull).
-    const info = callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined);
+    const info = await withNumpyFallback(runtime, () =>
+      callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined));
     return new PyodideSession(runtime, info, performance.now() - t0);
   }
 
   constructor(runtime, info, createMs) {
+    this.runtime = runtime;
     this.bridge = runtime.bridge;
     this.handle = info.handle;
     this.inputMetadata = metadata(info.inputs);
@@ -59,8 +95,10 @@ export class PyodideSession {
     this.timings = { bootMs: runtime.bootMs, createMs };
   }
 
-  /** feeds: [name, tensor] pairs; outputNames: names or null for all. Returns {name: Tensor}. */
-  run(feeds, outputNames) {
+  /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}.
+   * (Models with symbolic input dims compile at their first run with each shape, so that is
+   * where a need for numpy can show.) */
+  async run(feeds, outputNames) {
     const names = [], types = [], dims = [], buffers = [];
     for (const [name, tensor] of feeds) {
       names.push(name);
@@ -68,7 +106,8 @@ export class PyodideSession {
       dims.push([...tensor.dims]);
       buffers.push(asBytes(tensor, name));
     }
-    const results = callPython(this.bridge, this.bridge.run, this.handle, names, types, dims, buffers, outputNames ?? undefined);
+    const results = await withNumpyFallback(this.runtime, () =>
+      callPython(this.bridge, this.bridge.run, this.handle, names, types, dims, buffers, outputNames ?? undefined));
     const out = {};
     for (const [name, type, shape, buffer] of results) {
       const ctor = typedArrayFor(type);
