@@ -23,6 +23,18 @@ def test_introspection(add_model):
     assert nnwasm.get_available_providers() == ["WasmExecutionProvider", "NumpyExecutionProvider"]
 
 
+@pytest.mark.parametrize("providers", [["WasmExecutionProvider"], ["NumpyExecutionProvider"]])
+def test_outputs_are_writable_arrays(providers):
+    x = rand(2, 3)
+    model = graph_model([helper.make_node("Relu", ["X"], ["Y"]), helper.make_node("Identity", ["C"], ["Z"])],
+                        {"X": x}, ["Y", "Z"], {"C": rand(4, seed=2)})
+    sess = nnwasm.InferenceSession(model, providers=providers)
+    for out in sess.run(None, {"X": x}):
+        out += 1   # raises if read-only
+    y, z = sess.run(None, {"X": x})
+    assert np.array_equal(y, np.maximum(x, 0)) and np.array_equal(z, rand(4, seed=2))
+
+
 def test_modelmeta():
     g = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "g",
                           [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2])],

@@ -44,7 +44,6 @@ def infer_shapes(graph, input_shapes=None):
     values become initializers and their nodes go, so later nodes see constant shapes. This
     mutates graph.nodes and graph.initializers: give each input-shape variant its own copies."""
     values = graph.values
-    graph_outputs = {v.name for v in graph.outputs}
     keep = []
     for vi in graph.inputs:
         shape = input_shapes.get(vi.name, vi.shape) if input_shapes else vi.shape
@@ -71,9 +70,9 @@ def infer_shapes(graph, input_shapes=None):
             raise InvalidModel(f"shape inference failed for {node}: {type(e).__name__}: {e}") from e
         folded = op.fold(node, ins, consts) if op.fold is not None else None
         if folded and all(t is not None for name, t in zip(node.outputs, folded) if name):
+            # The node goes; graph outputs it made are served from the initializers by the session.
             graph.initializers.update((name, t) for name, t in zip(node.outputs, folded) if name)
-            if not any(name in graph_outputs for name in node.outputs):
-                keep.pop()
+            keep.pop()
         for name, (dt, shape) in zip(node.outputs, outs):
             if name:
                 declared = values.get(name)

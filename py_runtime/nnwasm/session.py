@@ -134,7 +134,10 @@ class InferenceSession:
             if dt is None:
                 raise InvalidArgument(f"input '{name}' has numpy dtype {arr.dtype}, which ONNX has no type for")
             feeds[name] = TensorData(dt, arr.shape, memoryview(arr).cast("B") if arr.size else b"")
-        return [t.to_numpy().copy() if t.numel == 0 else t.to_numpy() for t in self.run_raw(output_names, feeds)]
+        outs = [t.to_numpy() for t in self.run_raw(output_names, feeds)]
+        # onnxruntime's outputs are writable arrays; WASM outputs already are (host.read gives a
+        # bytearray), numpy partitions' outputs and initializers are copied.
+        return [a if a.flags.writeable else a.copy() for a in outs]
 
     def run_raw(self, output_names, feeds):
         """run() without numpy: feeds and results are TensorData. The JS bridge uses this."""

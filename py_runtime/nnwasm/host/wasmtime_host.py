@@ -85,11 +85,14 @@ class WasmtimeHost(HostBase):
             ctypes.memmove(self._base() + ptr, src, n)
 
     def read(self, ptr, nbytes):
-        self._check(ptr, nbytes)
-        return ctypes.string_at(self._base() + ptr, nbytes)
+        """A bytearray, so numpy arrays over it are writable (as onnxruntime's outputs are)."""
+        out = bytearray(nbytes)
+        self.read_into(ptr, out)
+        return out
 
     def read_into(self, ptr, buf):
         """Copy len(buf) bytes at ptr into a writable buffer (avoids an extra bytes object)."""
         mv = memoryview(buf).cast("B")
         self._check(ptr, mv.nbytes)
-        ctypes.memmove((ctypes.c_char * mv.nbytes).from_buffer(mv), self._base() + ptr, mv.nbytes)
+        if mv.nbytes:
+            ctypes.memmove((ctypes.c_char * mv.nbytes).from_buffer(mv), self._base() + ptr, mv.nbytes)
