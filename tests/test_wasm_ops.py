@@ -218,3 +218,35 @@ def test_clip_min_above_max_falls_back_to_numpy():
     sess = nnwasm.InferenceSession(model)
     assert {p for _, _, p in sess.get_provider_assignment()} == {"NumpyExecutionProvider"}
     np.testing.assert_allclose(sess.run(None, {"X": x})[0], ort_run(model, {"X": x})[0])
+
+
+@pytest.mark.parametrize("opset,shape", [(9, (2, 5, 6, 7)), (15, (3, 4)), (15, (1, 6, 9))])
+def test_batch_normalization(opset, shape):
+    x, c = rand(*shape), shape[1]
+    rng = np.random.default_rng(3)
+    inits = {"s": rand(c, seed=1), "b": rand(c, seed=2), "m": rand(c, seed=3),
+             "v": np.asarray(rng.uniform(0.5, 2.0, c), np.float32)}
+    check(single_node("BatchNormalization", {"X": x}, ["Y"], dict(epsilon=1e-3), inits, opset=opset), {"X": x})
+
+
+@pytest.mark.parametrize("shapes", [[(2, 3)], [(2, 3), (2, 3)], [(3,), (2, 3), (2, 1)], [(4, 1, 5), (3, 1), (5,), (1,)]])
+def test_sum(shapes):
+    xs = {f"x{i}": rand(*s, seed=i) for i, s in enumerate(shapes)}
+    check(graph_model([helper.make_node("Sum", list(xs), ["Y"])], xs, ["Y"]), xs)
+
+
+def test_light_model_idioms_run_on_wasm():
+    """Old exporters' habits: weights from ConstantOfShape, Dropout naming an unused mask (opset 9)."""
+    x = rand(1, 3, 8, 8)
+    nodes = [helper.make_node("ConstantOfShape", ["wshape"], ["W"], value=helper.make_tensor("v", 1, [1], [0.01])),
+             helper.make_node("Conv", ["X", "W"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Dropout", ["c"], ["Y", "mask"], ratio=0.5)]
+    model = graph_model(nodes, {"X": x}, ["Y"], {"wshape": np.array([4, 3, 3, 3], np.int64)}, opset=9)
+    check(model, {"X": x})
+
+
+def test_lrn_runs_on_numpy():
+    x = rand(2, 7, 4, 5)
+    model = single_node("LRN", {"X": x}, ["Y"], dict(size=3, alpha=2e-3, beta=0.6, bias=1.5))
+    sess = nnwasm.InferenceSession(model)
+    np.testing.assert_allclose(sess.run(None, {"X": x})[0], ort_run(model, {"X": x})[0], rtol=1e-5, atol=1e-6)

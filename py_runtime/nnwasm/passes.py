@@ -21,13 +21,15 @@ def constants_to_initializers(graph):
 
 def drop_identities(graph):
     """Identity and inference-mode Dropout forward their input; rename their consumers' inputs.
-    A node whose output is a graph output keeps running (the output's name must exist)."""
+    A node whose output is a graph output keeps running (the output's name must exist). A
+    Dropout whose mask output nobody reads counts as inference mode too (old exporters name it)."""
     graph_outputs = {v.name for v in graph.outputs}
+    read = {i for node in graph.nodes for i in node.inputs} | graph_outputs
     rename, keep = {}, []
     for node in graph.nodes:
         node.inputs = [rename.get(i, i) for i in node.inputs]
         passthrough = node.op_type == "Identity" or (
-            node.op_type == "Dropout" and (len(node.outputs) < 2 or not node.outputs[1])
+            node.op_type == "Dropout" and (len(node.outputs) < 2 or not node.outputs[1] or node.outputs[1] not in read)
             and (len(node.inputs) < 3 or not node.inputs[2]))
         if node.domain == "" and passthrough and node.outputs[0] not in graph_outputs:
             rename[node.outputs[0]] = node.inputs[0]

@@ -17,6 +17,7 @@ from . import indexing, misc, reduce, registry, shape_ops
 from . import shapes as S
 
 MAX_ELEMENTS = 1 << 14     # beyond this, folding in Python loops costs more than it saves
+MAX_FILL_BYTES = 1 << 30   # ConstantOfShape folds without a loop, up to this size
 FOLDERS = {}
 
 
@@ -114,10 +115,14 @@ def fold_same_values(node, inputs, consts):
 
 @folder("ConstantOfShape")
 def fold_constant_of_shape(node, inputs, consts):
-    out = _outputs_static(node, inputs, consts)
-    if out is None:
+    """Any size (light models build their weights this way): one element's bytes repeated is a
+    C-speed copy, no Python loop; bounded like the largest tensor kernels.wasm takes."""
+    op = registry.lookup(node.domain, node.op_type, node.opset)
+    dt, shape = op.infer(node, inputs, consts)[0]
+    if dt is None or not S.static(shape) or not dt.struct or math.prod(shape) * dt.size > MAX_FILL_BYTES:
         return None
-    return [tensor(out[0], out[1], [misc.fill_value(node)[1]] * math.prod(out[1]))]
+    one = tensor(dt, (), [misc.fill_value(node)[1]])
+    return None if one is None else [TensorData(dt, tuple(shape), bytes(one.data) * math.prod(shape))]
 
 
 @folder("Cast")

@@ -138,3 +138,27 @@ def lp_norm(node, x):
     a = node.attr("axis", -1)
     norm = np.sum(np.abs(x), axis=a, keepdims=True) if p == 1 else np.sqrt(np.sum(x * x, axis=a, keepdims=True))
     return np.divide(x, norm, out=np.zeros_like(x), where=norm != 0)     # a zero vector stays zero
+
+
+def infer_lrn(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    if S.shape(x) is not None and len(S.shape(x)) < 3:
+        S.fail(node, f"input needs rank >= 3, got shape {list(S.shape(x))}")
+    if node.attr("size") is None or node.attr("size") < 1:
+        S.fail(node, "attribute size (a positive int) is required")
+    return infer_unary(node, inputs, consts)
+
+
+@op("LRN", 1, infer_lrn)
+def lrn(node, x):
+    """Across channels: x / (bias + alpha / size * sum of squares over the window)^beta, the window
+    running floor((size-1)/2) channels back and ceil((size-1)/2) ahead, clipped to the tensor."""
+    import numpy as np
+    size = node.attr("size")
+    alpha, beta, bias = node.attr("alpha", 1e-4), node.attr("beta", 0.75), node.attr("bias", 1.0)
+    sq = np.square(x.astype(np.float64))
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    padded = np.pad(sq, [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2))
+    csum = np.concatenate([np.zeros_like(padded[:, :1]), np.cumsum(padded, axis=1)], axis=1)
+    window = csum[:, size:] - csum[:, :-size]
+    return (x / (bias + alpha / size * window) ** beta).astype(x.dtype)

@@ -5,11 +5,15 @@ and otherwise the reason it can't; lower(node, b) emits plan ops into a PlanBuil
 provider has already checked what every entry needs: ai.onnx domain, static shapes, no empty
 tensors, and float32 unless the entry is in ANY_DTYPE.
 """
-from ..tensor import numel
+import math
+import struct
+
+from ..dtypes import FLOAT32
+from ..tensor import TensorData, numel
 from .conv_like import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
 from .epilogue import clip_bounds, fuse_activation
 
-ANY_DTYPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Identity"}
+ANY_DTYPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Identity", "Dropout"}
 
 
 # --- elementwise ------------------------------------------------------------------------------
@@ -33,20 +37,75 @@ def _strides(shape, out_rank, out_shape):
     return strides
 
 
-def lower_binary(node, b):
-    a, c = node.inputs
-    y = node.outputs[0]
-    out = b.shape(y)
+def emit_binary(b, kind, a, c, y):
+    """y = a OP c, a and c (Refs) broadcast to y's shape. y may be a itself when a has y's shape."""
+    out = b.shape(y.name)
     rank = max(len(out), 1)
     out = tuple(out) or (1,)
     dims = list(out) + [1] * (6 - rank)
-    sa = _strides(b.shape(a), rank, out) + [0] * (6 - rank)
-    sb = _strides(b.shape(c), rank, out) + [0] * (6 - rank)
-    args = {"kind": BINARY_KIND[node.op_type], "a": b.ref(a), "b": b.ref(c), "y": b.ref(y), "rank": rank}
+    sa = _strides(b.shape(a.name), rank, out) + [0] * (6 - rank)
+    sb = _strides(b.shape(c.name), rank, out) + [0] * (6 - rank)
+    args = {"kind": kind, "a": a, "b": c, "y": y, "rank": rank}
     args.update({f"d{i}": dims[i] for i in range(6)})
     args.update({f"as{i}": sa[i] for i in range(6)})
     args.update({f"bs{i}": sb[i] for i in range(6)})
     b.emit("binary", **args)
+
+
+def lower_binary(node, b):
+    a, c = node.inputs
+    emit_binary(b, BINARY_KIND[node.op_type], b.ref(a), b.ref(c), b.ref(node.outputs[0]))
+
+
+def lower_sum(node, b):
+    """Sum(x0, x1, ...) = ((x0 + x1) + x2) ...: the first add broadcasts both into y, the rest add
+    into y in place."""
+    xs = [x for x in node.inputs if x]
+    y = b.ref(node.outputs[0])
+    if len(xs) == 1:
+        return lower_copy(node, b)
+    emit_binary(b, BINARY_KIND["Add"], b.ref(xs[0]), b.ref(xs[1]), y)
+    for x in xs[2:]:
+        emit_binary(b, BINARY_KIND["Add"], y, b.ref(x), y)
+
+
+def check_sum(node, g):
+    return check_binary(node, g)
+
+
+def batch_norm_affine(node, g):
+    """Inference BatchNormalization as y = x * s + t per channel: (s, t) as lists of floats, or
+    the reason it can't run on WASM. s and t come from the C-long parameters, in Python."""
+    if node.attr("spatial", 1) != 1 or node.attr("training_mode", 0) or len([o for o in node.outputs if o]) > 1:
+        return "training-mode or non-spatial BatchNormalization"
+    params = [g.initializers.get(n) for n in node.inputs[1:5]]
+    c = g.values[node.inputs[0]].shape[1]
+    if any(t is None or t.shape != (c,) for t in params):
+        return "BatchNormalization parameters are not constant [C] tensors"
+    scale, bias, mean, var = (t.tolist() for t in params)
+    eps = float(node.attr("epsilon", 1e-5))
+    s = [sc / math.sqrt(v + eps) for sc, v in zip(scale, var)]
+    return s, [bi - m * k for bi, m, k in zip(bias, mean, s)]
+
+
+def check_batch_norm(node, g):
+    if len(g.values[node.inputs[0]].shape) < 2:
+        return "input rank < 2"
+    why = batch_norm_affine(node, g)
+    return why if isinstance(why, str) else None
+
+
+def lower_batch_norm(node, b):
+    s, t = batch_norm_affine(node, b.graph)
+    rank = len(b.shape(node.inputs[0]))
+    per_channel = (len(s),) + (1,) * (rank - 2)
+    y = b.ref(node.outputs[0])
+    emit_binary(b, BINARY_KIND["Mul"], b.ref(node.inputs[0]), b.constant(_f32(per_channel, s)), y)
+    emit_binary(b, BINARY_KIND["Add"], y, b.constant(_f32(per_channel, t)), y)
+
+
+def _f32(shape, values):
+    return TensorData(FLOAT32, shape, struct.pack(f"<{len(values)}f", *values))
 
 
 def check_clip(node, g):
@@ -179,6 +238,17 @@ def _ok(node, g):
     return None
 
 
+def check_dropout(node, g):
+    """Inference Dropout is a copy (passes.drop_identities bypasses it unless it makes a graph
+    output); its mask must be unread and training mode off."""
+    if len(node.inputs) > 2 and node.inputs[2]:
+        return "Dropout with a training_mode input"
+    mask = node.outputs[1] if len(node.outputs) > 1 else ""
+    if mask and (mask in g.consumers() or mask in {v.name for v in g.outputs}):
+        return "Dropout's mask output is used"
+    return None
+
+
 def _single_output(check):
     def wrapped(node, g):
         if len([o for o in node.outputs if o]) != 1:
@@ -192,6 +262,8 @@ LOWERINGS = {
     "Sub": (check_binary, lower_binary),
     "Mul": (check_binary, lower_binary),
     "Div": (check_binary, lower_binary),
+    "Sum": (check_sum, lower_sum),
+    "BatchNormalization": (check_batch_norm, lower_batch_norm),
     "Relu": (_ok, lower_unary),
     "Clip": (check_clip, lower_unary),
     "Sigmoid": (_ok, lower_unary),
@@ -209,5 +281,6 @@ LOWERINGS = {
     "Squeeze": (_ok, lower_copy),
     "Unsqueeze": (_ok, lower_copy),
     "Identity": (_ok, lower_copy),
+    "Dropout": (check_dropout, lower_copy),
     "Concat": (_ok, lower_concat),
 }

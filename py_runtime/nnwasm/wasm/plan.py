@@ -37,13 +37,22 @@ class PlanBuilder:
         self.ops = []          # (op name, {arg: value})
         self.fused = set()     # ids of nodes folded into an earlier op (fused epilogues)
         self._scratch = 0
+        self.constants = {}    # name -> TensorData the lowering derived (e.g. BatchNorm's scale)
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
-        return self.graph.values[name].shape
+        t = self.constants.get(name)
+        return t.shape if t is not None else self.graph.values[name].shape
 
     def dtype(self, name):
-        return self.graph.values[name].dtype
+        t = self.constants.get(name)
+        return t.dtype if t is not None else self.graph.values[name].dtype
+
+    def constant(self, t):
+        """A Ref to a tensor the lowering computed; it goes to the weights like an initializer."""
+        name = f"#const{len(self.constants)}"
+        self.constants[name] = t
+        return Ref(name)
 
     def nbytes(self, name):
         return numel(self.shape(name)) * self.dtype(name).size
@@ -64,8 +73,8 @@ class PlanBuilder:
 
     # --- layout and encoding ------------------------------------------------------------
     def finish(self, max_arena):
-        """Returns (plan bytes, arena bytes, {value name: arena offset} of inputs and outputs)."""
-        inits = self.graph.initializers
+        """Returns (plan as a bytearray, arena bytes, {value name: arena offset} of inputs and outputs)."""
+        inits = {**self.graph.initializers, **self.constants}
         weights, blob = {}, bytearray()
         live = {}   # name -> [first op, last op, nbytes]
         last = len(self.ops)
@@ -78,7 +87,7 @@ class PlanBuilder:
                 if v.name in inits:
                     if v.name not in weights:
                         weights[v.name] = len(blob)
-                        blob += bytes(inits[v.name].data)
+                        blob += inits[v.name].data
                         blob += bytes(_align(len(blob)) - len(blob))
                     continue
                 size = v.nbytes if v.nbytes is not None else self.nbytes(v.name)
@@ -114,7 +123,7 @@ class PlanBuilder:
         plan += bytes(weights_at - len(plan))
         plan += blob
         io = {n: where[n] for n in self.inputs + self.outputs}
-        return bytes(plan), arena, io
+        return plan, arena, io
 
 
 def _i32(w):

@@ -35,7 +35,7 @@ class WasmRunner:
             head = struct.unpack_from("<8i", plan)
             ops_end = 4 * (8 + head[5] + head[6])
             self.plan = self._malloc(ops_end)
-            host.write(self.plan, plan[:ops_end])
+            host.write(self.plan, memoryview(plan)[:ops_end])
         except BaseException:
             host.release([self.arena])
             raise
