@@ -23,7 +23,7 @@ LIGHT = {  # model -> op types allowed on the numpy provider
     "light_inception_v1": {"LRN"},
     "light_inception_v2": set(),
     "light_resnet50": set(),
-    "light_shufflenet": {"Transpose"},
+    "light_shufflenet": set(),
     "light_squeezenet": set(),
     "light_zfnet512": {"LRN"},
 }

@@ -250,3 +250,23 @@ def test_lrn_runs_on_numpy():
     model = single_node("LRN", {"X": x}, ["Y"], dict(size=3, alpha=2e-3, beta=0.6, bias=1.5))
     sess = nnwasm.InferenceSession(model)
     np.testing.assert_allclose(sess.run(None, {"X": x})[0], ort_run(model, {"X": x})[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,perm,dtype", [
+    ((2, 3), None, np.float32), ((2, 3, 4, 5), (0, 2, 3, 1), np.float32), ((2, 3, 4, 5), (3, 1, 0, 2), np.float32),
+    ((1, 6, 1, 7), (3, 2, 1, 0), np.float32), ((2, 3, 4, 5, 6, 7, 2), (0, 1, 2, 3, 4, 6, 5), np.float32),
+    ((4, 1, 3), (2, 0, 1), np.int64), ((3, 5), (1, 0), np.float16), ((2, 2, 3), (1, 2, 0), np.bool_),
+    ((2, 3, 4), (0, 1, 2), np.int8),
+])
+def test_transpose(shape, perm, dtype):
+    x = (np.random.default_rng(1).standard_normal(shape) * 10).astype(dtype)
+    attrs = {} if perm is None else {"perm": list(perm)}
+    check(graph_model([helper.make_node("Transpose", ["X"], ["Y"], **attrs)], {"X": x}, ["Y"]), {"X": x})
+
+
+def test_transpose_of_more_than_six_unmergeable_axes_falls_back():
+    x = rand(2, 3, 2, 3, 2, 3, 2)
+    model = graph_model([helper.make_node("Transpose", ["X"], ["Y"], perm=[0, 2, 4, 6, 1, 3, 5])], {"X": x}, ["Y"])
+    sess = nnwasm.InferenceSession(model)
+    assert [p for *_, p in sess.get_provider_assignment()] == ["NumpyExecutionProvider"]
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], x.transpose(0, 2, 4, 6, 1, 3, 5))

@@ -12,7 +12,8 @@ enum nnw_opcode {
   NNW_OP_MEAN_ROWS = 7,
   NNW_OP_SOFTMAX = 8,
   NNW_OP_COPY2D = 9,
-  NNW_OP_COUNT = 10 /* one past the largest opcode */
+  NNW_OP_TRANSPOSE = 10,
+  NNW_OP_COUNT = 11 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -161,6 +162,26 @@ enum nnw_copy2d_arg {
   NNW_COPY2D_NARGS = 6
 };
 
+enum nnw_transpose_arg {
+  NNW_TRANSPOSE_X = 0,
+  NNW_TRANSPOSE_Y = 1,
+  NNW_TRANSPOSE_ESIZE = 2,
+  NNW_TRANSPOSE_RANK = 3,
+  NNW_TRANSPOSE_D0 = 4,
+  NNW_TRANSPOSE_D1 = 5,
+  NNW_TRANSPOSE_D2 = 6,
+  NNW_TRANSPOSE_D3 = 7,
+  NNW_TRANSPOSE_D4 = 8,
+  NNW_TRANSPOSE_D5 = 9,
+  NNW_TRANSPOSE_S0 = 10,
+  NNW_TRANSPOSE_S1 = 11,
+  NNW_TRANSPOSE_S2 = 12,
+  NNW_TRANSPOSE_S3 = 13,
+  NNW_TRANSPOSE_S4 = 14,
+  NNW_TRANSPOSE_S5 = 15,
+  NNW_TRANSPOSE_NARGS = 16
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -171,7 +192,8 @@ enum nnw_copy2d_arg {
   X(6, pool2d, POOL2D, 18, "ittiiiiiiiiiiiiiii") \
   X(7, mean_rows, MEAN_ROWS, 4, "ttii") \
   X(8, softmax, SOFTMAX, 6, "ttiiii") \
-  X(9, copy2d, COPY2D, 6, "ttiiii")
+  X(9, copy2d, COPY2D, 6, "ttiiii") \
+  X(10, transpose, TRANSPOSE, 16, "ttiiiiiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

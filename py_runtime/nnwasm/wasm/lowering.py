@@ -13,7 +13,7 @@ from ..tensor import TensorData, numel
 from .conv_like import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
 from .epilogue import clip_bounds, fuse_activation
 
-ANY_DTYPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Identity", "Dropout"}
+ANY_DTYPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Identity", "Dropout", "Transpose"}
 
 
 # --- elementwise ------------------------------------------------------------------------------
@@ -208,6 +208,45 @@ def lower_concat(node, b):
         at += rows
 
 
+def _transpose_axes(shape, perm):
+    """(dims, x element strides) in output order, with size-1 axes dropped and neighbours that
+    stay contiguous in x merged: fewer, longer loops, and most permutations fit in 6 dims."""
+    strides, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i], acc = acc, acc * shape[i]
+    axes = []
+    for p in perm:
+        d, st = shape[p], strides[p]
+        if d == 1:
+            continue
+        if axes and axes[-1][1] == d * st:      # the previous axis steps over exactly this one
+            axes[-1] = (axes[-1][0] * d, st)
+        else:
+            axes.append((d, st))
+    return axes or [(1, 1)]
+
+
+def _perm(node, rank):
+    perm = node.attr("perm")
+    return list(perm) if perm is not None else list(range(rank - 1, -1, -1))
+
+
+def check_transpose(node, g):
+    shape = g.values[node.inputs[0]].shape
+    return None if len(_transpose_axes(shape, _perm(node, len(shape)))) <= 6 else "more than 6 dims after merging"
+
+
+def lower_transpose(node, b):
+    x = node.inputs[0]
+    axes = _transpose_axes(b.shape(x), _perm(node, len(b.shape(x))))
+    d = [a[0] for a in axes] + [1] * (6 - len(axes))
+    st = [a[1] for a in axes] + [0] * (6 - len(axes))
+    args = {"x": b.ref(x), "y": b.ref(node.outputs[0]), "esize": b.dtype(x).size, "rank": len(axes)}
+    args.update({f"d{i}": d[i] for i in range(6)})
+    args.update({f"s{i}": st[i] for i in range(6)})
+    b.emit("transpose", **args)
+
+
 def lower_softmax(node, b):
     shape = b.shape(node.inputs[0])
     rank = len(shape)
@@ -283,4 +322,5 @@ LOWERINGS = {
     "Identity": (_ok, lower_copy),
     "Dropout": (check_dropout, lower_copy),
     "Concat": (_ok, lower_concat),
+    "Transpose": (check_transpose, lower_transpose),
 }

@@ -15,4 +15,5 @@ OPS = {
     "mean_rows": Op(code=7, args=("x", "y", "rows", "inner"), kinds="ttii"),
     "softmax": Op(code=8, args=("x", "y", "outer", "axis", "inner", "log"), kinds="ttiiii"),
     "copy2d": Op(code=9, args=("src", "dst", "rows", "row_bytes", "src_stride", "dst_stride"), kinds="ttiiii"),
+    "transpose": Op(code=10, args=("x", "y", "esize", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="ttiiiiiiiiiiiiii"),
 }
