@@ -43,6 +43,8 @@ int nnw_validate_binary(const int32_t *args, uint32_t arena_bytes) {
   NNW_TRY(nnw_check_tensor(p.a, nnw_mul(a_last + 1, 4), arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.b, nnw_mul(b_last + 1, 4), arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.y, nnw_mul(count, 4), arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.a, nnw_mul(a_last + 1, 4), p.y, nnw_mul(count, 4), 1));
+  NNW_TRY(nnw_check_apart(p.b, nnw_mul(b_last + 1, 4), p.y, nnw_mul(count, 4), 1));
   return NNW_OK;
 }
 

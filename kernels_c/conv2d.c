@@ -98,6 +98,11 @@ int nnw_validate_conv2d(const int32_t *args, uint32_t arena_bytes) {
   NNW_TRY(nnw_check_tensor(p.b, m * 4, arena_bytes, 1, 1));
   NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.scratch, (uint64_t)scratch, arena_bytes, scratch == 0, 1));
+  const int32_t at[] = {p.x, p.wt, p.b, p.y, p.scratch};
+  const uint64_t size[] = {x_bytes, w_bytes, m * 4, y_bytes, (uint64_t)scratch};
+  for (int i = 0; i < 5; i++)      /* the output and the scratch apart from everything else */
+    for (int j = i + 1; j < 5; j++)
+      if (j >= 3) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
   return NNW_OK;
 }
 

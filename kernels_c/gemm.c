@@ -43,6 +43,9 @@ int nnw_validate_gemm(const int32_t *args, uint32_t arena_bytes) {
   NNW_TRY(nnw_check_tensor(p.b, nnw_mul(k * 4, n), arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.c, nnw_mul(c_elems, 4), arena_bytes, 1, 1));
   NNW_TRY(nnw_check_tensor(p.y, nnw_mul(m * 4, n), arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.a, nnw_mul(m * 4, k), p.y, nnw_mul(m * 4, n), 0));
+  NNW_TRY(nnw_check_apart(p.b, nnw_mul(k * 4, n), p.y, nnw_mul(m * 4, n), 0));
+  NNW_TRY(nnw_check_apart(p.c, nnw_mul(c_elems, 4), p.y, nnw_mul(m * 4, n), 0));
   return NNW_OK;
 }
 
@@ -155,7 +158,10 @@ int nnw_validate_matmul(const int32_t *args, uint32_t arena_bytes) {
   uint64_t b_elems = nnw_add(nnw_mul(last, (uint64_t)p.b_bs), nnw_mul(k, n));
   NNW_TRY(nnw_check_tensor(p.a, nnw_mul(a_elems, 4), arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.b, nnw_mul(b_elems, 4), arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.y, nnw_mul(nnw_mul(last + 1, m * 4), n), arena_bytes, 0, 1));
+  uint64_t y_bytes = nnw_mul(nnw_mul(last + 1, m * 4), n);
+  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.a, nnw_mul(a_elems, 4), p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.b, nnw_mul(b_elems, 4), p.y, y_bytes, 0));
   return NNW_OK;
 }
 

@@ -49,6 +49,10 @@ int nnw_check_tensor(int32_t t, uint64_t bytes, uint32_t arena_bytes, int option
 
 /* NNW_OK if every v[i] > 0 */
 int nnw_check_positive(const int32_t *v, int count);
+/* NNW_BAD_ARGS if two tensors overlap; same_ok lets them be exactly the same tensor (in-place
+ * elementwise ops). Kernels copy with memcpy and read inputs after writing outputs, so a plan
+ * that overlaps what they assume apart would compute garbage (and natively be undefined). */
+int nnw_check_apart(int32_t a, uint64_t a_bytes, int32_t b, uint64_t b_bytes, int same_ok);
 
 /* The conv2d scratch rule, shared by the exported query and the validator: bytes, or -1. */
 int64_t nnw_conv2d_scratch_bytes64(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,

@@ -51,10 +51,11 @@ int nnw_validate_pool2d(const int32_t *args, uint32_t arena_bytes) {
   NNW_TRY(check_axis(p.h, p.oh, p.kh, p.sh, p.dh, p.pt));
   NNW_TRY(check_axis(p.w, p.ow, p.kw, p.sw, p.dw, p.pl));
   uint64_t planes = nnw_mul((uint64_t)p.n * 4, (uint64_t)p.c);
-  NNW_TRY(nnw_check_tensor(p.x, nnw_mul(planes, nnw_mul((uint64_t)p.h, (uint64_t)p.w)),
-                           arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.y, nnw_mul(planes, nnw_mul((uint64_t)p.oh, (uint64_t)p.ow)),
-                           arena_bytes, 0, 1));
+  uint64_t x_bytes = nnw_mul(planes, nnw_mul((uint64_t)p.h, (uint64_t)p.w));
+  uint64_t y_bytes = nnw_mul(planes, nnw_mul((uint64_t)p.oh, (uint64_t)p.ow));
+  NNW_TRY(nnw_check_tensor(p.x, x_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.x, x_bytes, p.y, y_bytes, 0));
   return NNW_OK;
 }
 

@@ -13,6 +13,7 @@ int nnw_validate_softmax(const int32_t *v, uint32_t arena_bytes) {
   uint64_t bytes = nnw_mul(nnw_mul((uint64_t)dims[0] * 4, (uint64_t)dims[1]), (uint64_t)dims[2]);
   NNW_TRY(nnw_check_tensor(v[NNW_SOFTMAX_X], bytes, arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(v[NNW_SOFTMAX_Y], bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(v[NNW_SOFTMAX_X], bytes, v[NNW_SOFTMAX_Y], bytes, 1));
   return NNW_OK;
 }
 
@@ -106,6 +107,8 @@ int nnw_validate_mean_rows(const int32_t *v, uint32_t arena_bytes) {
   NNW_TRY(nnw_check_tensor(v[NNW_MEAN_ROWS_X], nnw_mul((uint64_t)dims[0] * 4, (uint64_t)dims[1]),
                            arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(v[NNW_MEAN_ROWS_Y], (uint64_t)dims[0] * 4, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(v[NNW_MEAN_ROWS_X], nnw_mul((uint64_t)dims[0] * 4, (uint64_t)dims[1]),
+                          v[NNW_MEAN_ROWS_Y], (uint64_t)dims[0] * 4, 0));
   return NNW_OK;
 }
 

@@ -15,6 +15,7 @@ int nnw_validate_unary(const int32_t *v, uint32_t arena_bytes) {
   if (kind == CLAMP && !(p0 <= p1)) return NNW_BAD_ARGS;
   NNW_TRY(nnw_check_tensor(v[NNW_UNARY_X], (uint64_t)count * 4, arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(v[NNW_UNARY_Y], (uint64_t)count * 4, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(v[NNW_UNARY_X], (uint64_t)count * 4, v[NNW_UNARY_Y], (uint64_t)count * 4, 1));
   return NNW_OK;
 }
 

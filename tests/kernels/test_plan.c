@@ -185,6 +185,15 @@ void test_plan_ops(void) {
   PATCH("conv y past the arena", conv_op, NNW_CONV2D_Y, ARENA - 100, NNW_OUT_OF_BOUNDS);
   PATCH("conv scratch too small", conv_op, NNW_CONV2D_SCRATCH, ARENA - 2588, NNW_OUT_OF_BOUNDS);
   PATCH("conv scratch absent", conv_op, NNW_CONV2D_SCRATCH, -1, NNW_OUT_OF_BOUNDS);
+  /* overlaps: outputs and scratch apart from inputs, except exact in-place elementwise ops */
+  PATCH("conv y overlaps x", conv_op, NNW_CONV2D_Y, X + 16, NNW_BAD_ARGS);
+  PATCH("conv scratch overlaps y", conv_op, NNW_CONV2D_SCRATCH, Y_CONV + 4, NNW_BAD_ARGS);
+  PATCH("conv scratch overlaps weights", conv_op, NNW_CONV2D_SCRATCH, W_CONV, NNW_BAD_ARGS);
+  PATCH("gemm y over a", gemm_op, NNW_GEMM_Y, Y_MEAN, NNW_BAD_ARGS);
+  PATCH("binary y partly over a", add_op, NNW_BINARY_Y, Y_SOFT + 4, NNW_BAD_ARGS);
+  PATCH("binary in place on a", add_op, NNW_BINARY_Y, Y_SOFT, NNW_OK);
+  PATCH("unary y partly over x", sig_op, NNW_UNARY_Y, Y_CONV + 4, NNW_BAD_ARGS);
+  PATCH("unary in place", sig_op, NNW_UNARY_Y, Y_CONV, NNW_OK);
   /* shapes and parameters */
   PATCH("conv n 0", conv_op, NNW_CONV2D_N, 0, NNW_BAD_ARGS);
   PATCH("conv c negative", conv_op, NNW_CONV2D_C, -2, NNW_BAD_ARGS);
@@ -302,7 +311,7 @@ void test_plan_fuzz(void) {
       memcpy(&v, p.bytes + 4 * i, 4);
       switch (rng_u32() % 3) {
         case 0: v = specials[rng_u32() % (sizeof specials / sizeof specials[0])]; break;
-        case 1: v += (int32_t)(rng_u32() % 9) - 4; break;
+        case 1: v = (int32_t)((uint32_t)v + (rng_u32() % 9) - 4u); break; /* wraps, no UB */
         default: v = (int32_t)rng_u32(); break;
       }
       set_word(&p, i, v);
