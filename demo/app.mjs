@@ -6,7 +6,11 @@ import { checkRecipe, preprocess } from "./preprocess.mjs";
 const RECIPE_URL = new URL("assets/efficientnet-lite0.json", import.meta.url);
 const DEFAULT_PHOTO = new URL("assets/coffee.png", import.meta.url);
 const TOP_K = 5;
-env.debug = new URLSearchParams(location.search).has("debug"); // /demo/?debug logs boot steps
+const params = new URLSearchParams(location.search);
+env.debug = params.has("debug"); // /demo/?debug logs boot steps
+// Pyodide boots and sessions run in a worker, so the page keeps painting meanwhile; /demo/?noproxy
+// runs them on this thread instead, for comparison (the page then freezes for seconds at boot).
+env.wasm.proxy = !params.has("noproxy");
 
 const $ = (id) => document.getElementById(id);
 const state = { session: null, recipe: null, labels: null, input: null, busy: false, runs: 0 };
@@ -170,7 +174,7 @@ function wireInputs() {
 
 async function main() {
   wireInputs();
-  status("Starting Python (Pyodide) and nnwasm, downloading EfficientNet-Lite0…");
+  status(`Starting Python (Pyodide) and nnwasm${env.wasm.proxy ? " in a worker" : ""}, downloading EfficientNet-Lite0…`);
   const recipe = checkRecipe(await fetchJSON(RECIPE_URL));
   state.recipe = recipe;
   // Downloads overlap Pyodide's start-up, the longest step.

@@ -38,7 +38,38 @@ def _add_model(path):
              helper.make_node("Relu", ["s"], ["y"], name="relu0")]
     path.write_bytes(graph_model(nodes, {"x": x}, ["y"], {"b": b}, out_dtype=1))
     return {"model": str(path), "input": "x", "output": "y", "dims": list(x.shape),
-            "x": x.ravel().tolist(), "y": np.maximum(x + b, 0).ravel().tolist()}
+            "x": x.ravel().tolist(), "y": np.maximum(x + b, 0).ravel().tolist(),
+            "errors": _feed_errors(path, x)}
+
+
+def _feed_errors(path, x):
+    """[error type name, message] CPython's nnwasm gives for bad feeds, as the JS bridge passes
+    them (run_raw on TensorData): the JS shim must report the very same, with or without proxy."""
+    import nnwasm
+    from nnwasm import dtypes
+    from nnwasm.tensor import TensorData
+    sess = nnwasm.InferenceSession(str(path))
+    f32, i32 = dtypes.from_name("float32"), dtypes.from_name("int32")
+    cases = {"name": {"nope": TensorData(f32, x.shape, x.tobytes())},
+             "dtype": {"x": TensorData(i32, x.shape, x.astype(np.int32).tobytes())},
+             "dims": {"x": TensorData(f32, (x.size, 1), x.tobytes())}}
+    errors = {}
+    for case, feeds in cases.items():
+        with pytest.raises(nnwasm.NnwasmError) as info:
+            sess.run_raw(None, feeds)
+        errors[case] = [type(info.value).__name__, str(info.value)]
+    return errors
+
+
+def _efficientnet_logits(photo, path):
+    """EfficientNet-Lite0's logits for the photo from CPython's nnwasm (same plan, same
+    kernels.wasm as Pyodide's: bit-identical), for JS to compare with."""
+    import nnwasm
+    sess = nnwasm.InferenceSession(str(ROOT / "demo" / "assets" / "efficientnet-lite0.onnx"),
+                                   providers=["WasmExecutionProvider"])
+    logits = sess.run(None, {sess.get_inputs()[0].name: photo})[0]
+    logits.astype("<f4").tofile(path)
+    return str(path)
 
 
 def _fallback_model(path):
@@ -65,12 +96,14 @@ def _fallback_model(path):
 def node_fixtures(tmp_path_factory):
     d = tmp_path_factory.mktemp("node_fixtures")
     assets = ROOT / "demo" / "assets"
-    imagenet_fixture.preprocess(assets / "coffee.png").astype("<f4").tofile(d / "coffee.bin")
+    coffee = imagenet_fixture.preprocess(assets / "coffee.png").astype("<f4")
+    coffee.tofile(d / "coffee.bin")
     fixtures = {
         "efficientnet": str(assets / "efficientnet-lite0.onnx"),
         "recipe": str(assets / "efficientnet-lite0.json"),
         "labels": str(assets / "imagenet_labels.json"),
         "coffee": str(d / "coffee.bin"),
+        "efficientnet_logits": _efficientnet_logits(coffee, d / "efficientnet_logits.bin"),
         "add": _add_model(d / "add.onnx"),
         "fallback": _fallback_model(d / "fallback.onnx"),
     }
@@ -89,8 +122,8 @@ def test_node_shim(web_bundle, node_fixtures, record_property):
     counts = {k: int(v) for k, v in re.findall(r"^# (tests|pass|fail|skipped|cancelled|todo) (\d+)$", out, re.M)}
     assert counts.get("skipped") == 0, "Node tests were skipped:\n" + out[-6000:]
     assert counts.get("tests", 0) >= 30 and counts.get("pass") == counts["tests"], f"{counts}\n{out[-6000:]}"
-    for key in ("nnwasm-timings", "nnwasm-vs-onnxruntime-web"):
+    for key in ("nnwasm-timings", "nnwasm-vs-onnxruntime-web", "nnwasm-proxy-timings"):
         found = re.search(rf"{key} (.*)", out)
-        assert found, f"the EfficientNet test printed no {key} line:\n" + out[-6000:]
+        assert found, f"the EfficientNet tests printed no {key} line:\n" + out[-6000:]
         record_property(key, found.group(1))
         print(f"Node, EfficientNet-Lite0, {key}:", found.group(1))

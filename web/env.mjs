@@ -29,9 +29,17 @@ export const env = {
   // Unlike the settings above, this one is read whenever a session needs numpy, not at boot.
   loadNumpy: true,
 
-  // onnxruntime-web compatibility only: nnwasm runs single-threaded with WASM SIMD whatever
-  // is set here, so code written for onnxruntime-web can keep setting these.
-  wasm: { numThreads: 1, simd: true },
+  wasm: {
+    // onnxruntime-web compatibility only: nnwasm runs single-threaded with WASM SIMD whatever
+    // is set here, so code written for onnxruntime-web can keep setting these.
+    numThreads: 1,
+    simd: true,
+    // true: Pyodide and every session live in a worker (a module Web Worker; worker_threads in
+    // Node), so the calling thread keeps painting while Pyodide boots (seconds) and sessions run.
+    // Tensors cross by transfer; the caller's own arrays are copied first and stay usable.
+    // Read once, at the first boot() or create(): all sessions live on one side.
+    proxy: false,
+  },
 
   versions: Object.freeze({ web: VERSION, pyodide: PYODIDE_VERSION }),
 };
@@ -66,11 +74,16 @@ export function resolveEnv() {
       throw new TypeError(`env.${flag} must be true or false, got ${JSON.stringify(env[flag])}`);
     }
   }
+  const proxy = env.wasm?.proxy ?? false; // a replaced env.wasm without the flag means the default
+  if (typeof proxy !== "boolean") {
+    throw new TypeError(`env.wasm.proxy must be true or false, got ${JSON.stringify(proxy)}`);
+  }
   return {
     distURL,
     manifestURL: new URL("nnwasm-web.json", distURL).href,
     pyodideIndexURL: withSlash(indexURL === null ? new URL("pyodide/", distURL).href : new URL(indexURL, base).href),
     wheelURL: wheelURL === null ? null : new URL(wheelURL, base).href,
     debug: env.debug,
+    proxy,
   };
 }

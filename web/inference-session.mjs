@@ -1,9 +1,27 @@
 // InferenceSession with onnxruntime-web's interface: create(), run(), release(), inputNames,
 // outputNames, inputMetadata, outputMetadata. Argument checking lives here; the Python side is
-// in pyodide-session.mjs.
+// in pyodide-session.mjs, reached directly or, with env.wasm.proxy, through proxy-session.mjs.
+import { resolveEnv } from "./env.mjs";
 import { resolveProviders } from "./execution-providers.mjs";
 import { loadBytes } from "./load-bytes.mjs";
+import { ProxySession } from "./proxy-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
+
+// Chosen once, at the first boot() or create(), as onnxruntime-web reads env.wasm.proxy when its
+// backend starts: every session then lives on the same side (one Pyodide, never two).
+let Impl = null;
+
+function impl() {
+  Impl ??= resolveEnv().proxy ? ProxySession : PyodideSession;
+  return Impl;
+}
+
+/** Starts Pyodide and nnwasm ahead of the first create(): here, or in the proxy worker when
+ * env.wasm.proxy is set. Shared, so call it as often as you like. Resolves to {bootMs,
+ * versions}, plus {pyodide, bridge} when Pyodide runs in this thread. */
+export async function boot() {
+  return impl().boot();
+}
 
 // create(url | Uint8Array | ArrayBuffer, options) or create(ArrayBuffer, byteOffset, byteLength?, options)
 async function modelAndOptions(arg0, arg1, arg2, arg3) {
@@ -53,7 +71,7 @@ export class InferenceSession {
       throw new TypeError("InferenceSession.create: options must be an object");
     }
     const providers = resolveProviders(options?.executionProviders);
-    return new InferenceSession(await PyodideSession.create(model, providers));
+    return new InferenceSession(await impl().create(model, providers));
   }
 
   /** run(feeds, options?) or run(feeds, fetches, options?); fetches: output names, or an object
@@ -79,6 +97,6 @@ export class InferenceSession {
   async release() {
     if (this.#released) return;
     this.#released = true;
-    this.#impl.release();
+    await this.#impl.release();
   }
 }

@@ -6,7 +6,7 @@
 //   const out = await session.run({ input: new Tensor("float32", data, [1, 3, 224, 224]) });
 //
 // boot() starts Pyodide ahead of the first create() (it is shared: call it as often as you like).
+// env.wasm.proxy = true (before the first boot() or create()) runs it all in a worker.
 export { env } from "./env.mjs";
-export { InferenceSession } from "./inference-session.mjs";
+export { boot, InferenceSession } from "./inference-session.mjs";
 export { Tensor } from "./tensor.mjs";
-export { boot } from "./pyodide-boot.mjs";

@@ -74,6 +74,10 @@ function asBytes(tensor, name) {
 }
 
 export class PyodideSession {
+  static boot() {
+    return boot();
+  }
+
   /** Boots Pyodide if needed, then builds the Python session from ONNX bytes (a Uint8Array). */
   static async create(modelBytes, providers) {
     const runtime = await boot();

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { InferenceSession, Tensor } from "../../web/nnwasm.mjs";
-import { argmax, fixtures, needsFixtures, readFloat32 } from "./fixtures.mjs";
+import { argmax, fixtures, maxAbsDiff, needsFixtures, readFloat32 } from "./fixtures.mjs";
 
 test("EfficientNet-Lite0 classifies coffee.png as espresso", { skip: needsFixtures }, async () => {
   const recipe = JSON.parse(readFileSync(fixtures.recipe, "utf8"));
@@ -29,6 +29,8 @@ test("EfficientNet-Lite0 classifies coffee.png as espresso", { skip: needsFixtur
   assert.deepEqual(logits.dims, [1, labels.length]);
   assert.ok(logits.data instanceof Float32Array);
   assert.equal(labels[argmax(logits.data)], "espresso");
+  // CPython's nnwasm runs the same plan on the same kernels.wasm: proxy.test.mjs compares with it too.
+  assert.ok(maxAbsDiff(logits.data, readFloat32(fixtures.efficientnet_logits)) <= 1e-6, "logits differ from CPython nnwasm's");
 
   // onnxruntime-web (a devDependency, only ever the oracle) on the same input.
   const ort = await import("onnxruntime-web");

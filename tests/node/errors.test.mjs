@@ -29,10 +29,11 @@ describe("errors from a small model (y = relu(x + b))", { skip: needsFixtures },
     assert.deepEqual(Array.from(out[add.output].data), add.y);
   });
 
+  // Exactly what CPython's nnwasm says (tests/test_node_shim.py asks it); proxy.test.mjs checks the same.
   test("a wrong input name", async () => {
     await assert.rejects(session.run({ nope: good() }), (e) => {
       assert.ok(e instanceof Error);
-      assert.equal(e.name, "InvalidArgument");
+      assert.deepEqual([e.name, e.message], add.errors.name);
       assert.match(e.message, /nope/);
       assert.match(e.message, new RegExp(add.input));
       assert.doesNotMatch(e.message, /Traceback/);
@@ -49,6 +50,7 @@ describe("errors from a small model (y = relu(x + b))", { skip: needsFixtures },
   test("a wrong dtype", async () => {
     const bad = new Tensor("int32", Int32Array.from(add.x, Math.round), add.dims);
     await assert.rejects(session.run({ [add.input]: bad }), { name: "InvalidArgument", message: /int32/ });
+    await assert.rejects(session.run({ [add.input]: bad }), { name: add.errors.dtype[0], message: add.errors.dtype[1] });
     await assertRunsCorrectly();
   });
 
@@ -56,6 +58,7 @@ describe("errors from a small model (y = relu(x + b))", { skip: needsFixtures },
     const n = add.x.length;
     const bad = new Tensor("float32", Float32Array.from(add.x), [n, 1]);
     await assert.rejects(session.run({ [add.input]: bad }), { name: "InvalidArgument", message: /shape/ });
+    await assert.rejects(session.run({ [add.input]: bad }), { name: add.errors.dims[0], message: add.errors.dims[1] });
     await assertRunsCorrectly();
   });
 

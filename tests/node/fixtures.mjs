@@ -25,3 +25,11 @@ export function argmax(values) {
   for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
   return best;
 }
+
+/** The largest |a[i] - b[i]|; arrays of different lengths differ infinitely. */
+export function maxAbsDiff(a, b) {
+  if (a.length !== b.length) return Infinity;
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
+}

@@ -1,0 +1,158 @@
+// ProxySession (env.wasm.proxy): PyodideSession's interface, with Pyodide and the Python sessions
+// in one worker per page or process (proxy-worker.mjs), so this thread never waits on a boot or
+// a run. The worker starts with the first boot() or create() and speaks proxy-messages.mjs. A
+// worker that fails to boot or dies takes its sessions with it: every call in flight rejects,
+// and the next create() starts a new worker.
+import { env, resolveEnv } from "./env.mjs";
+import { IN_NODE } from "./load-bytes.mjs";
+import { errorFromWire, ownedBytes, transferables } from "./proxy-messages.mjs";
+import { Tensor } from "./tensor.mjs";
+
+const WORKER_URL = new URL("./proxy-worker.mjs", import.meta.url);
+
+async function spawn() {
+  try {
+    if (!IN_NODE) return new Worker(WORKER_URL, { type: "module" });
+    const { Worker: NodeWorker } = await import("node:worker_threads");
+    return new NodeWorker(WORKER_URL);
+  } catch (e) {
+    throw new Error(`nnwasm: cannot start the proxy worker ${WORKER_URL.href}: ${e.message}`, { cause: e });
+  }
+}
+
+/** The one worker and the calls waiting on it. */
+class WorkerLink {
+  #worker;              // Promise<Worker>
+  #live = null;         // the Worker, once started
+  #pending = new Map(); // request id -> {resolve, reject}
+  #nextId = 1;
+  stopped = null;       // once the worker is gone: the Error every later call gets
+
+  constructor(config) {
+    const t0 = performance.now();
+    this.#worker = spawn().then((worker) => this.#listen(worker));
+    // bootMs here counts the worker's own start-up too: it is what the page waits.
+    this.ready = this.request("init", { config }).then((out) => ({ ...out, bootMs: performance.now() - t0 }));
+    // A failed boot ends this worker, so the next create() tries afresh (say, with a fixed env.distURL).
+    this.ready.catch((e) => this.stop(`its boot failed: ${e.message}`));
+  }
+
+  #listen(worker) {
+    this.#live = worker;
+    const answer = (msg) => this.#answer(msg);
+    if (IN_NODE) {
+      worker.on("message", answer);
+      worker.on("messageerror", (e) => this.stop(`a message could not be read: ${e.message}`));
+      worker.on("error", (e) => this.stop(`it threw ${e.name}: ${e.message}`));
+      worker.on("exit", (code) => this.stop(`it exited with code ${code}`));
+    } else {
+      worker.onmessage = (event) => answer(event.data);
+      worker.onmessageerror = () => this.stop("a message could not be read");
+      worker.onerror = (event) => {
+        event.preventDefault(); // reported through the calls it fails, not as an uncaught error
+        this.stop(event.message || `${WORKER_URL.href} did not load`);
+      };
+    }
+    return worker;
+  }
+
+  /** Posts one request; resolves to its `out`, rejects with its `err` rebuilt as an Error. */
+  async request(type, payload) {
+    if (this.stopped) throw this.stopped;
+    const worker = await this.#worker;
+    if (this.stopped) throw this.stopped;
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      worker.ref?.(); // Node: a process waiting on an answer must not exit; see #settle
+      try {
+        worker.postMessage({ type, id, in: payload }, transferables(type, payload));
+      } catch (e) {
+        this.#settle(id);
+        reject(e);
+      }
+    });
+  }
+
+  #settle(id) {
+    const call = this.#pending.get(id);
+    this.#pending.delete(id);
+    // Node: an idle worker must not keep the process alive (browsers have no unref).
+    if (this.#pending.size === 0) this.#live?.unref?.();
+    return call;
+  }
+
+  #answer(msg) {
+    const call = this.#settle(msg?.id);
+    if (call === undefined) return;
+    if (msg.err !== undefined) call.reject(errorFromWire(msg.err));
+    else call.resolve(msg.out);
+  }
+
+  /** Ends the worker; calls in flight and later calls on its sessions reject. */
+  stop(why) {
+    if (this.stopped) return;
+    this.stopped = new Error(`nnwasm: the proxy worker stopped (${why}); its sessions are gone, ` +
+                             "and the next InferenceSession.create() starts a new worker");
+    if (link === this) link = null;
+    for (const { reject } of this.#pending.values()) reject(this.stopped);
+    this.#pending.clear();
+    this.#worker.then((w) => w.terminate(), () => {});
+  }
+}
+
+let link = null; // the live worker; null before the first create() and after it stopped
+
+function connect() {
+  link ??= new WorkerLink(resolveEnv());
+  return link;
+}
+
+/** Stops the proxy worker, if one runs (its sessions are lost; pending calls reject with `why`
+ * in their message). Not public API: for tests, and for a page that wants the memory back. */
+export function stopProxyWorker(why = "stopProxyWorker() was called") {
+  link?.stop(why);
+}
+
+export class ProxySession {
+  #link;
+
+  /** Starts the worker and boots Pyodide in it; resolves to {bootMs, versions}. */
+  static boot() {
+    return connect().ready;
+  }
+
+  /** modelBytes: a Uint8Array (copied: the caller keeps it); providers: names or null. */
+  static async create(modelBytes, providers) {
+    const link = connect();
+    const { bootMs } = await link.ready;
+    const info = await link.request("create", { model: ownedBytes(modelBytes), providers, loadNumpy: env.loadNumpy });
+    return new ProxySession(link, info, bootMs);
+  }
+
+  constructor(link, info, bootMs) {
+    this.#link = link;
+    this.handle = info.handle;
+    this.inputMetadata = info.inputMetadata;
+    this.outputMetadata = info.outputMetadata;
+    this.providers = info.providers;
+    this.providerAssignment = info.providerAssignment;
+    this.timings = { bootMs, createMs: info.createMs };
+  }
+
+  /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}. */
+  async run(feeds, outputNames) {
+    const wire = feeds.map(([name, t]) => [name, t.type, [...t.dims], ownedBytes(t.data)]);
+    const { outputs } = await this.#link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
+    return Object.fromEntries(outputs.map(([name, type, dims, data]) => [name, new Tensor(type, data, dims)]));
+  }
+
+  /** Frees the Python session; nothing to free if its worker is gone. */
+  async release() {
+    try {
+      await this.#link.request("release", { handle: this.handle });
+    } catch (e) {
+      if (e !== this.#link.stopped) throw e;
+    }
+  }
+}

@@ -1,0 +1,69 @@
+// The worker of env.wasm.proxy: Pyodide and the Python sessions live here, booted and driven by
+// the same pyodide-boot.mjs and pyodide-session.mjs as in non-proxy mode, so the calling thread
+// only posts messages (proxy-messages.mjs). A module Web Worker in browsers, a worker_threads
+// Worker in Node; proxy-session.mjs starts it.
+import { env } from "./env.mjs";
+import { boot } from "./pyodide-boot.mjs";
+import { PyodideSession } from "./pyodide-session.mjs";
+import { errorToWire, REQUEST_TYPES, transferables } from "./proxy-messages.mjs";
+
+// A browser worker's scope, or Node's parentPort (only Node gets to the await).
+const port = typeof WorkerGlobalScope !== "undefined" ? self : (await import("node:worker_threads")).parentPort;
+
+const sessions = new Map(); // handle -> PyodideSession
+
+function sessionFor(handle) {
+  const session = sessions.get(handle);
+  if (session === undefined) throw new Error(`nnwasm proxy worker: no session with handle ${handle}`);
+  return session;
+}
+
+const HANDLERS = {
+  async init({ config }) {
+    // Already absolute (resolved against the page, not this worker's URL): boot() reads them here.
+    env.distURL = config.distURL;
+    env.pyodideIndexURL = config.pyodideIndexURL;
+    env.wheelURL = config.wheelURL;
+    env.debug = config.debug;
+    const { bootMs, versions } = await boot();
+    return { bootMs, versions };
+  },
+
+  async create({ model, providers, loadNumpy }) {
+    env.loadNumpy = loadNumpy;
+    const session = await PyodideSession.create(model, providers);
+    sessions.set(session.handle, session);
+    const { handle, inputMetadata, outputMetadata, providerAssignment } = session;
+    return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment,
+             createMs: session.timings.createMs };
+  },
+
+  async run({ handle, feeds, outputNames, loadNumpy }) {
+    env.loadNumpy = loadNumpy;
+    // PyodideSession reads a feed's type, dims and data only; data arrives as its bytes.
+    const tensors = feeds.map(([name, type, dims, data]) => [name, { type, dims, data }]);
+    const out = await sessionFor(handle).run(tensors, outputNames);
+    return { outputs: Object.entries(out).map(([name, t]) => [name, t.type, [...t.dims], t.data]) };
+  },
+
+  release({ handle }) {
+    sessionFor(handle).release();
+    sessions.delete(handle);
+    return {};
+  },
+};
+
+async function answer(request) {
+  const { type, id } = request;
+  try {
+    if (!REQUEST_TYPES.includes(type)) throw new Error(`nnwasm proxy worker: unknown request type ${JSON.stringify(type)}`);
+    const out = await HANDLERS[type](request.in);
+    // Outputs are fresh buffers nothing here keeps: handed over, not copied.
+    port.postMessage({ type, id, out }, transferables(type, out));
+  } catch (e) {
+    port.postMessage({ type, id, err: errorToWire(e) });
+  }
+}
+
+if (typeof port.on === "function") port.on("message", answer);
+else port.addEventListener("message", (event) => answer(event.data));
