@@ -18,6 +18,11 @@ export const env = {
   // The nnwasm wheel Pyodide installs. null = the wheel named in distURL + "nnwasm-web.json".
   wheelURL: null,
 
+  // Milliseconds boot() may take before it rejects (Pyodide's loader can wait forever on a
+  // file that never arrives). Boot takes 3-7 s here; the default leaves room for slow devices.
+  // 0: no limit.
+  bootTimeoutMs: 120_000,
+
   // true: log boot steps with timings and Python's stdout to the console, and keep the Python
   // traceback on errors (error.pythonTraceback). false: Python's stdout is dropped.
   debug: false,
@@ -74,6 +79,9 @@ export function resolveEnv() {
       throw new TypeError(`env.${flag} must be true or false, got ${JSON.stringify(env[flag])}`);
     }
   }
+  if (!Number.isFinite(env.bootTimeoutMs) || env.bootTimeoutMs < 0) {
+    throw new TypeError(`env.bootTimeoutMs must be a number of milliseconds >= 0, got ${JSON.stringify(env.bootTimeoutMs)}`);
+  }
   const proxy = env.wasm?.proxy ?? false; // a replaced env.wasm without the flag means the default
   if (typeof proxy !== "boolean") {
     throw new TypeError(`env.wasm.proxy must be true or false, got ${JSON.stringify(proxy)}`);
@@ -84,6 +92,7 @@ export function resolveEnv() {
     pyodideIndexURL: withSlash(indexURL === null ? new URL("pyodide/", distURL).href : new URL(indexURL, base).href),
     wheelURL: wheelURL === null ? null : new URL(wheelURL, base).href,
     debug: env.debug,
+    bootTimeoutMs: env.bootTimeoutMs,
     proxy,
   };
 }

@@ -25,6 +25,7 @@ const HANDLERS = {
     env.pyodideIndexURL = config.pyodideIndexURL;
     env.wheelURL = config.wheelURL;
     env.debug = config.debug;
+    env.bootTimeoutMs = config.bootTimeoutMs;
     const { bootMs, versions } = await boot();
     return { bootMs, versions };
   },

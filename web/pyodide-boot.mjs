@@ -5,6 +5,10 @@ import { resolveEnv } from "./env.mjs";
 import { IN_NODE, loadBytes, nodePath } from "./load-bytes.mjs";
 
 const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
+// What loadPyodide reads from indexURL. A missing one makes it fail outside any promise we can
+// catch (Node: an unhandled rejection that ends the process) or wait forever (a browser's 404),
+// so boot checks them first and says which are missing.
+const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
 
 let booting = null;
 
@@ -15,12 +19,43 @@ let booting = null;
  */
 export function boot() {
   if (booting === null) {
-    booting = bootOnce().catch((e) => {
+    booting = withTimeout(bootOnce(), resolveEnv().bootTimeoutMs).catch((e) => {
       booting = null;
       throw e;
     });
   }
   return booting;
+}
+
+function withTimeout(promise, ms) {
+  if (!ms) return promise;
+  let timer;
+  const limit = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`nnwasm: Pyodide did not start within ${ms / 1000} s ` +
+                                              "(env.bootTimeoutMs); run with env.debug = true to see how far it got")), ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+async function checkPyodideFiles(indexURL) {
+  const missing = [];
+  await Promise.all(PYODIDE_FILES.map(async (name) => {
+    const url = new URL(name, indexURL).href;
+    try {
+      if (IN_NODE && url.startsWith("file:")) {
+        await (await import("node:fs/promises")).access(new URL(url));
+      } else {
+        const response = await fetch(url, { method: "HEAD" });
+        if (!response.ok) missing.push(`${name} (HTTP ${response.status})`);
+      }
+    } catch (e) {
+      missing.push(`${name} (${e.code ?? e.message})`);
+    }
+  }));
+  if (missing.length > 0) {
+    throw new Error(`nnwasm: Pyodide's files are missing from ${indexURL}: ${missing.sort().join(", ")} ` +
+                    "(run `python build_scripts/build_web.py`, or set env.pyodideIndexURL)");
+  }
 }
 
 async function wheelFromManifest(manifestURL) {
@@ -49,6 +84,7 @@ async function bootOnce() {
   const wheelPromise = cfg.wheelURL ? Promise.resolve(cfg.wheelURL) : wheelFromManifest(cfg.manifestURL);
   wheelPromise.catch(() => {});
 
+  await checkPyodideFiles(cfg.pyodideIndexURL);
   let loadPyodide;
   try {
     ({ loadPyodide } = await import(new URL("pyodide.mjs", cfg.pyodideIndexURL).href));

@@ -29,7 +29,7 @@ describe("proxy mode", { skip: needsFixtures, timeout: 120_000 }, () => {
     env.distURL = pathToFileURL("/nonexistent/dist/").href;
     try {
       await assert.rejects(InferenceSession.create(add.model),
-                           { name: "Error", message: /^nnwasm: cannot load Pyodide from file:\/\/\/nonexistent\/dist\/pyodide\// });
+                           { name: "Error", message: /^nnwasm: Pyodide's files are missing from file:\/\/\/nonexistent\/dist\/pyodide\/: .*pyodide\.asm\.wasm/ });
     } finally {
       env.distURL = distURL;
     }
