@@ -1,20 +1,12 @@
 // EfficientNet-Lite0 through the shim, as a Node user would run it: the photo of a coffee cup
 // (preprocessed by tests/imagenet_fixture.py) must come out as "espresso".
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { InferenceSession, Tensor } from "../../web/nnwasm.mjs";
-import { argmax, fixtures, maxAbsDiff, needsFixtures, readFloat32 } from "./fixtures.mjs";
+import { Tensor } from "../../web/nnwasm.mjs";
+import { argmax, createEfficientNet, fixtures, maxAbsDiff, needsFixtures, readFloat32 } from "./fixtures.mjs";
 
 test("EfficientNet-Lite0 classifies coffee.png as espresso", { skip: needsFixtures }, async () => {
-  const recipe = JSON.parse(readFileSync(fixtures.recipe, "utf8"));
-  const labels = JSON.parse(readFileSync(fixtures.labels, "utf8"));
-  const session = await InferenceSession.create(fixtures.efficientnet, { executionProviders: ["wasm"] });
-  assert.deepEqual(session.inputNames, [recipe.input]);
-  assert.deepEqual(session.outputNames, [recipe.output]);
-  assert.deepEqual(session.inputMetadata[0].shape, [1, 3, recipe.size, recipe.size]);
-  assert.ok(session.providerAssignment.length > 0);
-  assert.ok(session.providerAssignment.every((a) => a.provider === "WasmExecutionProvider"));
+  const { session, recipe, labels } = await createEfficientNet();
 
   const input = new Tensor("float32", readFloat32(fixtures.coffee), [1, 3, recipe.size, recipe.size]);
   const times = [];

@@ -2,7 +2,8 @@
 // with the onnx package, the preprocessed photo), found through NNWASM_NODE_FIXTURES.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { env } from "../../web/nnwasm.mjs";
+import assert from "node:assert/strict";
+import { env, InferenceSession } from "../../web/nnwasm.mjs";
 
 const dir = process.env.NNWASM_NODE_FIXTURES;
 
@@ -13,6 +14,20 @@ export const fixtures = dir ? JSON.parse(readFileSync(join(dir, "fixtures.json")
 export const needsFixtures = fixtures ? false : "NNWASM_NODE_FIXTURES is not set: run `pytest tests/test_node_shim.py`";
 
 if (process.env.NNWASM_DIST_URL) env.distURL = process.env.NNWASM_DIST_URL;
+
+/** The fixtures' EfficientNet-Lite0 session on WASM, with its names, input shape and provider
+ * assignment checked; also its preprocessing recipe and labels. */
+export async function createEfficientNet() {
+  const recipe = JSON.parse(readFileSync(fixtures.recipe, "utf8"));
+  const labels = JSON.parse(readFileSync(fixtures.labels, "utf8"));
+  const session = await InferenceSession.create(fixtures.efficientnet, { executionProviders: ["wasm"] });
+  assert.deepEqual(session.inputNames, [recipe.input]);
+  assert.deepEqual(session.outputNames, [recipe.output]);
+  assert.deepEqual(session.inputMetadata[0].shape, [1, 3, recipe.size, recipe.size]);
+  assert.ok(session.providerAssignment.length > 0);
+  assert.ok(session.providerAssignment.every((a) => a.provider === "WasmExecutionProvider"));
+  return { session, recipe, labels };
+}
 
 /** A .bin of little-endian float32 values as a Float32Array. */
 export function readFloat32(path) {

@@ -8,7 +8,7 @@ import { pathToFileURL } from "node:url";
 import { describe, test } from "node:test";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { stopProxyWorker } from "../../web/proxy-session.mjs";
-import { argmax, fixtures, maxAbsDiff, needsFixtures, readFloat32 } from "./fixtures.mjs";
+import { argmax, createEfficientNet, fixtures, maxAbsDiff, needsFixtures, readFloat32 } from "./fixtures.mjs";
 
 env.wasm.proxy = true;
 
@@ -37,15 +37,8 @@ describe("proxy mode", { skip: needsFixtures, timeout: 120_000 }, () => {
   });
 
   test("EfficientNet-Lite0 classifies coffee.png as espresso, with non-proxy mode's logits", async () => {
-    const recipe = JSON.parse(readFileSync(fixtures.recipe, "utf8"));
-    const labels = JSON.parse(readFileSync(fixtures.labels, "utf8"));
-    const session = await InferenceSession.create(fixtures.efficientnet, { executionProviders: ["wasm"] });
-    assert.deepEqual(session.inputNames, [recipe.input]);
-    assert.deepEqual(session.outputNames, [recipe.output]);
-    assert.deepEqual(session.inputMetadata[0].shape, [1, 3, recipe.size, recipe.size]);
+    const { session, recipe, labels } = await createEfficientNet();
     assert.deepEqual(session.providers, ["WasmExecutionProvider"]);
-    assert.ok(session.providerAssignment.length > 0);
-    assert.ok(session.providerAssignment.every((a) => a.provider === "WasmExecutionProvider"));
 
     const pixels = readFloat32(fixtures.coffee);
     const input = new Tensor("float32", pixels, [1, 3, recipe.size, recipe.size]);
