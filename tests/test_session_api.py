@@ -198,3 +198,13 @@ def test_sessions_release_wasm_memory():
     again = host.call("nnw_malloc", 1 << 20)
     host.call("nnw_free", again)
     assert again == base, "memory of released sessions was not reused"
+
+
+def test_feeds_of_every_memory_layout_and_a_dtype_onnx_lacks():
+    x = rand(3, 2)
+    sess = nnwasm.InferenceSession(single_node("Relu", {"X": x.T.copy()}, ["Y"]))
+    want = np.maximum(x.T, 0)
+    for feed in (x.T, x.T.astype(">f4"), np.asfortranarray(x.T)):   # strided, big-endian, Fortran order
+        assert np.array_equal(sess.run(None, {"X": feed})[0], want)
+    with pytest.raises(nnwasm.InvalidArgument, match="input 'X': numpy dtype complex64 has no ONNX element type"):
+        sess.run(None, {"X": x.T.astype(np.complex64)})

@@ -8,7 +8,7 @@ compiling) per concrete input shape at the first run with it, and cached.
 """
 from collections import OrderedDict
 
-from . import dtypes, passes
+from . import passes
 from .errors import InvalidArgument, Unsupported
 from .ir import Graph
 from .onnx_io.load import load_model
@@ -128,20 +128,21 @@ class InferenceSession:
             if arr.dtype.kind in "OSUV":
                 raise Unsupported(f"input '{name}' is a {arr.dtype} array: string and object tensors "
                                   "are not supported by nnwasm yet")
-            if arr.dtype.byteorder == ">" or not arr.flags.c_contiguous:
-                arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
-            dt = dtypes.from_name(arr.dtype.name)
-            if dt is None:
-                raise InvalidArgument(f"input '{name}' has numpy dtype {arr.dtype}, which ONNX has no type for")
-            feeds[name] = TensorData(dt, arr.shape, memoryview(arr).cast("B") if arr.size else b"")
-        outs = [t.to_numpy() for t in self.run_raw(output_names, feeds)]
+            try:   # a view, no copy: the feeds are read before run() returns
+                feeds[name] = TensorData.from_numpy(arr, copy=False)
+            except InvalidArgument as e:
+                raise InvalidArgument(f"input '{name}': {e}") from None
+        outs = [t.to_numpy() for t in self._run(output_names, feeds)]
         # onnxruntime's outputs are writable arrays; WASM outputs already are (host.read gives a
         # bytearray), numpy partitions' outputs and initializers are copied.
         return [a if a.flags.writeable else a.copy() for a in outs]
 
     def run_raw(self, output_names, feeds):
         """run() without numpy: feeds and results are TensorData. The JS bridge uses this."""
-        feeds = self._check_feed_names(feeds)
+        return self._run(output_names, self._check_feed_names(feeds))
+
+    def _run(self, output_names, feeds):
+        """Both runs, once their feed names are checked."""
         names = self._check_output_names(output_names)
         shapes = {}
         for arg, vi in zip(self._inputs, self._graph.inputs):

@@ -46,16 +46,20 @@ class TensorData:
         return np.frombuffer(self.data, dtype=np.dtype(self.dtype.name).newbyteorder("<")).reshape(self.shape)
 
     @classmethod
-    def from_numpy(cls, arr):
+    def from_numpy(cls, arr, copy=True):
+        """copy=False views arr's memory (when it is already contiguous and little-endian): only
+        for a caller that is done with the TensorData before arr can change (run()'s feeds)."""
         import numpy as np
         shape = np.shape(arr)
         arr = np.ascontiguousarray(arr).reshape(shape)   # ascontiguousarray makes 0-d arrays 1-d
         dt = dtypes.from_name(arr.dtype.name)
         if dt is None:
-            raise InvalidArgument(f"unsupported numpy dtype {arr.dtype}")
+            raise InvalidArgument(f"numpy dtype {arr.dtype} has no ONNX element type")
         if arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
-        return cls(dt, arr.shape, arr.tobytes())
+        if copy:
+            return cls(dt, arr.shape, arr.tobytes())
+        return cls(dt, arr.shape, memoryview(arr).cast("B") if arr.size else b"")
 
     def __repr__(self):
         return f"TensorData({self.dtype.name}, {list(self.shape)})"

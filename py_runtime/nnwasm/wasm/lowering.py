@@ -69,10 +69,6 @@ def lower_sum(node, b):
         emit_binary(b, BINARY_KIND["Add"], y, b.ref(x), y)
 
 
-def check_sum(node, g):
-    return check_binary(node, g)
-
-
 def batch_norm_affine(node, g):
     """Inference BatchNormalization as y = x * s + t per channel: (s, t) as lists of floats, or
     the reason it can't run on WASM. s and t come from the C-long parameters, in Python."""
@@ -301,7 +297,7 @@ LOWERINGS = {
     "Sub": (check_binary, lower_binary),
     "Mul": (check_binary, lower_binary),
     "Div": (check_binary, lower_binary),
-    "Sum": (check_sum, lower_sum),
+    "Sum": (check_binary, lower_sum),
     "BatchNormalization": (check_batch_norm, lower_batch_norm),
     "Relu": (_ok, lower_unary),
     "Clip": (check_clip, lower_unary),
