@@ -21,3 +21,20 @@ int nnw_check_positive(const int32_t *v, int count) {
     if (v[i] <= 0) return NNW_BAD_ARGS;
   return NNW_OK;
 }
+
+int nnw_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case NNW_U8: case NNW_I8: case NNW_BOOL: return 1;
+    case NNW_U16: case NNW_I16: case NNW_F16: return 2;
+    case NNW_F32: case NNW_I32: case NNW_U32: return 4;
+    case NNW_I64: case NNW_U64: case NNW_F64: return 8;
+    default: return 0;
+  }
+}
+
+int nnw_check_typed(int32_t t, uint64_t count, int32_t dtype, uint32_t arena_bytes, int optional) {
+  int size = nnw_dtype_size(dtype);
+  if (size == 0) return NNW_BAD_ARGS;
+  if (t >= 0 && t % size != 0) return NNW_BAD_ARGS;
+  return nnw_check_tensor(t, nnw_mul(count, (uint64_t)size), arena_bytes, optional, 0);
+}

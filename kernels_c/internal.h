@@ -47,6 +47,18 @@ static inline uint64_t nnw_add(uint64_t a, uint64_t b) {
  * and is 4-aligned when f32. */
 int nnw_check_tensor(int32_t t, uint64_t bytes, uint32_t arena_bytes, int optional, int f32);
 
+/* Element types, for op arguments that name one (i:dtype in ops.def): ONNX TensorProto codes,
+ * so the plan compiler passes a value's dtype through unchanged. */
+enum nnw_dtype {
+  NNW_F32 = 1, NNW_U8 = 2, NNW_I8 = 3, NNW_U16 = 4, NNW_I16 = 5, NNW_I32 = 6, NNW_I64 = 7,
+  NNW_BOOL = 9, NNW_F16 = 10, NNW_F64 = 11, NNW_U32 = 12, NNW_U64 = 13
+};
+/* bytes per element of a nnw_dtype, 0 for a code that is not one */
+int nnw_dtype_size(int32_t dtype);
+/* NNW_OK if t holds count elements of dtype inside the arena, aligned to the element size
+ * (so natively every typed load is aligned); an unknown dtype is NNW_BAD_ARGS. */
+int nnw_check_typed(int32_t t, uint64_t count, int32_t dtype, uint32_t arena_bytes, int optional);
+
 /* NNW_OK if every v[i] > 0 */
 int nnw_check_positive(const int32_t *v, int count);
 /* NNW_BAD_ARGS if two tensors overlap; same_ok lets them be exactly the same tensor (in-place

@@ -2,7 +2,7 @@
 the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call."""
 from ..host import get_host
 from ..tensor import numel
-from .lowering import ANY_DTYPE, LOWERINGS
+from .lowering import LOWERINGS
 from .plan import PlanBuilder
 from .runner import WasmRunner
 
@@ -25,7 +25,7 @@ class WasmExecutionProvider:
         if entry is None:
             return f"no WASM kernel for {node.op_type}"
         names = [n for n in node.inputs if n] + [n for n in node.outputs if n]
-        for k, name in enumerate(names):
+        for name in names:
             vi = graph.values.get(name)
             if vi is None or vi.dtype is None or not vi.is_static():
                 return f"the shape or type of '{name}' is not known at session creation"
@@ -33,11 +33,6 @@ class WasmExecutionProvider:
                 return f"'{name}' is empty"
             if numel(vi.shape) * max(vi.dtype.size, 1) > MAX_TENSOR_BYTES:
                 return f"'{name}' is larger than kernels.wasm's {MAX_TENSOR_BYTES >> 20} MiB tensor limit"
-            data_tensor = k == 0 or name in node.outputs or node.op_type not in ANY_DTYPE
-            if data_tensor and node.op_type in ANY_DTYPE and vi.dtype.size == 0:
-                return f"'{name}' is of type {vi.dtype.name}"
-            if data_tensor and node.op_type not in ANY_DTYPE and vi.dtype.name != "float32":
-                return f"'{name}' is {vi.dtype.name}; WASM kernels take float32"
         return entry[0](node, graph)
 
     def compile(self, part, graph):

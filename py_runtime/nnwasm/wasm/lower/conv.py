@@ -3,7 +3,7 @@ padding rules (explicit pads or auto_pad) and the 1-D-as-2-D view (a [N, C, W] i
 [N, C, 1, W])."""
 import math
 
-from ..host import get_host
+from ...host import get_host
 from .epilogue import fuse_activation
 
 
