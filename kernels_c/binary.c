@@ -1,14 +1,16 @@
-/* binary: y = a OP b (add, sub, mul, div) with NumPy broadcasting over up to 6 dims, given as
+/* binary: y = a OP b (add, sub, mul, div, pow, max, min, prelu, fmod) with NumPy broadcasting over up to 6 dims, given as
  * element strides of a and b (0 where broadcast); y is contiguous, d0 outermost.
  * Dims are first merged wherever both operands stay linear across them (and size-1 dims
  * dropped), so a same-shape op becomes one row, a bias-like add [N,C,H,W] + [C,1,1] becomes
  * rows of H*W with a scalar b, and only truly strided operands fall back to scalar loops. */
+#include <math.h>
+
 #include "internal.h"
 #include "simd.h"
 
 #define MAX_RANK 6
 
-enum { ADD, SUB, MUL, DIV, KINDS };
+enum { ADD, SUB, MUL, DIV, POW, MAX, MIN, PRELU, FMOD, KINDS };
 
 struct binary {
   int32_t kind, a, b, y, rank;
@@ -53,16 +55,25 @@ static inline v4 op4(int kind, v4 x, v4 y) {
     case ADD: return v4_add(x, y);
     case SUB: return v4_sub(x, y);
     case MUL: return v4_mul(x, y);
-    default: return v4_div(x, y);
+    case DIV: return v4_div(x, y);
+    default: return v4_select_nonneg(x, x, v4_mul(x, y)); /* PRELU */
   }
 }
+
+/* Max and Min propagate a NaN in either operand (numpy, onnxruntime) */
+static inline int either_nan(float x, float y) { return x != x || y != y; }
 
 static inline float op1(int kind, float x, float y) {
   switch (kind) {
     case ADD: return x + y;
     case SUB: return x - y;
     case MUL: return x * y;
-    default: return x / y;
+    case DIV: return x / y;
+    case POW: return powf(x, y);
+    case MAX: return either_nan(x, y) ? x + y : x < y ? y : x;
+    case MIN: return either_nan(x, y) ? x + y : y < x ? y : x;
+    case PRELU: return x < 0 ? x * y : x;
+    default: return fmodf(x, y);
   }
 }
 
@@ -70,7 +81,9 @@ static inline float op1(int kind, float x, float y) {
 static void row(int kind, const float *a, ptrdiff_t as, const float *b, ptrdiff_t bs, float *y,
                 int32_t len) {
   int32_t i = 0;
-  if (as == 1 && bs == 1) {
+  if (kind == POW || kind == MAX || kind == MIN || kind == FMOD) {
+    /* libm or NaN-aware: plain loops (the compiler vectorises what it can) */
+  } else if (as == 1 && bs == 1) {
     for (; i + 4 <= len; i += 4) v4_store(y + i, op4(kind, v4_load(a + i), v4_load(b + i)));
   } else if (as == 1 && bs == 0) {
     v4 bv = v4_load1(b);

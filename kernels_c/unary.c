@@ -1,12 +1,21 @@
-/* unary: clamp (Relu, Clip), sigmoid, tanh over count contiguous elements; y may equal x.
+/* unary: activations and float32 math over count contiguous elements; y may equal x.
  * sigmoid and tanh go through the exp of a non-positive number only (simd.h), so nothing
  * overflows and both stay within a few ulp, tiny and huge inputs included:
  *   sigmoid(x) = (x >= 0 ? 1 : z) / (1 + z), z = exp(-|x|)
- *   tanh(x) = sign(x) * -u / (2 + u),         u = expm1(-2|x|)  (exact near 0, unlike via exp) */
+ *   tanh(x) = sign(x) * -u / (2 + u),         u = expm1(-2|x|)  (exact near 0, unlike via exp)
+ * elu and selu take expm1 of min(x, 0) likewise; exp, erf and both gelus are vectorised
+ * (vmath.h); the rest are plain loops over libm or single instructions. */
+#include <math.h>
+
 #include "internal.h"
 #include "simd.h"
+#include "vmath.h"
 
-enum { CLAMP, SIGMOID, TANH, KINDS };
+enum {
+  CLAMP, SIGMOID, TANH, EXP, LOG, SQRT, RECIPROCAL, NEG, ABS, ERF, GELU, GELU_TANH,
+  HARD_SIGMOID, HARD_SWISH, LEAKY_RELU, ELU, SOFTPLUS, SELU, SOFTSIGN, SIGN, FLOOR, CEIL, ROUND,
+  SIN, COS, KINDS
+};
 
 int nnw_validate_unary(const int32_t *v, uint32_t arena_bytes) {
   int32_t kind = v[NNW_UNARY_KIND], count = v[NNW_UNARY_COUNT];
@@ -30,12 +39,72 @@ static inline v4 tanh4(v4 x) {
   return v4_copysign(v4_div(v4_sub(v4_set1(0.0f), u), v4_add(v4_set1(2.0f), u)), x);
 }
 
+/* x >= 0 ? x : alpha * expm1(x) */
+static inline v4 elu4(v4 x, v4 alpha) {
+  v4 e = v4_expm1_nonpos(v4_min(x, v4_set1(0.0f)));
+  return v4_select_nonneg(x, x, v4_mul(alpha, e));
+}
+
+static inline v4 gelu4(v4 x) {
+  v4 e = v4_erf(v4_mul(x, v4_set1(0.707106781186547524f)));
+  return v4_mul(v4_mul(v4_set1(0.5f), x), v4_add(v4_set1(1.0f), e));
+}
+
+/* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
+static inline v4 gelu_tanh4(v4 x) {
+  v4 u = v4_mul(x, v4_madd(v4_set1(1.0f), v4_set1(0.044715f), v4_mul(x, x)));
+  return v4_mul(x, sigmoid4(v4_mul(v4_set1(1.595769121605730711f), u)));
+}
+
+static inline v4 hard_sigmoid4(v4 x, v4 alpha, v4 beta) {
+  return v4_clamp(v4_madd(beta, alpha, x), v4_set1(0.0f), v4_set1(1.0f));
+}
+
 static inline v4 apply(int32_t kind, v4 x, v4 p0, v4 p1) {
   switch (kind) {
     case CLAMP: return v4_clamp(x, p0, p1);
     case SIGMOID: return sigmoid4(x);
-    default: return tanh4(x);
+    case TANH: return tanh4(x);
+    case EXP: return v4_exp(x);
+    case ERF: return v4_erf(x);
+    case GELU: return gelu4(x);
+    case GELU_TANH: return gelu_tanh4(x);
+    case HARD_SIGMOID: return hard_sigmoid4(x, p0, p1);
+    case HARD_SWISH: return v4_mul(x, hard_sigmoid4(x, v4_set1(1.0f / 6.0f), v4_set1(0.5f)));
+    case LEAKY_RELU: return v4_select_nonneg(x, x, v4_mul(x, p0));
+    case ELU: return elu4(x, p0);
+    case SELU: return v4_mul(p1, elu4(x, p0));
+    default: return v4_div(x, v4_add(v4_set1(1.0f), v4_abs(x))); /* SOFTSIGN */
   }
+}
+
+static float softplus1(float x) { return (x > 0 ? x : 0.0f) + log1pf(expf(-fabsf(x))); }
+static float sign1(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
+
+/* the kinds computed one element at a time; returns 0 for the vector kinds */
+static int scalar_loop(int32_t kind, const float *x, float *y, int32_t count) {
+#define LOOP(expr)                                           \
+  for (int32_t i = 0; i < count; i++) {                      \
+    float t = x[i];                                          \
+    y[i] = (expr);                                           \
+  }                                                          \
+  return 1;
+  switch (kind) {
+    case LOG: LOOP(logf(t))
+    case SQRT: LOOP(sqrtf(t))
+    case RECIPROCAL: LOOP(1.0f / t)
+    case NEG: LOOP(-t)
+    case ABS: LOOP(fabsf(t))
+    case SOFTPLUS: LOOP(softplus1(t))
+    case SIGN: LOOP(sign1(t))
+    case FLOOR: LOOP(floorf(t))
+    case CEIL: LOOP(ceilf(t))
+    case ROUND: LOOP(rintf(t)) /* the default rounding mode: half to even */
+    case SIN: LOOP(sinf(t))
+    case COS: LOOP(cosf(t))
+    default: return 0;
+  }
+#undef LOOP
 }
 
 void nnw_run_unary(const int32_t *v, uint8_t *arena) {
@@ -43,18 +112,20 @@ void nnw_run_unary(const int32_t *v, uint8_t *arena) {
   v4 p0 = v4_set1(nnw_arg_f32(v[NNW_UNARY_P0])), p1 = v4_set1(nnw_arg_f32(v[NNW_UNARY_P1]));
   const float *x = nnw_f32_at(arena, v[NNW_UNARY_X]);
   float *y = nnw_f32_at(arena, v[NNW_UNARY_Y]);
+  if (scalar_loop(kind, x, y, count)) return;
   int32_t i = 0;
   switch (kind) {
     /* one loop per kind so the switch stays out of the loop */
-    case CLAMP:
-      for (; i + 4 <= count; i += 4) v4_store(y + i, v4_clamp(v4_load(x + i), p0, p1));
-      break;
-    case SIGMOID:
-      for (; i + 4 <= count; i += 4) v4_store(y + i, sigmoid4(v4_load(x + i)));
-      break;
-    default:
-      for (; i + 4 <= count; i += 4) v4_store(y + i, tanh4(v4_load(x + i)));
-      break;
+#define LOOP(f) for (; i + 4 <= count; i += 4) v4_store(y + i, f); break;
+    case CLAMP: LOOP(v4_clamp(v4_load(x + i), p0, p1))
+    case SIGMOID: LOOP(sigmoid4(v4_load(x + i)))
+    case TANH: LOOP(tanh4(v4_load(x + i)))
+    case EXP: LOOP(v4_exp(v4_load(x + i)))
+    case ERF: LOOP(v4_erf(v4_load(x + i)))
+    case GELU: LOOP(gelu4(v4_load(x + i)))
+    case GELU_TANH: LOOP(gelu_tanh4(v4_load(x + i)))
+    default: LOOP(apply(kind, v4_load(x + i), p0, p1))
+#undef LOOP
   }
   if (i < count) {
     float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};

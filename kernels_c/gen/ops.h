@@ -13,7 +13,12 @@ enum nnw_opcode {
   NNW_OP_SOFTMAX = 8,
   NNW_OP_COPY2D = 9,
   NNW_OP_TRANSPOSE = 10,
-  NNW_OP_COUNT = 11 /* one past the largest opcode */
+  NNW_OP_BINARY_INT = 11,
+  NNW_OP_COMPARE = 12,
+  NNW_OP_UNARY_BOOL = 13,
+  NNW_OP_CAST = 14,
+  NNW_OP_WHERE = 15,
+  NNW_OP_COUNT = 16 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -182,6 +187,113 @@ enum nnw_transpose_arg {
   NNW_TRANSPOSE_NARGS = 16
 };
 
+enum nnw_binary_int_arg {
+  NNW_BINARY_INT_KIND = 0,
+  NNW_BINARY_INT_DTYPE = 1,
+  NNW_BINARY_INT_A = 2,
+  NNW_BINARY_INT_B = 3,
+  NNW_BINARY_INT_Y = 4,
+  NNW_BINARY_INT_RANK = 5,
+  NNW_BINARY_INT_D0 = 6,
+  NNW_BINARY_INT_D1 = 7,
+  NNW_BINARY_INT_D2 = 8,
+  NNW_BINARY_INT_D3 = 9,
+  NNW_BINARY_INT_D4 = 10,
+  NNW_BINARY_INT_D5 = 11,
+  NNW_BINARY_INT_AS0 = 12,
+  NNW_BINARY_INT_AS1 = 13,
+  NNW_BINARY_INT_AS2 = 14,
+  NNW_BINARY_INT_AS3 = 15,
+  NNW_BINARY_INT_AS4 = 16,
+  NNW_BINARY_INT_AS5 = 17,
+  NNW_BINARY_INT_BS0 = 18,
+  NNW_BINARY_INT_BS1 = 19,
+  NNW_BINARY_INT_BS2 = 20,
+  NNW_BINARY_INT_BS3 = 21,
+  NNW_BINARY_INT_BS4 = 22,
+  NNW_BINARY_INT_BS5 = 23,
+  NNW_BINARY_INT_NARGS = 24
+};
+
+enum nnw_compare_arg {
+  NNW_COMPARE_KIND = 0,
+  NNW_COMPARE_DTYPE = 1,
+  NNW_COMPARE_A = 2,
+  NNW_COMPARE_B = 3,
+  NNW_COMPARE_Y = 4,
+  NNW_COMPARE_RANK = 5,
+  NNW_COMPARE_D0 = 6,
+  NNW_COMPARE_D1 = 7,
+  NNW_COMPARE_D2 = 8,
+  NNW_COMPARE_D3 = 9,
+  NNW_COMPARE_D4 = 10,
+  NNW_COMPARE_D5 = 11,
+  NNW_COMPARE_AS0 = 12,
+  NNW_COMPARE_AS1 = 13,
+  NNW_COMPARE_AS2 = 14,
+  NNW_COMPARE_AS3 = 15,
+  NNW_COMPARE_AS4 = 16,
+  NNW_COMPARE_AS5 = 17,
+  NNW_COMPARE_BS0 = 18,
+  NNW_COMPARE_BS1 = 19,
+  NNW_COMPARE_BS2 = 20,
+  NNW_COMPARE_BS3 = 21,
+  NNW_COMPARE_BS4 = 22,
+  NNW_COMPARE_BS5 = 23,
+  NNW_COMPARE_NARGS = 24
+};
+
+enum nnw_unary_bool_arg {
+  NNW_UNARY_BOOL_KIND = 0,
+  NNW_UNARY_BOOL_X = 1,
+  NNW_UNARY_BOOL_Y = 2,
+  NNW_UNARY_BOOL_COUNT = 3,
+  NNW_UNARY_BOOL_NARGS = 4
+};
+
+enum nnw_cast_arg {
+  NNW_CAST_FROM = 0,
+  NNW_CAST_TO = 1,
+  NNW_CAST_X = 2,
+  NNW_CAST_Y = 3,
+  NNW_CAST_COUNT = 4,
+  NNW_CAST_NARGS = 5
+};
+
+enum nnw_where_arg {
+  NNW_WHERE_ESIZE = 0,
+  NNW_WHERE_COND = 1,
+  NNW_WHERE_X = 2,
+  NNW_WHERE_Y = 3,
+  NNW_WHERE_OUT = 4,
+  NNW_WHERE_RANK = 5,
+  NNW_WHERE_D0 = 6,
+  NNW_WHERE_D1 = 7,
+  NNW_WHERE_D2 = 8,
+  NNW_WHERE_D3 = 9,
+  NNW_WHERE_D4 = 10,
+  NNW_WHERE_D5 = 11,
+  NNW_WHERE_CS0 = 12,
+  NNW_WHERE_CS1 = 13,
+  NNW_WHERE_CS2 = 14,
+  NNW_WHERE_CS3 = 15,
+  NNW_WHERE_CS4 = 16,
+  NNW_WHERE_CS5 = 17,
+  NNW_WHERE_XS0 = 18,
+  NNW_WHERE_XS1 = 19,
+  NNW_WHERE_XS2 = 20,
+  NNW_WHERE_XS3 = 21,
+  NNW_WHERE_XS4 = 22,
+  NNW_WHERE_XS5 = 23,
+  NNW_WHERE_YS0 = 24,
+  NNW_WHERE_YS1 = 25,
+  NNW_WHERE_YS2 = 26,
+  NNW_WHERE_YS3 = 27,
+  NNW_WHERE_YS4 = 28,
+  NNW_WHERE_YS5 = 29,
+  NNW_WHERE_NARGS = 30
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -193,7 +305,12 @@ enum nnw_transpose_arg {
   X(7, mean_rows, MEAN_ROWS, 4, "ttii") \
   X(8, softmax, SOFTMAX, 6, "ttiiii") \
   X(9, copy2d, COPY2D, 6, "ttiiii") \
-  X(10, transpose, TRANSPOSE, 16, "ttiiiiiiiiiiiiii")
+  X(10, transpose, TRANSPOSE, 16, "ttiiiiiiiiiiiiii") \
+  X(11, binary_int, BINARY_INT, 24, "iitttiiiiiiiiiiiiiiiiiii") \
+  X(12, compare, COMPARE, 24, "iitttiiiiiiiiiiiiiiiiiii") \
+  X(13, unary_bool, UNARY_BOOL, 4, "itti") \
+  X(14, cast, CAST, 5, "iitti") \
+  X(15, where, WHERE, 30, "ittttiiiiiiiiiiiiiiiiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

@@ -14,6 +14,9 @@ static const struct {
     {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
     {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},
     {"transpose", test_transpose},
+    {"unary_math", test_unary_math}, {"binary_math", test_binary_math},
+    {"binary_int", test_binary_int}, {"compare", test_compare}, {"unary_bool", test_unary_bool},
+    {"cast", test_cast},             {"where", test_where},     {"logic_refusals", test_logic_refusals},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
 };

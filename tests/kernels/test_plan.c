@@ -229,7 +229,7 @@ void test_plan_ops(void) {
   }
   PATCH("unary count past the arena", sig_op, NNW_UNARY_COUNT, 0x7FFFFFFF, NNW_OUT_OF_BOUNDS);
   PATCH("unary count 0", sig_op, NNW_UNARY_COUNT, 0, NNW_BAD_ARGS);
-  PATCH("unary kind 3", sig_op, NNW_UNARY_KIND, 3, NNW_BAD_ARGS);
+  PATCH("unary kind 25", sig_op, NNW_UNARY_KIND, 25, NNW_BAD_ARGS);
   PATCH("unary y misaligned", sig_op, NNW_UNARY_Y, Y_SIG + 1, NNW_BAD_ARGS);
   PATCH("pool pad as large as the window", pool_op, NNW_POOL2D_PT, 2, NNW_BAD_ARGS);
   PATCH("pool last window past the image", pool_op, NNW_POOL2D_OH, 5, NNW_BAD_ARGS);
@@ -244,7 +244,7 @@ void test_plan_ops(void) {
   PATCH("gemm m*n*k wraps", gemm_op, NNW_GEMM_M, 1 << 30, NNW_OUT_OF_BOUNDS);
   PATCH("softmax log 2", soft_op, NNW_SOFTMAX_LOG, 2, NNW_BAD_ARGS);
   PATCH("softmax axis past the arena", soft_op, NNW_SOFTMAX_AXIS, 1 << 28, NNW_OUT_OF_BOUNDS);
-  PATCH("binary kind 4", add_op, NNW_BINARY_KIND, 4, NNW_BAD_ARGS);
+  PATCH("binary kind 9", add_op, NNW_BINARY_KIND, 9, NNW_BAD_ARGS);
   PATCH("binary rank 7", add_op, NNW_BINARY_RANK, 7, NNW_BAD_ARGS);
   PATCH("binary rank negative", add_op, NNW_BINARY_RANK, -1, NNW_BAD_ARGS);
   PATCH("binary stride negative", add_op, NNW_BINARY_AS0, -1, NNW_BAD_ARGS);

@@ -17,5 +17,13 @@ void test_plan_header(void);
 void test_plan_ops(void);
 void test_plan_fuzz(void);
 void test_alloc(void);
+void test_unary_math(void);
+void test_binary_math(void);
+void test_binary_int(void);
+void test_compare(void);
+void test_unary_bool(void);
+void test_cast(void);
+void test_where(void);
+void test_logic_refusals(void);
 
 #endif

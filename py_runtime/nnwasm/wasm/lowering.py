@@ -8,25 +8,46 @@ provider has already checked what every row needs: ai.onnx domain, static shapes
 tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
+from .lower.cast import lower_cast
 from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
-from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lower_batch_norm, lower_binary,
-                                lower_sum, lower_unary)
+from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_mod,
+                                lower_batch_norm, lower_binary, lower_unary, lower_variadic)
+from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
+                          lower_where)
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
 from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
 
 LOWERINGS = {
-    # elementwise (lower/elementwise.py)
-    "Add": (f32(check_binary), lower_binary),
-    "Sub": (f32(check_binary), lower_binary),
-    "Mul": (f32(check_binary), lower_binary),
-    "Div": (f32(check_binary), lower_binary),
-    "Sum": (f32(check_binary), lower_sum),
+    # elementwise (lower/elementwise.py): float32, and int32/int64 where check_arith says so
+    "Add": (check_arith, lower_binary),
+    "Sub": (check_arith, lower_binary),
+    "Mul": (check_arith, lower_binary),
+    "Div": (check_arith, lower_binary),
+    "Max": (check_arith, lower_variadic),
+    "Min": (check_arith, lower_variadic),
+    "Sum": (check_arith, lower_variadic),
+    "Mean": (check_arith, lower_variadic),
+    "Pow": (f32(check_binary), lower_binary),
+    "PRelu": (f32(check_binary), lower_binary),
+    "Mod": (f32(check_mod), lower_binary),
     "BatchNormalization": (f32(check_batch_norm), lower_batch_norm),
-    "Relu": (f32(ok), lower_unary),
+    **{op: (f32(ok), lower_unary) for op in (
+        "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Erf", "HardSigmoid",
+        "HardSwish", "LeakyRelu", "Elu", "Softplus", "Selu", "Softsign", "Sign", "Floor", "Ceil", "Round",
+        "Sin", "Cos")},
     "Clip": (f32(check_clip), lower_unary),
-    "Sigmoid": (f32(ok), lower_unary),
-    "Tanh": (f32(ok), lower_unary),
+    "Gelu": (f32(check_gelu), lower_unary),
+    # comparisons, logic, Where (lower/logic.py): bool outputs; check_* state the input types
+    **{op: (check_compare, lower_compare) for op in (
+        "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor")},
+    "Not": (check_not, lower_unary_bool),
+    "IsNaN": (check_is, lower_unary_bool),
+    "IsInf": (check_is, lower_unary_bool),
+    "Where": (check_where, lower_where),
+    # Cast (lower/cast.py): any fixed-size type to any other
+    "Cast": (any_dtype(ok), lower_cast),
+    "CastLike": (any_dtype(ok), lower_cast),
     # convolution and pooling (lower/conv.py)
     "Conv": (f32(check_conv), lower_conv),
     "MaxPool": (f32(single_output(check_pool)), lower_max_pool),

@@ -16,4 +16,9 @@ OPS = {
     "softmax": Op(code=8, args=("x", "y", "outer", "axis", "inner", "log"), kinds="ttiiii"),
     "copy2d": Op(code=9, args=("src", "dst", "rows", "row_bytes", "src_stride", "dst_stride"), kinds="ttiiii"),
     "transpose": Op(code=10, args=("x", "y", "esize", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="ttiiiiiiiiiiiiii"),
+    "binary_int": Op(code=11, args=("kind", "dtype", "a", "b", "y", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "as0", "as1", "as2", "as3", "as4", "as5", "bs0", "bs1", "bs2", "bs3", "bs4", "bs5"), kinds="iitttiiiiiiiiiiiiiiiiiii"),
+    "compare": Op(code=12, args=("kind", "dtype", "a", "b", "y", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "as0", "as1", "as2", "as3", "as4", "as5", "bs0", "bs1", "bs2", "bs3", "bs4", "bs5"), kinds="iitttiiiiiiiiiiiiiiiiiii"),
+    "unary_bool": Op(code=13, args=("kind", "x", "y", "count"), kinds="itti"),
+    "cast": Op(code=14, args=("from", "to", "x", "y", "count"), kinds="iitti"),
+    "where": Op(code=15, args=("esize", "cond", "x", "y", "out", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "cs0", "cs1", "cs2", "cs3", "cs4", "cs5", "xs0", "xs1", "xs2", "xs3", "xs4", "xs5", "ys0", "ys1", "ys2", "ys3", "ys4", "ys5"), kinds="ittttiiiiiiiiiiiiiiiiiiiiiiiii"),
 }

@@ -46,6 +46,29 @@ def single_output(check):
     return wrapped
 
 
+def dtype_of(g, name):
+    return g.values[name].dtype.name
+
+
+def out_rank_at_most_6(node, g):
+    if len(g.values[node.outputs[0]].shape) > 6:
+        return "more than 6 dimensions"
+    return None
+
+
+def broadcast_args(b, out, operands, prefixes):
+    """The `rank d0..d5` and per-operand `<prefix>0..5` element strides of a broadcasting op
+    (binary, binary_int, compare, where) writing value out from the Refs operands."""
+    shape = tuple(b.shape(out)) or (1,)
+    rank = len(shape)
+    args = {"rank": rank}
+    args.update({f"d{i}": (list(shape) + [1] * 6)[i] for i in range(6)})
+    for ref, prefix in zip(operands, prefixes):
+        strides = broadcast_strides(b.shape(ref.name), rank, shape) + [0] * (6 - rank)
+        args.update({f"{prefix}{i}": strides[i] for i in range(6)})
+    return args
+
+
 def broadcast_strides(shape, out_rank, out_shape):
     """Element strides of `shape` aligned right against out_shape; 0 where broadcast."""
     shape = (1,) * (out_rank - len(shape)) + tuple(shape)

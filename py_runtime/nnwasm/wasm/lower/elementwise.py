@@ -1,52 +1,75 @@
-"""Elementwise lowerings: broadcasting binary ops, unary activations, Sum, and inference
-BatchNormalization as a per-channel multiply-add."""
+"""Elementwise lowerings: broadcasting arithmetic (float32 on `binary`, int32/int64 on
+`binary_int`), unary activations and math, the variadic Sum/Max/Min/Mean, and inference
+BatchNormalization as a per-channel multiply-add. Comparisons, logic, Where and Cast are in
+logic.py and cast.py."""
 import math
 
 from ...tensor import numel
-from .common import broadcast_strides, f32_tensor
+from .common import broadcast_args, dtype_of, f32_tensor, out_rank_at_most_6, tensors
 from .epilogue import clip_bounds
 from .movement import lower_copy
 
 
-BINARY_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}
+BINARY_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Pow": 4, "Max": 5, "Min": 6, "PRelu": 7, "Mod": 8}
+INT_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5}
+INT_DTYPES = {"int32": 6, "int64": 7}
 
 
 def check_binary(node, g):
-    if len(g.values[node.outputs[0]].shape) > 6:
-        return "more than 6 dimensions"
-    return None
+    return out_rank_at_most_6(node, g)
+
+
+def check_arith(node, g):
+    """Add/Sub/Mul/Div/Max/Min/Sum/Mean: float32 (binary) or, but for Sum and Mean (float-only in
+    ONNX), int32/int64 (binary_int); every input and the output of that one type."""
+    xs = tensors(node)
+    kinds = {dtype_of(g, n) for n in xs}
+    if len(kinds) != 1:
+        return f"mixed types {sorted(kinds)}"
+    dt = kinds.pop()
+    if dt in INT_DTYPES and node.op_type in INT_KIND:
+        return out_rank_at_most_6(node, g)
+    if dt != "float32":
+        ints = "" if node.op_type not in INT_KIND else ", int32 or int64"
+        return f"{node.op_type} on {dt}; the WASM kernels take float32{ints}"
+    return out_rank_at_most_6(node, g)
+
+
+def check_mod(node, g):
+    if not node.attr("fmod", 0):
+        return "Mod with fmod=0 (only fmod=1 runs on WASM)"
+    return out_rank_at_most_6(node, g)
 
 
 def emit_binary(b, kind, a, c, y):
-    """y = a OP c, a and c (Refs) broadcast to y's shape. y may be a itself when a has y's shape."""
-    out = b.shape(y.name)
-    rank = max(len(out), 1)
-    out = tuple(out) or (1,)
-    dims = list(out) + [1] * (6 - rank)
-    sa = broadcast_strides(b.shape(a.name), rank, out) + [0] * (6 - rank)
-    sb = broadcast_strides(b.shape(c.name), rank, out) + [0] * (6 - rank)
-    args = {"kind": kind, "a": a, "b": c, "y": y, "rank": rank}
-    args.update({f"d{i}": dims[i] for i in range(6)})
-    args.update({f"as{i}": sa[i] for i in range(6)})
-    args.update({f"bs{i}": sb[i] for i in range(6)})
-    b.emit("binary", **args)
+    """y = a OP c, a and c (Refs) broadcast to y's shape. y may be a itself when a has y's shape.
+    The op follows y's dtype: float32 -> binary, int32/int64 -> binary_int (kind names the op)."""
+    args = broadcast_args(b, y.name, (a, c), ("as", "bs"))
+    dt = b.dtype(y.name).name
+    if dt in INT_DTYPES:
+        b.emit("binary_int", kind=INT_KIND[kind], dtype=INT_DTYPES[dt], a=a, b=c, y=y, **args)
+    else:
+        b.emit("binary", kind=BINARY_KIND[kind], a=a, b=c, y=y, **args)
 
 
 def lower_binary(node, b):
     a, c = node.inputs
-    emit_binary(b, BINARY_KIND[node.op_type], b.ref(a), b.ref(c), b.ref(node.outputs[0]))
+    emit_binary(b, node.op_type, b.ref(a), b.ref(c), b.ref(node.outputs[0]))
 
 
-def lower_sum(node, b):
-    """Sum(x0, x1, ...) = ((x0 + x1) + x2) ...: the first add broadcasts both into y, the rest add
-    into y in place."""
+def lower_variadic(node, b):
+    """Sum/Max/Min(x0, x1, ...) = ((x0 OP x1) OP x2) ...: the first op broadcasts both into y, the
+    rest combine into y in place. Mean is the Sum divided by the count."""
     xs = [x for x in node.inputs if x]
     y = b.ref(node.outputs[0])
     if len(xs) == 1:
         return lower_copy(node, b)
-    emit_binary(b, BINARY_KIND["Add"], b.ref(xs[0]), b.ref(xs[1]), y)
+    op = "Add" if node.op_type in ("Sum", "Mean") else node.op_type
+    emit_binary(b, op, b.ref(xs[0]), b.ref(xs[1]), y)
     for x in xs[2:]:
-        emit_binary(b, BINARY_KIND["Add"], y, b.ref(x), y)
+        emit_binary(b, op, y, b.ref(x), y)
+    if node.op_type == "Mean":
+        emit_binary(b, "Div", y, b.constant(f32_tensor((), [float(len(xs))])), y)
 
 
 def batch_norm_affine(node, g):
@@ -76,8 +99,8 @@ def lower_batch_norm(node, b):
     rank = len(b.shape(node.inputs[0]))
     per_channel = (len(s),) + (1,) * (rank - 2)
     y = b.ref(node.outputs[0])
-    emit_binary(b, BINARY_KIND["Mul"], b.ref(node.inputs[0]), b.constant(f32_tensor(per_channel, s)), y)
-    emit_binary(b, BINARY_KIND["Add"], y, b.constant(f32_tensor(per_channel, t)), y)
+    emit_binary(b, "Mul", b.ref(node.inputs[0]), b.constant(f32_tensor(per_channel, s)), y)
+    emit_binary(b, "Add", y, b.constant(f32_tensor(per_channel, t)), y)
 
 
 def check_clip(node, g):
@@ -89,10 +112,37 @@ def check_clip(node, g):
     return None
 
 
+def check_gelu(node, g):
+    if node.attr("approximate", "none") not in ("none", "tanh"):
+        return f"Gelu approximate={node.attr('approximate')!r}"
+    return None
+
+
+# op type -> (unary kind, (p0, p1) from the node's attributes); ops.def lists the kinds
+_SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+UNARY = {
+    "Sigmoid": (1, None), "Tanh": (2, None), "Exp": (3, None), "Log": (4, None), "Sqrt": (5, None),
+    "Reciprocal": (6, None), "Neg": (7, None), "Abs": (8, None), "Erf": (9, None),
+    "HardSigmoid": (12, lambda n: (n.attr("alpha", 0.2), n.attr("beta", 0.5))),
+    "HardSwish": (13, None),
+    "LeakyRelu": (14, lambda n: (n.attr("alpha", 0.01), 0.0)),
+    "Elu": (15, lambda n: (n.attr("alpha", 1.0), 0.0)),
+    "Softplus": (16, None),
+    "Selu": (17, lambda n: (n.attr("alpha", _SELU_ALPHA), n.attr("gamma", _SELU_GAMMA))),
+    "Softsign": (18, None), "Sign": (19, None), "Floor": (20, None), "Ceil": (21, None),
+    "Round": (22, None), "Sin": (23, None), "Cos": (24, None),
+}
+
+
 def lower_unary(node, b):
     x, y = node.inputs[0], node.outputs[0]
+    p0 = p1 = 0.0
     if node.op_type in ("Relu", "Clip"):
         kind, (p0, p1) = 0, clip_bounds(node, b.graph)
+    elif node.op_type == "Gelu":
+        kind = 11 if node.attr("approximate", "none") == "tanh" else 10
     else:
-        kind, p0, p1 = {"Sigmoid": 1, "Tanh": 2}[node.op_type], 0.0, 0.0
+        kind, params = UNARY[node.op_type]
+        if params:
+            p0, p1 = (float(p) for p in params(node))
     b.emit("unary", kind=kind, x=b.ref(x), y=b.ref(y), count=numel(b.shape(y)), p0=p0, p1=p1)
