@@ -2,11 +2,11 @@
 ir.Graph; none needs numpy. Shape inference is the last pass because the partitioner and the
 WASM provider's capability checks read its results."""
 
-from collections import ChainMap
+from collections import ChainMap, deque
 from dataclasses import replace
 
 from .errors import InvalidModel, NnwasmError
-from .ir import Graph, ValueInfo, implicit_inputs, subgraphs
+from .ir import Graph, Node, ValueInfo, implicit_inputs, subgraphs
 from .ops.registry import lookup
 
 
@@ -62,7 +62,13 @@ def infer_shapes(graph, input_shapes=None, outer=None):
     for name, t in graph.initializers.items():
         if name not in {vi.name for vi in graph.inputs}:
             values[name] = ValueInfo(name, t.dtype, t.shape)
-    for node in graph.nodes:
+    pending = deque(graph.nodes)
+    while pending:
+        node = pending.popleft()
+        taken = _constant_branch(node, inits)
+        if taken is not None:
+            pending.extendleft(reversed(_inline(node, taken, graph)))
+            continue
         if subgraphs(node):
             node = replace(node, attrs=dict(node.attrs))
         keep.append(node)
@@ -99,6 +105,27 @@ def infer_shapes(graph, input_shapes=None, outer=None):
                 values[name] = ValueInfo(name, dt, tuple(shape) if shape is not None else None)
     graph.nodes = keep
     return graph
+
+
+def _constant_branch(node, inits):
+    """The branch an If with a constant condition takes, else None."""
+    if node.op_type != "If" or node.domain != "" or not node.inputs or node.inputs[0] not in inits:
+        return None
+    cond = inits[node.inputs[0]]
+    if cond.numel != 1 or not cond.dtype.struct:
+        return None
+    return node.attrs.get("then_branch" if cond.tolist()[0] else "else_branch")
+
+
+def _inline(node, branch, graph):
+    """The branch's nodes, to run in the If's place (its outputs renamed by Identity nodes); the
+    other branch is never inferred (exporters' dead branches may not even type-check)."""
+    for name, t in branch.initializers.items():
+        graph.initializers[name] = t
+        graph.values[name] = ValueInfo(name, t.dtype, t.shape)
+    renames = [Node("Identity", [b.name], [o], f"{node.name or node.op_type}/{o}", "", {}, node.opset)
+               for b, o in zip(branch.outputs, node.outputs) if o]
+    return list(branch.nodes) + renames
 
 
 class BodyScope:

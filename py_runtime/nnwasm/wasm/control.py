@@ -23,7 +23,7 @@ from ..tensor import TensorData, numel
 
 BOOL = dtypes.BY_NAME["bool"]
 HOST_TYPES = tuple("bBhHiIqQ?")
-HOST_MAX_ELEMENTS = 64     # host ops are for scalars and tiny index vectors, not tensors
+HOST_MAX_ELEMENTS = 8     # host ops are for scalars and tiny index vectors, not tensors
 
 
 # --- capability ----------------------------------------------------------------------------------
