@@ -299,3 +299,72 @@ def test_loop_with_growing_carried_value_falls_back():
     np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(model, feeds)[0])
     with pytest.raises(nnwasm.NotImplementedOp, match="grow.*not static"):
         wasm_session(model)
+
+
+# --- nesting, mixed providers, symbolic shapes --------------------------------------------------
+
+def test_loop_body_with_if_on_the_counter():
+    """An If inside a Loop body branches on the iteration number (computed on the host) and reads
+    the loop-carried value and an outer input; the Loop's trip count comes from a graph input."""
+    even = branch("even", [helper.make_node("Add", ["y_in", "X"], ["ev"])], [vi("ev", F, [2, 2])])
+    odd = branch("odd", [helper.make_node("Mul", ["y_in", "HALF"], ["od"])], [vi("od", F, [2, 2])])
+    body = helper.make_graph(
+        [helper.make_node("Div", ["i", "TWO"], ["half"]),
+         helper.make_node("Mul", ["half", "TWO"], ["even_part"]),
+         helper.make_node("Sub", ["i", "even_part"], ["r"]),
+         helper.make_node("Equal", ["r", "ZERO"], ["is_even"]),
+         helper.make_node("If", ["is_even"], ["y_out"], then_branch=even, else_branch=odd),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("y_in", F, [2, 2])],
+        [vi("cond_out", B, []), vi("y_out", F, [2, 2]), vi("y_out", F, [2, 2])],
+        [const("TWO", np.int64(2)), const("ZERO", np.int64(0)), const("HALF", np.float32(0.5))])
+    loop = helper.make_node("Loop", ["M", "", "Y0"], ["Y", "YS"], body=body)
+    model = graph_model([loop], {"X": rand(2, 2), "Y0": rand(2, 2, seed=1), "M": np.array(5, np.int64)},
+                        ["Y", "YS"], opset=16)
+    check(model, *[{"X": rand(2, 2, seed=2), "Y0": rand(2, 2, seed=3), "M": np.array(m, np.int64)} for m in (5, 2)])
+
+
+def test_if_body_reads_a_value_of_the_numpy_fallback():
+    """With the fallback on, Erf runs on numpy and the If on WASM reads its output by name."""
+    then_g = branch("then", [helper.make_node("Mul", ["e", "X"], ["t"])], [vi("t", F, [4])])
+    else_g = branch("else", [helper.make_node("Sub", ["e", "X"], ["s"])], [vi("s", F, [4])])
+    nodes = [helper.make_node("Erf", ["X"], ["e"], name="erf"),
+             helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g, name="if")]
+    model = graph_model(nodes, {"X": rand(4), "c": np.array(True)}, ["Y"])
+    sess = nnwasm.InferenceSession(model)
+    assert sess.get_provider_assignment() == [("erf", "Erf", "NumpyExecutionProvider"),
+                                              ("if", "If", "WasmExecutionProvider")]
+    x = rand(4, seed=3)
+    for c in (True, False):
+        feeds = {"X": x, "c": np.array(c)}
+        np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(model, feeds)[0], rtol=1e-5)
+
+
+def test_if_with_a_symbolic_batch_dim():
+    """Bodies are specialised per concrete input shape at the first run with it, like the main
+    graph (with the default providers: the WASM provider alone refuses symbolic models at creation)."""
+    then_g = branch("then", [helper.make_node("Relu", ["X"], ["t"])], [vi("t", F, ["N", 3])])
+    else_g = branch("else", [helper.make_node("Tanh", ["X"], ["e"])], [vi("e", F, ["N", 3])])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g)], "g",
+                          [vi("X", F, ["N", 3]), vi("c", B, [])], [vi("Y", F, ["N", 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    model = model.SerializeToString()
+    sess = nnwasm.InferenceSession(model)
+    for n in (1, 4):
+        for c in (True, False):
+            feeds = {"X": rand(n, 3, seed=n), "c": np.array(c)}
+            np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(model, feeds)[0], rtol=1e-6)
+            assert sess.get_provider_assignment() == [("", "If", "WasmExecutionProvider")]
+
+
+def test_if_on_a_constant_condition_runs_only_the_taken_branch():
+    """The dead branch (here ill-typed, as in some exported functions) is never compiled."""
+    then_g = branch("then", [helper.make_node("Relu", ["X"], ["t"])], [vi("t", F, [3])])
+    else_g = branch("else", [helper.make_node("Add", ["X", "W"], ["e"])], [vi("e", F, [3])],
+                    [const("W", rand(4))])
+    model = graph_model([helper.make_node("If", ["C"], ["Y"], then_branch=then_g, else_branch=else_g)],
+                        {"X": rand(3)}, ["Y"], {"C": np.array(True)})
+    sess = wasm_session(model)
+    x = rand(3, seed=4)
+    np.testing.assert_allclose(sess.run(None, {"X": x})[0], np.maximum(x, 0))
