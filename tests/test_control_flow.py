@@ -368,3 +368,18 @@ def test_if_on_a_constant_condition_runs_only_the_taken_branch():
     sess = wasm_session(model)
     x = rand(3, seed=4)
     np.testing.assert_allclose(sess.run(None, {"X": x})[0], np.maximum(x, 0))
+
+
+def test_if_branch_wrong_for_these_shapes_fails_only_when_taken():
+    """Exporters leave branches that only type-check for other input sizes (Silero's 8 kHz branch
+    with a 16 kHz chunk): as in onnxruntime, only taking such a branch is an error."""
+    then_g = branch("then", [helper.make_node("Relu", ["X"], ["t"])], [vi("t", F, [2, 3])])
+    else_g = branch("else", [helper.make_node("Add", ["X", "W"], ["e"])], [vi("e", F, [2, 3])],
+                    [const("W", rand(4))])
+    model = graph_model([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g)],
+                        {"X": rand(2, 3), "c": np.array(True)}, ["Y"])
+    x = rand(2, 3, seed=5)
+    for sess in (wasm_session(model), nnwasm.InferenceSession(model, providers=["NumpyExecutionProvider"])):
+        np.testing.assert_allclose(sess.run(None, {"X": x, "c": np.array(True)})[0], np.maximum(x, 0))
+        with pytest.raises(nnwasm.InvalidArgument, match="else_branch can't run with these input shapes"):
+            sess.run(None, {"X": x, "c": np.array(False)})

@@ -63,6 +63,15 @@ class Graph:
         return out
 
 
+@dataclass
+class UnusableBody:
+    """Stands in for a subgraph that fails shape inference for the shapes of this session (an If
+    branch that is wrong for these inputs, as exporters leave for other input sizes): running it
+    raises InvalidArgument with the reason."""
+    template: "Graph"            # the subgraph as loaded, to specialise again for other shapes
+    reason: str
+
+
 def subgraphs(node):
     """[(attribute name, Graph)] of a node's subgraph attributes (If's branches, a Loop's body)."""
     out = []

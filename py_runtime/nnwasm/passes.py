@@ -6,7 +6,7 @@ from collections import ChainMap, deque
 from dataclasses import replace
 
 from .errors import InvalidModel, NnwasmError
-from .ir import Graph, Node, ValueInfo, implicit_inputs, subgraphs
+from .ir import Graph, Node, UnusableBody, ValueInfo, implicit_inputs, subgraphs
 from .ops.registry import lookup
 
 
@@ -114,7 +114,8 @@ def _constant_branch(node, inits):
     cond = inits[node.inputs[0]]
     if cond.numel != 1 or not cond.dtype.struct:
         return None
-    return node.attrs.get("then_branch" if cond.tolist()[0] else "else_branch")
+    taken = node.attrs.get("then_branch" if cond.tolist()[0] else "else_branch")
+    return taken.template if isinstance(taken, UnusableBody) else taken
 
 
 def _inline(node, branch, graph):
@@ -137,9 +138,12 @@ class BodyScope:
         self.node, self.values, self.initializers = node, values, initializers
         self.templates = dict(node.attrs)
 
-    def specialise(self, attr, inputs):
-        """inputs: [(dtype, shape)] per subgraph input; None entries keep the declared type."""
+    def specialise(self, attr, inputs, may_fail=False):
+        """inputs: [(dtype, shape)] per subgraph input; None entries keep the declared type.
+        may_fail: a body that fails inference becomes an ir.UnusableBody and None is returned."""
         g = self.templates[attr]
+        if isinstance(g, UnusableBody):
+            g = g.template
         if len(inputs) != len(g.inputs):
             raise InvalidModel(f"{self.node}: its {attr} takes {len(g.inputs)} inputs, the op gives it {len(inputs)}")
         ins = []
@@ -147,7 +151,14 @@ class BodyScope:
             dt, shape = given if given is not None else (None, None)
             ins.append(ValueInfo(vi.name, dt or vi.dtype, tuple(shape) if shape is not None else vi.shape))
         spec = Graph(list(g.nodes), ins, g.outputs, dict(g.initializers), {}, g.opsets, g.name)
-        infer_shapes(spec, None, (self.values, self.initializers))
+        try:
+            infer_shapes(spec, None, (self.values, self.initializers))
+        except InvalidModel as e:
+            if not may_fail:
+                raise
+            self.node.attrs[attr] = UnusableBody(g, f"{self.node}: its {attr} can't run with these input "
+                                                          f"shapes: {e}")
+            return None
         seen = ChainMap(spec.values, self.values)
         outs = []
         for vi in g.outputs:

@@ -10,8 +10,8 @@ the body nodes with the registry's numpy kernels (run_graph). They are the refer
 provider's control runners (wasm/control.py) are tested against.
 """
 from .. import dtypes
-from ..errors import InvalidArgument
-from ..ir import subgraphs
+from ..errors import InvalidArgument, InvalidModel
+from ..ir import UnusableBody, subgraphs
 from . import shapes as S
 from .registry import lookup, op
 
@@ -43,8 +43,14 @@ def _scalar_check(node, vi, what, dt=None):
 
 def infer_if(node, inputs, consts, scope):
     _scalar_check(node, S.need(node, inputs, 0), "cond", BOOL)
-    then_g = scope.specialise("then_branch", [])
-    else_g = scope.specialise("else_branch", [])
+    # A branch that is wrong for these shapes only fails if it is taken (as in onnxruntime).
+    then_g = scope.specialise("then_branch", [], may_fail=True)
+    else_g = scope.specialise("else_branch", [], may_fail=True)
+    if then_g is None or else_g is None:
+        if then_g is None and else_g is None:
+            raise InvalidModel(node.attrs["then_branch"].reason)
+        ok = then_g or else_g
+        return [(o.dtype, o.shape) for o in ok.outputs][:len(node.outputs)]
     if len(then_g.outputs) != len(else_g.outputs):
         S.fail(node, f"then_branch has {len(then_g.outputs)} outputs, else_branch {len(else_g.outputs)}")
     if len(node.outputs) > len(then_g.outputs):
@@ -56,6 +62,8 @@ def infer_if(node, inputs, consts, scope):
 @op("If", 1, infer_if)
 def if_(node, cond, scope=None):
     g = node.attrs["then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"]
+    if isinstance(g, UnusableBody):
+        raise InvalidArgument(g.reason)
     return tuple(run_graph(g, {}, scope or {}))
 
 

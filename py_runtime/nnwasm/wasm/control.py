@@ -208,7 +208,10 @@ class IfRunner(ControlRunner):
     def run(self, env):
         node = self.node
         cond = _scalar(env, self.graph, node.inputs[0], node, "cond")
-        outs = self.bodies["then_branch" if cond else "else_branch"].run(env, {})
+        attr = "then_branch" if cond else "else_branch"
+        if attr not in self.bodies:
+            raise InvalidArgument(node.attrs[attr].reason)
+        outs = self.bodies[attr].run(env, {})
         for name, t in zip(node.outputs, outs):
             if name:
                 env[name] = t
