@@ -89,9 +89,10 @@ def control_refusal(provider, node, graph):
 def compile_nodes(provider, nodes, graph, outputs):
     """A runner for nodes (topologically sorted, all accepted by the WASM provider) that leaves
     `outputs` in env: one plan when they are all plan nodes, else a SequenceRunner."""
+    in_plan = {id(n): not subgraphs(n) and provider.plan_refusal(n, graph) is None for n in nodes}
     groups = []
-    for node in nodes:
-        if not subgraphs(node) and provider.plan_refusal(node, graph) is None:
+    for node in _plan_nodes_together(nodes, in_plan):
+        if in_plan[id(node)]:
             if groups and isinstance(groups[-1], list):
                 groups[-1].append(node)
             else:
@@ -115,6 +116,31 @@ def compile_nodes(provider, nodes, graph, outputs):
     steps.reverse()
     return steps[0] if len(steps) == 1 and not isinstance(steps[0], (HostOp, ControlRunner)) \
         else SequenceRunner(steps)
+
+
+def _plan_nodes_together(nodes, in_plan):
+    """A topological order of nodes that keeps plan nodes together where dependencies allow (each
+    run of them is one plan call): Kahn's sort preferring a ready node of the current kind."""
+    producer = {o: k for k, n in enumerate(nodes) for o in n.outputs if o}
+    deps = [{producer[i] for i in [*n.inputs, *implicit_inputs(n)] if i in producer} for n in nodes]
+    users = [[] for _ in nodes]
+    for k, d in enumerate(deps):
+        for j in d:
+            users[j].append(k)
+    waiting = [len(d) for d in deps]
+    ready = [k for k, w in enumerate(waiting) if w == 0]
+    order, kind = [], None
+    while ready:
+        same = [k for k in ready if in_plan[id(nodes[k])] == kind]
+        k = min(same) if same else min(ready)
+        ready.remove(k)
+        kind = in_plan[id(nodes[k])]
+        order.append(nodes[k])
+        for u in users[k]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return order
 
 
 def _reads(nodes, graph):
