@@ -2,7 +2,12 @@
 
 Shapes are tuples whose entries are an int (known), a str (a symbolic dim such as "batch") or
 None (unknown); a ValueInfo whose shape is None has unknown rank.
+
+Control-flow nodes (If, Loop, Scan) hold subgraphs as Graph attributes. ONNX scoping is lexical:
+a subgraph may read any value of its enclosing graphs by name; implicit_inputs() lists those
+reads, and scoped() gives a subgraph a view in which they resolve.
 """
+from collections import ChainMap
 from dataclasses import dataclass, field
 
 
@@ -49,10 +54,62 @@ class Graph:
         return {o: n for n in self.nodes for o in n.outputs if o}
 
     def consumers(self):
-        """value name -> nodes that read it (graph outputs are not nodes; see self.outputs)."""
+        """value name -> nodes that read it, directly or from a subgraph (graph outputs are not
+        nodes; see self.outputs)."""
         out = {}
         for n in self.nodes:
-            for i in n.inputs:
-                if i:
-                    out.setdefault(i, []).append(n)
+            for i in dict.fromkeys([i for i in n.inputs if i] + implicit_inputs(n)):
+                out.setdefault(i, []).append(n)
         return out
+
+
+@dataclass
+class UnusableBody:
+    """Stands in for a subgraph that fails shape inference for the shapes of this session (an If
+    branch that is wrong for these inputs, as exporters leave for other input sizes): running it
+    raises InvalidArgument with the reason."""
+    template: "Graph"            # the subgraph as loaded, to specialise again for other shapes
+    reason: str
+
+
+def subgraphs(node):
+    """[(attribute name, Graph)] of a node's subgraph attributes (If's branches, a Loop's body)."""
+    out = []
+    for k, v in node.attrs.items():
+        if isinstance(v, Graph):
+            out.append((k, v))
+        elif isinstance(v, list) and v and all(isinstance(g, Graph) for g in v):
+            out += [(k, g) for g in v]
+    return out
+
+
+def implicit_inputs(node):
+    """Names of enclosing-graph values that the node's subgraphs read (at any depth), in order."""
+    out = {}
+    for _, g in subgraphs(node):
+        for name in graph_outer_reads(g):
+            out[name] = None
+    return list(out)
+
+
+def graph_outer_reads(g):
+    """Names a graph reads that it does not define (inputs, initializers, its nodes' outputs)."""
+    local = {v.name for v in g.inputs} | set(g.initializers)
+    out = {}
+    for n in g.nodes:
+        for i in [i for i in n.inputs if i] + implicit_inputs(n):
+            if i not in local:
+                out[i] = None
+        local.update(o for o in n.outputs if o)
+    for v in g.outputs:
+        if v.name not in local:
+            out[v.name] = None
+    return list(out)
+
+
+def scoped(body, outer):
+    """A view of subgraph `body` whose values and initializers fall back on those of `outer` (a
+    Graph or a view), so shape lookups and weights of outer-scope reads resolve. Nodes, inputs and
+    outputs are the body's own."""
+    return Graph(body.nodes, body.inputs, body.outputs, ChainMap(body.initializers, outer.initializers),
+                 ChainMap(body.values, outer.values), body.opsets, body.name)

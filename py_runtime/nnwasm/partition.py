@@ -8,6 +8,7 @@ run of one provider becomes a partition. Only the values that cross partitions l
 from dataclasses import dataclass, field
 
 from .errors import NotImplementedOp
+from .ir import implicit_inputs
 
 
 @dataclass
@@ -42,7 +43,8 @@ def partition(graph, providers):
     chosen = assign(graph, providers)
     n = len(graph.nodes)
     producer = {o: i for i, node in enumerate(graph.nodes) for o in node.outputs if o}
-    deps = [{producer[v] for v in node.inputs if v in producer} for node in graph.nodes]
+    reads = [node.inputs + implicit_inputs(node) for node in graph.nodes]
+    deps = [{producer[v] for v in r if v in producer} for r in reads]
     users = [[] for _ in range(n)]
     for i, d in enumerate(deps):
         for j in d:
@@ -70,10 +72,11 @@ def _boundaries(graph, parts):
     graph_outputs = [v.name for v in graph.outputs]
     for k, part in enumerate(parts):
         made = {o for node in part.nodes for o in node.outputs if o}
-        read_later = {i for later in parts[k + 1:] for node in later.nodes for i in node.inputs}
+        read_later = {i for later in parts[k + 1:] for node in later.nodes
+                      for i in node.inputs + implicit_inputs(node)}
         seen = set()
         for node in part.nodes:
-            for i in node.inputs:
+            for i in node.inputs + implicit_inputs(node):   # subgraphs read enclosing values too
                 if i and i not in made and i not in seen and i not in graph.initializers:
                     seen.add(i)
                     part.inputs.append(i)

@@ -2,8 +2,11 @@
 ir.Graph; none needs numpy. Shape inference is the last pass because the partitioner and the
 WASM provider's capability checks read its results."""
 
+from collections import ChainMap, deque
+from dataclasses import replace
+
 from .errors import InvalidModel, NnwasmError
-from .ir import ValueInfo
+from .ir import Graph, Node, UnusableBody, ValueInfo, implicit_inputs, subgraphs
 from .ops.registry import lookup
 
 
@@ -24,6 +27,8 @@ def drop_identities(graph):
     A node whose output is a graph output keeps running (the output's name must exist). A
     Dropout whose mask output nobody reads counts as inference mode too (old exporters name it)."""
     graph_outputs = {v.name for v in graph.outputs}
+    # A value a subgraph reads by name keeps its name: renaming would have to reach into bodies.
+    graph_outputs |= {i for node in graph.nodes for i in implicit_inputs(node)}
     read = {i for node in graph.nodes for i in node.inputs} | graph_outputs
     rename, keep = {}, []
     for node in graph.nodes:
@@ -39,13 +44,17 @@ def drop_identities(graph):
     return graph
 
 
-def infer_shapes(graph, input_shapes=None):
+def infer_shapes(graph, input_shapes=None, outer=None):
     """Fills graph.values with the dtype and shape of every value, using the op registry.
     input_shapes (name -> shape) overrides the declared graph input shapes (binding symbolic dims).
     Shape computations (Shape -> Gather -> Concat -> Reshape ...) fold here, without numpy: their
     values become initializers and their nodes go, so later nodes see constant shapes. This
-    mutates graph.nodes and graph.initializers: give each input-shape variant its own copies."""
+    mutates graph.nodes and graph.initializers: give each input-shape variant its own copies.
+    A control-flow node is replaced by a copy whose subgraphs are specialised to the shapes seen
+    here (BodyScope); outer is (values, initializers) of the enclosing graphs, for a subgraph."""
     values = graph.values
+    seen = ChainMap(values, outer[0]) if outer else values
+    inits = ChainMap(graph.initializers, outer[1]) if outer else graph.initializers
     keep = []
     for vi in graph.inputs:
         shape = input_shapes.get(vi.name, vi.shape) if input_shapes else vi.shape
@@ -53,7 +62,15 @@ def infer_shapes(graph, input_shapes=None):
     for name, t in graph.initializers.items():
         if name not in {vi.name for vi in graph.inputs}:
             values[name] = ValueInfo(name, t.dtype, t.shape)
-    for node in graph.nodes:
+    pending = deque(graph.nodes)
+    while pending:
+        node = pending.popleft()
+        taken = _constant_branch(node, inits)
+        if taken is not None:
+            pending.extendleft(reversed(_inline(node, taken, graph)))
+            continue
+        if subgraphs(node):
+            node = replace(node, attrs=dict(node.attrs))
         keep.append(node)
         op = lookup(node.domain, node.op_type, node.opset)
         if op is None:
@@ -62,10 +79,13 @@ def infer_shapes(graph, input_shapes=None):
                 if o and o not in values:
                     values[o] = ValueInfo(o)
             continue
-        ins = [values.get(i) if i else None for i in node.inputs]
-        consts = [graph.initializers.get(i) if i else None for i in node.inputs]
+        ins = [seen.get(i) if i else None for i in node.inputs]
+        consts = [inits.get(i) if i else None for i in node.inputs]
         try:
-            outs = op.infer(node, ins, consts)
+            if subgraphs(node):
+                outs = op.infer(node, ins, consts, BodyScope(node, seen, inits))
+            else:
+                outs = op.infer(node, ins, consts)
         except NnwasmError:
             raise
         except Exception as e:  # a bug or an unforeseen attribute: report it against the node
@@ -87,10 +107,77 @@ def infer_shapes(graph, input_shapes=None):
     return graph
 
 
+def _constant_branch(node, inits):
+    """The branch an If with a constant condition takes, else None."""
+    if node.op_type != "If" or node.domain != "" or not node.inputs or node.inputs[0] not in inits:
+        return None
+    cond = inits[node.inputs[0]]
+    if cond.numel != 1 or not cond.dtype.struct:
+        return None
+    taken = node.attrs.get("then_branch" if cond.tolist()[0] else "else_branch")
+    return taken.template if isinstance(taken, UnusableBody) else taken
+
+
+def _inline(node, branch, graph):
+    """The branch's nodes, to run in the If's place (its outputs renamed by Identity nodes); the
+    other branch is never inferred (exporters' dead branches may not even type-check)."""
+    for name, t in branch.initializers.items():
+        graph.initializers[name] = t
+        graph.values[name] = ValueInfo(name, t.dtype, t.shape)
+    renames = [Node("Identity", [b.name], [o], f"{node.name or node.op_type}/{o}", "", {}, node.opset)
+               for b, o in zip(branch.outputs, node.outputs) if o]
+    return list(branch.nodes) + renames
+
+
+class BodyScope:
+    """What a control-flow op's infer uses to see into its subgraphs: specialise(attr, inputs)
+    infers the subgraph with its inputs typed as given and the enclosing values visible, stores the
+    specialised copy in the node, and returns it with its outputs' dtypes and shapes filled in."""
+
+    def __init__(self, node, values, initializers):
+        self.node, self.values, self.initializers = node, values, initializers
+        self.templates = dict(node.attrs)
+
+    def specialise(self, attr, inputs, may_fail=False):
+        """inputs: [(dtype, shape)] per subgraph input; None entries keep the declared type.
+        may_fail: a body that fails inference becomes an ir.UnusableBody and None is returned."""
+        g = self.templates[attr]
+        if isinstance(g, UnusableBody):
+            g = g.template
+        if len(inputs) != len(g.inputs):
+            raise InvalidModel(f"{self.node}: its {attr} takes {len(g.inputs)} inputs, the op gives it {len(inputs)}")
+        ins = []
+        for vi, given in zip(g.inputs, inputs):
+            dt, shape = given if given is not None else (None, None)
+            ins.append(ValueInfo(vi.name, dt or vi.dtype, tuple(shape) if shape is not None else vi.shape))
+        spec = Graph(list(g.nodes), ins, g.outputs, dict(g.initializers), {}, g.opsets, g.name)
+        try:
+            infer_shapes(spec, None, (self.values, self.initializers))
+        except InvalidModel as e:
+            if not may_fail:
+                raise
+            self.node.attrs[attr] = UnusableBody(g, f"{self.node}: its {attr} can't run with these input "
+                                                          f"shapes: {e}")
+            return None
+        seen = ChainMap(spec.values, self.values)
+        outs = []
+        for vi in g.outputs:
+            got = seen.get(vi.name)
+            dt = got.dtype if got is not None and got.dtype is not None else vi.dtype
+            shape = got.shape if got is not None and got.shape is not None else vi.shape
+            outs.append(ValueInfo(vi.name, dt, shape))
+        spec.outputs = outs
+        self.node.attrs[attr] = spec
+        return spec
+
+
 PIPELINE = [constants_to_initializers, drop_identities]
 
 
 def optimize(graph):
+    for node in graph.nodes:
+        for _, g in subgraphs(node):
+            optimize(g)
     for p in PIPELINE:
         graph = p(graph)
     return graph

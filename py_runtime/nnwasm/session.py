@@ -45,6 +45,10 @@ class ModelMetadata:
         self.custom_metadata_map = dict(info.metadata_props) if info else {}
 
 
+def _first_known(*shapes):
+    return next((s for s in shapes if s is not None), None)   # () is a known shape: a scalar
+
+
 def get_available_providers():
     return list(DEFAULT_ORDER)
 
@@ -81,7 +85,7 @@ class InferenceSession:
         graph = passes.optimize(load_model(path_or_bytes))
         self._graph = passes.infer_shapes(graph)
         self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in graph.inputs]
-        self._outputs = [NodeArg(v.name, v.dtype, self._graph.values.get(v.name, v).shape or v.shape)
+        self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape))
                          for v in graph.outputs]
         self._cache = OrderedDict()
         if all(v.is_static() for v in graph.inputs):

@@ -233,6 +233,22 @@ def fold_slice(node, inputs, consts):
     return [tensor(x.dtype, out[1], res)]
 
 
+@folder("Transpose")
+def fold_transpose(node, inputs, consts):
+    """PyTorch's exported pads (ConstantOfShape, Concat, Reshape, Slice, Transpose, Cast) pass here."""
+    x = S.get(consts, 0)
+    if not _small(x):
+        return None
+    out = _outputs_static(node, inputs, consts)
+    if out is None:
+        return None
+    perm = node.attr("perm") or list(range(len(x.shape)))[::-1]
+    vals, strides = x.tolist(), _strides(x.shape)
+    res = [vals[sum(i * strides[p] for i, p in zip(idx, perm))]
+           for idx in itertools.product(*[range(d) for d in out[1]])]
+    return [tensor(x.dtype, out[1], res)]
+
+
 @folder("Range")
 def fold_range(node, inputs, consts):
     out = _outputs_static(node, inputs, consts)

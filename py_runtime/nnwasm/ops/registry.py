@@ -9,6 +9,8 @@ An OpDef carries these callables:
         shapes raise InvalidModel; attribute values nnwasm can't handle raise NotImplementedOp.
     numpy(node, *arrays) -> (ndarray, ...)                  one per node output.
         The numpy reference (the NumpyExecutionProvider's kernel). Omitted inputs come as None.
+        Control-flow ops (control.py: nodes with subgraphs) also take infer's 4th argument, a
+        passes.BodyScope, and numpy's keyword `scope`, the enclosing values by name.
     fold(node, inputs, consts) -> [TensorData, ...] | None  optional, pure Python (fold.py).
         Output values when they can be computed now (small constant inputs; Shape/Size from a
         static shape), else None.
@@ -22,7 +24,7 @@ from ..errors import InvalidArgument, InvalidModel
 
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
-            "reduce", "misc", "resize", "fold")
+            "reduce", "misc", "resize", "control", "fold")
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False
@@ -99,10 +101,10 @@ def _as_tuple(fn):
     # Callers always get a tuple of ndarrays.
     # At run time, whatever the kernel finds inconsistent comes from the fed data (constant-only
     # problems were refused by infer at session creation): report it as InvalidArgument.
-    def run(node, *arrays):
+    def run(node, *arrays, **kw):
         import numpy as np
         try:
-            out = fn(node, *arrays)
+            out = fn(node, *arrays, **kw)
         except InvalidModel as e:
             raise InvalidArgument(str(e)) from None
         if not isinstance(out, tuple):

@@ -180,7 +180,7 @@ def squeeze_1(node, x):
 
 @op("Squeeze", 13, infer_squeeze)
 def squeeze_13(node, x, axes=None):
-    return _squeeze(node, x, None if axes is None else [int(a) for a in axes.tolist()])
+    return _squeeze(node, x, None if axes is None else [int(a) for a in axes.reshape(-1).tolist()])
 
 
 def unsqueeze_shape(node, xs, axes):
@@ -209,7 +209,7 @@ def unsqueeze_1(node, x):
 
 @op("Unsqueeze", 13, infer_unsqueeze)
 def unsqueeze_13(node, x, axes):
-    return x.reshape(unsqueeze_shape(node, x.shape, [int(a) for a in axes.tolist()]))
+    return x.reshape(unsqueeze_shape(node, x.shape, [int(a) for a in axes.reshape(-1).tolist()]))
 
 
 # --- Shape, Size ----------------------------------------------------------------------------------

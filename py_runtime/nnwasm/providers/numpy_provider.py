@@ -3,6 +3,8 @@ at a time. It is the fallback for what the WASM provider can't run, and the refe
 kernels are tested against. numpy is imported only when a partition of it is compiled, so a
 model that runs entirely on WASM never imports numpy (Pyodide has none)."""
 from ..errors import FallbackUnavailable, InvalidArgument, NnwasmError
+from ..ir import implicit_inputs, subgraphs
+from ..ops.control import numpy_refusal
 from ..ops.registry import lookup
 from ..tensor import TensorData
 
@@ -17,7 +19,7 @@ class NumpyExecutionProvider:
         op = lookup(node.domain, node.op_type, node.opset)
         if op is None or op.numpy is None:
             return f"no numpy implementation of {node.domain or 'ai.onnx'}::{node.op_type} at opset {node.opset}"
-        return None
+        return numpy_refusal(node)
 
     def compile(self, part, graph):
         try:
@@ -34,7 +36,7 @@ class _NumpyRunner:
         self.part = part
         self.ops = [lookup(n.domain, n.op_type, n.opset) for n in part.nodes]
         self.consts = {k: t.to_numpy() for k, t in graph.initializers.items()
-                       if any(k in n.inputs for n in part.nodes)}
+                       if any(k in n.inputs or k in implicit_inputs(n) for n in part.nodes)}
         self.outputs = set(part.outputs)
 
     def run(self, env):
@@ -44,7 +46,7 @@ class _NumpyRunner:
         for node, op in zip(self.part.nodes, self.ops):
             args = [vals[i] if i else None for i in node.inputs]
             try:
-                outs = op.numpy(node, *args)
+                outs = op.numpy(node, *args, scope=vals) if subgraphs(node) else op.numpy(node, *args)
             except NnwasmError:
                 raise
             except Exception as e:

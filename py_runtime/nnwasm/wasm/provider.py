@@ -1,7 +1,11 @@
 """WasmExecutionProvider: runs nodes on kernels.wasm. Its capability is the LOWERINGS table plus
-the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call."""
+the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call.
+Control flow (If/Loop/Scan with bodies that run on WASM) and tiny integer nodes computed on the
+host split a partition into steps (wasm/control.py)."""
 from ..host import get_host
+from ..ir import subgraphs
 from ..tensor import numel
+from .control import compile_nodes, control_refusal, host_op_refusal
 from .lowering import LOWERINGS
 from .plan import PlanBuilder
 from .runner import WasmRunner
@@ -21,6 +25,13 @@ class WasmExecutionProvider:
     def capability(self, node, graph):
         if node.domain not in ("", "ai.onnx"):
             return f"domain {node.domain} has no WASM kernels"
+        if subgraphs(node):
+            return control_refusal(self, node, graph)
+        why = self.plan_refusal(node, graph)
+        return None if why is None or host_op_refusal(node, graph) is None else why
+
+    def plan_refusal(self, node, graph):
+        """None if the node lowers to plan ops, else why not."""
         entry = LOWERINGS.get(node.op_type)
         if entry is None:
             return f"no WASM kernel for {node.op_type}"
@@ -36,14 +47,18 @@ class WasmExecutionProvider:
         return entry[0](node, graph)
 
     def compile(self, part, graph):
-        b = PlanBuilder(graph, part.inputs, part.outputs)
+        return compile_nodes(self, part.nodes, graph, part.outputs)
+
+    def compile_plan(self, nodes, graph, inputs, outputs):
+        """One plan for straight-line nodes that all lower to plan ops."""
+        b = PlanBuilder(graph, inputs, outputs)
         b.host = get_host()
         b.users = graph.consumers()
-        b.members = {id(n) for n in part.nodes}
-        for node in part.nodes:
+        b.members = {id(n) for n in nodes}
+        for node in nodes:
             if id(node) not in b.fused:
                 LOWERINGS[node.op_type][1](node, b)
         plan, arena, io = b.finish(MAX_ARENA_BYTES)
-        ins = [(n, io[n], b.nbytes(n)) for n in part.inputs]
-        outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in part.outputs]
+        ins = [(n, io[n], b.nbytes(n)) for n in inputs]
+        outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
         return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops))
