@@ -16,4 +16,8 @@ OPS = {
     "softmax": Op(code=8, args=("x", "y", "outer", "axis", "inner", "log"), kinds="ttiiii"),
     "copy2d": Op(code=9, args=("src", "dst", "rows", "row_bytes", "src_stride", "dst_stride"), kinds="ttiiii"),
     "transpose": Op(code=10, args=("x", "y", "esize", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="ttiiiiiiiiiiiiii"),
+    "gather_axes": Op(code=30, args=("x", "y", "table", "value", "esize", "x_count", "rank", "d0", "d1", "d2", "d3", "d4", "d5"), kinds="ttttiiiiiiiii"),
+    "gather": Op(code=31, args=("x", "idx", "y", "esize", "idx_dtype", "outer", "axis_dim", "n_idx", "inner"), kinds="tttiiiiii"),
+    "gather_elements": Op(code=32, args=("x", "idx", "y", "esize", "idx_dtype", "rank", "axis", "axis_dim", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="tttiiiiiiiiiiiiiiiii"),
+    "resize_linear": Op(code=33, args=("x", "y", "h_idx", "h_wt", "w_idx", "w_wt", "outer", "h_in", "w_in", "mid", "inner", "h_out", "w_out"), kinds="ttttttiiiiiii"),
 }
