@@ -13,7 +13,8 @@ static const struct {
     {"conv2d", test_conv2d},         {"gemm", test_gemm},       {"matmul", test_matmul},
     {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
     {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},
-    {"transpose", test_transpose},
+    {"transpose", test_transpose},   {"gather_axes", test_gather_axes}, {"gather", test_gather},
+    {"gather_elements", test_gather_elements}, {"resize_linear", test_resize_linear},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
 };
