@@ -269,3 +269,52 @@ def test_resize_cubic_falls_back():
     model, feeds = resize_model((1, 1, 4, 4), "cubic", "half_pixel", scales=[1, 1, 2, 2])
     sess = nnwasm.InferenceSession(model)
     assert [p for _, _, p in sess.get_provider_assignment()] == ["NumpyExecutionProvider"]
+
+
+# --- the exporters' idioms ----------------------------------------------------------------------
+
+def test_bert_gpt2_embedding_idioms_fold_or_run_on_wasm():
+    """Shape, Gather of a shape, Unsqueeze, Slice of a buffer, Range, ConstantOfShape and Size fold at
+    session creation when shapes are static; what is left (embedding Gathers with run-time ids, Add,
+    Expand) runs on kernels.wasm."""
+    ids = np.array([[101, 7, 2003, 55, 9, 102]], np.int64)
+    h = helper.make_node
+    nodes = [
+        h("Shape", ["ids"], ["shape"]),
+        h("Gather", ["shape", "one"], ["seq"], axis=0),
+        h("Unsqueeze", ["seq", "zero1"], ["seq1"]),
+        h("Slice", ["posbuf", "zero1", "seq1", "one1"], ["pos_ids"]),   # BERT: position_ids[:, :seq]
+        h("Gather", ["P", "pos_ids"], ["pe"]),
+        h("Gather", ["E", "ids"], ["we"]),
+        h("Add", ["we", "pe"], ["emb"]),
+        h("Range", ["zero", "seq", "one"], ["r"]),                      # GPT-2: positions
+        h("ConstantOfShape", ["shape"], ["ones"], value=helper.make_tensor("v", 1, [1], [1.0])),
+        h("Size", ["ids"], ["n"]),
+        h("Expand", ["emb", "shape3"], ["Y"]),
+    ]
+    inits = {"one": np.array(1, np.int64), "zero": np.array(0, np.int64), "zero1": np.array([0], np.int64),
+             "one1": np.array([1], np.int64), "posbuf": np.arange(32, dtype=np.int64)[None],
+             "P": rand(32, 8, seed=1), "E": rand(3000, 8, seed=2), "shape3": np.array([2, 1, 1], np.int64)}
+    model = graph_model(nodes, {"ids": ids}, ["Y", "r", "ones", "n"], inits)
+    sess = check(model, {"ids": ids})
+    assert [op for _, op, _ in sess.get_provider_assignment()] == ["Gather", "Add", "Expand"]
+
+
+def test_deeplab_style_bilinear_resize_with_sizes_from_shape():
+    """torch's F.interpolate(bilinear, align_corners=False): Resize(x, empty roi, empty scales, sizes)
+    with sizes = Concat(Shape(x)[:2], [H, W]), folded at session creation."""
+    x = rand(1, 4, 7, 9)
+    h = helper.make_node
+    nodes = [h("Shape", ["X"], ["s"]), h("Slice", ["s", "z", "two"], ["nc"]),
+             h("Concat", ["nc", "hw"], ["sizes"], axis=0),
+             h("Resize", ["X", "roi", "scales", "sizes"], ["Y"], mode="linear",
+               coordinate_transformation_mode="half_pixel")]
+    inits = {"z": np.array([0], np.int64), "two": np.array([2], np.int64), "hw": np.array([28, 36], np.int64),
+             "roi": np.array([], np.float32), "scales": np.array([], np.float32)}
+    sess = check(graph_model(nodes, {"X": x}, ["Y"], inits, opset=11), {"X": x})
+    assert [op for _, op, _ in sess.get_provider_assignment()] == ["Resize"]
+
+
+def test_unet_style_nearest_upsample():
+    model, feeds = resize_model((1, 8, 5, 6), "nearest", "asymmetric", "floor", scales=[1, 1, 2, 2])
+    check(model, feeds)
