@@ -142,6 +142,13 @@ def test_tile(xs, reps):
     check(node_model("Tile", {"X": x}, {"r": np.array(reps, np.int64)}), {"X": x})
 
 
+def test_tile_and_pad_of_rank7_merge_axes_to_fit_six():
+    x = typed((2, 1, 3, 1, 2, 1, 2), np.float32)
+    check(node_model("Tile", {"X": x}, {"r": np.array([1, 2, 1, 3, 2, 1, 2], np.int64)}), {"X": x})
+    pads = np.array([0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 2, 0, 1], np.int64)
+    check(node_model("Pad", {"X": x}, {"p": pads}, mode="edge"), {"X": x})
+
+
 # --- Split ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("opset,axis,split,n_out", [(13, 0, None, 2), (13, 1, [1, 4, 1], 3), (11, -1, [2, 3], 2),

@@ -8,7 +8,8 @@ from ...tensor import TensorData, numel
 
 PAD = -1
 MAX_RANK = 6
-MAX_PRODUCT_TABLE = 1 << 16   # entries a forced merge of two axes may produce
+MAX_AFFINE_TABLE = 1 << 12    # entries an optional join of two contiguous axes may produce
+MAX_PRODUCT_TABLE = 1 << 16   # entries a join needed to fit six axes may produce
 
 
 def strides(shape):
@@ -38,30 +39,36 @@ def _shift(t, c):
 
 
 def merge(tables):
-    """Fewer tables describing the same gather: size-1 axes fold into a neighbour, affine neighbours
-    (t_k steps over all of t_k+1) join, and beyond six axes the smallest pairs multiply out.
-    Returns None when the result would still not fit."""
-    tables = [list(t) for t in tables] or [[0]]
-    out = []
-    for t in tables:
-        if out and len(t) == 1 and t[0] != PAD:
-            out[-1] = _shift(out[-1], t[0])
+    """Fewer tables describing the same gather. Size-1 axes fold into a neighbour; neighbours that
+    stay affine (t_k steps over all of t_k+1: a longer contiguous run) join while the joined table
+    stays small; beyond six axes the pairs with the smallest product multiply out. A joined table
+    has d_k * d_k+1 entries (they are data in the plan), hence the caps. None when it can't fit."""
+    folded = []
+    for t in [list(t) for t in tables] or [[0]]:
+        if folded and len(t) == 1 and t[0] != PAD:
+            folded[-1] = _shift(folded[-1], t[0])
             continue
-        if out and len(out[-1]) == 1 and out[-1][0] != PAD:
-            t = _shift(t, out.pop()[0])
-        if out:
+        if folded and len(folded[-1]) == 1 and folded[-1][0] != PAD:
+            t = _shift(t, folded.pop()[0])
+        folded.append(t)
+    out = []
+    for t in folded:
+        if out and len(out[-1]) * len(t) <= MAX_AFFINE_TABLE:
             s_prev, s = _step(out[-1]), _step(t)
             if s_prev is not None and s is not None and s_prev == s * len(t):
-                out[-1] = [out[-1][0] + t[0] + i * s for i in range(len(out[-1]) * len(t))]
+                out[-1] = _product(out[-1], t)
                 continue
         out.append(t)
     while len(out) > MAX_RANK:
         k = min(range(len(out) - 1), key=lambda i: len(out[i]) * len(out[i + 1]))
-        a, c = out[k], out[k + 1]
-        if len(a) * len(c) > MAX_PRODUCT_TABLE:
+        if len(out[k]) * len(out[k + 1]) > MAX_PRODUCT_TABLE:
             return None
-        out[k:k + 2] = [[PAD if u == PAD or v == PAD else u + v for u in a for v in c]]
+        out[k:k + 2] = [_product(out[k], out[k + 1])]
     return out
+
+
+def _product(a, c):
+    return [PAD if u == PAD or v == PAD else u + v for u in a for v in c]
 
 
 def fits(tables):
