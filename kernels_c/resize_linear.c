@@ -60,6 +60,14 @@ void nnw_run_resize_linear(const int32_t *v, uint8_t *arena) {
       for (int32_t m = 0; m < d[MID]; m++) {
         const float *r0 = xo + (size_t)hi[2 * i] * h_stride + (size_t)m * mid_in;
         const float *r1 = xo + (size_t)hi[2 * i + 1] * h_stride + (size_t)m * mid_in;
+        if (inner == 1) {   /* NCHW: the common case, without the channel loop */
+          for (int32_t j = 0; j < d[W_OUT]; j++, y++) {
+            int32_t c0 = wi[2 * j], c1 = wi[2 * j + 1];
+            float b0 = ww[2 * j], b1 = ww[2 * j + 1];
+            *y = a0 * (b0 * r0[c0] + b1 * r0[c1]) + a1 * (b0 * r1[c0] + b1 * r1[c1]);
+          }
+          continue;
+        }
         for (int32_t j = 0; j < d[W_OUT]; j++) {
           size_t c0 = (size_t)wi[2 * j] * col, c1 = (size_t)wi[2 * j + 1] * col;
           float b0 = ww[2 * j], b1 = ww[2 * j + 1];

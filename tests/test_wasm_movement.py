@@ -61,6 +61,9 @@ def test_gather_out_of_range_index_raises_and_session_survives():
         sess.run(None, feeds)
     with pytest.raises(nnwasm.errors.InvalidArgument, match="index out of range"):
         sess.run(None, {"X": x, "I": np.array([-6, 0], np.int64)})
+    for wild in (2 ** 40, -2 ** 40, 2 ** 32 + 1):   # int64 values that wrap to valid int32s
+        with pytest.raises(nnwasm.errors.InvalidArgument, match="index out of range"):
+            sess.run(None, {"X": x, "I": np.array([0, wild], np.int64)})
     got = sess.run(None, {"X": x, "I": np.array([4, -5], np.int64)})[0]
     np.testing.assert_array_equal(got, x[[4, 0]])
 
