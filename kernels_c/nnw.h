@@ -16,7 +16,8 @@
  *
  * Ownership: whoever calls nnw_malloc calls nnw_free. The plan buffer and the arena belong
  * to the caller and must outlive every nnw_plan_run on them. Nothing here keeps global state
- * besides the allocator, so one module instance can hold many plans.
+ * besides the allocator and the last run's failed op, so one module instance can hold many plans
+ * (run one at a time: the instance has one thread).
  */
 #ifndef NNW_H
 #define NNW_H
