@@ -26,6 +26,11 @@
 NNW_OPS(NNW_DECLARE_OP)
 #undef NNW_DECLARE_OP
 
+/* Ends the current op with a run-time failure (a nnw_status, e.g. NNW_BAD_INDEX): the kernel
+ * calls it and returns; nnw_plan_run stops before the next op and returns the first status. The
+ * one piece of state besides the allocator, read and reset by plan.c around each run op. */
+void nnw_run_fail(int status);
+
 #define NNW_TRY(expr)         \
   do {                        \
     int nnw_status_ = (expr); \

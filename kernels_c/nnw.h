@@ -16,7 +16,8 @@
  *
  * Ownership: whoever calls nnw_malloc calls nnw_free. The plan buffer and the arena belong
  * to the caller and must outlive every nnw_plan_run on them. Nothing here keeps global state
- * besides the allocator, so one module instance can hold many plans.
+ * besides the allocator and the last run's failed op, so one module instance can hold many plans
+ * (run one at a time: the instance has one thread).
  */
 #ifndef NNW_H
 #define NNW_H
@@ -35,7 +36,8 @@ enum nnw_status {
   NNW_BAD_OPCODE = 4,     /* opcode not in ops.def */
   NNW_BAD_ARGS = 5,       /* wrong n_args, or a shape/param out of range */
   NNW_OUT_OF_BOUNDS = 6,  /* a tensor would reach outside the arena */
-  NNW_OUT_OF_MEMORY = 7
+  NNW_OUT_OF_MEMORY = 7,
+  NNW_BAD_INDEX = 8       /* run time: an index read from a tensor (Gather's) is out of range */
 };
 
 void *nnw_malloc(size_t bytes);
@@ -47,8 +49,13 @@ void nnw_free(void *p);
 int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena, uint32_t arena_bytes,
                   int32_t *bad_op);
 
-/* Runs the run ops on an arena prepared by a successful nnw_plan_load of the same plan. */
+/* Runs the run ops on an arena prepared by a successful nnw_plan_load of the same plan. Returns
+ * NNW_OK, or the status of the first op that failed on the data it read (NNW_BAD_INDEX: an index
+ * tensor held an out-of-range value); the ops after it do not run, nothing outside the arena's
+ * tensors is touched, and the arena stays loaded, so the next nnw_plan_run starts afresh.
+ * nnw_plan_failed_op() then gives that op's index among the run ops (-1 after a success). */
 int nnw_plan_run(const uint8_t *plan, uint8_t *arena);
+int32_t nnw_plan_failed_op(void);
 
 /* Bytes of scratch conv2d needs for these parameters (0 when the chosen algorithm needs none).
  * The plan compiler asks this so the kernel alone decides its algorithm. */

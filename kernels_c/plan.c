@@ -39,9 +39,24 @@ static int validate_ops(const int32_t *words, uint32_t count, uint32_t arena_byt
   return NNW_OK;
 }
 
-static void run_ops(const int32_t *words, uint32_t count, uint8_t *arena) {
-  for (uint32_t at = 0; at < count; at += 2 + (uint32_t)words[at + 1])
+/* set by nnw_run_fail during a run op; wasm has one thread, and nnw_plan_run is not reentrant */
+static int run_status = NNW_OK;
+static int32_t failed_op = -1;
+
+void nnw_run_fail(int status) {
+  if (run_status == NNW_OK) run_status = status;
+}
+
+/* Returns NNW_OK or the first op's failure; *index counts the ops run (left on the failing one). */
+static int run_ops(const int32_t *words, uint32_t count, uint8_t *arena, int32_t *index) {
+  run_status = NNW_OK;
+  for (uint32_t at = 0; at < count; at += 2 + (uint32_t)words[at + 1]) {
+    ++*index;
     nnw_ops[words[at]].run(words + at + 2, arena);
+    if (run_status != NNW_OK) return run_status;
+  }
+  *index = -1;
+  return NNW_OK;
 }
 
 static int check_header(const uint8_t *plan, uint32_t plan_bytes, const uint8_t *arena,
@@ -76,8 +91,7 @@ static int load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena, uint32
   NNW_TRY(validate_ops(init + init_words, run_words, plan_arena, index));
   *index = -1;
   memmove(arena, plan + header_word(plan, H_WEIGHTS_OFFSET), header_word(plan, H_WEIGHTS_BYTES));
-  run_ops(init, init_words, arena);
-  return NNW_OK;
+  return run_ops(init, init_words, arena, index);
 }
 
 NNW_EXPORT int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena,
@@ -95,6 +109,8 @@ NNW_EXPORT int nnw_plan_run(const uint8_t *plan, uint8_t *arena) {
   if (header_word(plan, H_VERSION) != NNW_PLAN_VERSION) return NNW_BAD_VERSION;
   uint32_t init_words = header_word(plan, H_INIT);
   const int32_t *words = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS;
-  run_ops(words + init_words, header_word(plan, H_RUN), arena);
-  return NNW_OK;
+  failed_op = -1;
+  return run_ops(words + init_words, header_word(plan, H_RUN), arena, &failed_op);
 }
+
+NNW_EXPORT int32_t nnw_plan_failed_op(void) { return failed_op; }

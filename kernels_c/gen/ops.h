@@ -18,7 +18,11 @@ enum nnw_opcode {
   NNW_OP_UNARY_BOOL = 13,
   NNW_OP_CAST = 14,
   NNW_OP_WHERE = 15,
-  NNW_OP_COUNT = 16 /* one past the largest opcode */
+  NNW_OP_GATHER_AXES = 30,
+  NNW_OP_GATHER = 31,
+  NNW_OP_GATHER_ELEMENTS = 32,
+  NNW_OP_RESIZE_LINEAR = 33,
+  NNW_OP_COUNT = 34 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -294,6 +298,77 @@ enum nnw_where_arg {
   NNW_WHERE_NARGS = 30
 };
 
+enum nnw_gather_axes_arg {
+  NNW_GATHER_AXES_X = 0,
+  NNW_GATHER_AXES_Y = 1,
+  NNW_GATHER_AXES_TABLE = 2,
+  NNW_GATHER_AXES_VALUE = 3,
+  NNW_GATHER_AXES_ESIZE = 4,
+  NNW_GATHER_AXES_X_COUNT = 5,
+  NNW_GATHER_AXES_RANK = 6,
+  NNW_GATHER_AXES_D0 = 7,
+  NNW_GATHER_AXES_D1 = 8,
+  NNW_GATHER_AXES_D2 = 9,
+  NNW_GATHER_AXES_D3 = 10,
+  NNW_GATHER_AXES_D4 = 11,
+  NNW_GATHER_AXES_D5 = 12,
+  NNW_GATHER_AXES_NARGS = 13
+};
+
+enum nnw_gather_arg {
+  NNW_GATHER_X = 0,
+  NNW_GATHER_IDX = 1,
+  NNW_GATHER_Y = 2,
+  NNW_GATHER_ESIZE = 3,
+  NNW_GATHER_IDX_DTYPE = 4,
+  NNW_GATHER_OUTER = 5,
+  NNW_GATHER_AXIS_DIM = 6,
+  NNW_GATHER_N_IDX = 7,
+  NNW_GATHER_INNER = 8,
+  NNW_GATHER_NARGS = 9
+};
+
+enum nnw_gather_elements_arg {
+  NNW_GATHER_ELEMENTS_X = 0,
+  NNW_GATHER_ELEMENTS_IDX = 1,
+  NNW_GATHER_ELEMENTS_Y = 2,
+  NNW_GATHER_ELEMENTS_ESIZE = 3,
+  NNW_GATHER_ELEMENTS_IDX_DTYPE = 4,
+  NNW_GATHER_ELEMENTS_RANK = 5,
+  NNW_GATHER_ELEMENTS_AXIS = 6,
+  NNW_GATHER_ELEMENTS_AXIS_DIM = 7,
+  NNW_GATHER_ELEMENTS_D0 = 8,
+  NNW_GATHER_ELEMENTS_D1 = 9,
+  NNW_GATHER_ELEMENTS_D2 = 10,
+  NNW_GATHER_ELEMENTS_D3 = 11,
+  NNW_GATHER_ELEMENTS_D4 = 12,
+  NNW_GATHER_ELEMENTS_D5 = 13,
+  NNW_GATHER_ELEMENTS_S0 = 14,
+  NNW_GATHER_ELEMENTS_S1 = 15,
+  NNW_GATHER_ELEMENTS_S2 = 16,
+  NNW_GATHER_ELEMENTS_S3 = 17,
+  NNW_GATHER_ELEMENTS_S4 = 18,
+  NNW_GATHER_ELEMENTS_S5 = 19,
+  NNW_GATHER_ELEMENTS_NARGS = 20
+};
+
+enum nnw_resize_linear_arg {
+  NNW_RESIZE_LINEAR_X = 0,
+  NNW_RESIZE_LINEAR_Y = 1,
+  NNW_RESIZE_LINEAR_H_IDX = 2,
+  NNW_RESIZE_LINEAR_H_WT = 3,
+  NNW_RESIZE_LINEAR_W_IDX = 4,
+  NNW_RESIZE_LINEAR_W_WT = 5,
+  NNW_RESIZE_LINEAR_OUTER = 6,
+  NNW_RESIZE_LINEAR_H_IN = 7,
+  NNW_RESIZE_LINEAR_W_IN = 8,
+  NNW_RESIZE_LINEAR_MID = 9,
+  NNW_RESIZE_LINEAR_INNER = 10,
+  NNW_RESIZE_LINEAR_H_OUT = 11,
+  NNW_RESIZE_LINEAR_W_OUT = 12,
+  NNW_RESIZE_LINEAR_NARGS = 13
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -310,7 +385,11 @@ enum nnw_where_arg {
   X(12, compare, COMPARE, 24, "iitttiiiiiiiiiiiiiiiiiii") \
   X(13, unary_bool, UNARY_BOOL, 4, "itti") \
   X(14, cast, CAST, 5, "iitti") \
-  X(15, where, WHERE, 30, "ittttiiiiiiiiiiiiiiiiiiiiiiiii")
+  X(15, where, WHERE, 30, "ittttiiiiiiiiiiiiiiiiiiiiiiiii") \
+  X(30, gather_axes, GATHER_AXES, 13, "ttttiiiiiiiii") \
+  X(31, gather, GATHER, 9, "tttiiiiii") \
+  X(32, gather_elements, GATHER_ELEMENTS, 20, "tttiiiiiiiiiiiiiiiii") \
+  X(33, resize_linear, RESIZE_LINEAR, 13, "ttttttiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

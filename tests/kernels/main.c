@@ -17,6 +17,8 @@ static const struct {
     {"unary_math", test_unary_math}, {"binary_math", test_binary_math},
     {"binary_int", test_binary_int}, {"compare", test_compare}, {"unary_bool", test_unary_bool},
     {"cast", test_cast},             {"where", test_where},     {"logic_refusals", test_logic_refusals},
+    {"transpose", test_transpose},   {"gather_axes", test_gather_axes}, {"gather", test_gather},
+    {"gather_elements", test_gather_elements}, {"resize_linear", test_resize_linear},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
 };

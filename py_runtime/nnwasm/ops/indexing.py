@@ -228,6 +228,8 @@ def gather_elements(node, data, idx):
     n = data.shape[a]
     if idx.size and (idx.min() < -n or idx.max() >= n):
         S.fail(node, f"indices out of range [{-n}, {n - 1}]")
+    # indices may be shorter than data along the other axes: those read data's leading part
+    data = data[tuple(slice(None) if i == a else slice(0, d) for i, d in enumerate(idx.shape))]
     return np.take_along_axis(data, np.where(idx < 0, idx + n, idx).astype(np.int64), axis=a)
 
 

@@ -11,7 +11,7 @@ from . import shapes as S
 from .registry import op
 
 COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-               "asymmetric", "tf_crop_and_resize")
+               "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 
@@ -122,6 +122,8 @@ def _source_coords(np, spec, y, n_in, n_out, scale, roi):
         x = np.full_like(y, -0.5) if n_out == 1 else (y + 0.5) / scale - 0.5
     elif spec.coord == "half_pixel":
         x = (y + 0.5) / scale - 0.5
+    elif spec.coord == "tf_half_pixel_for_nn":   # opset 11 only
+        x = (y + 0.5) / scale
     elif spec.coord == "half_pixel_symmetric":
         offset = n_in / 2 * (1 - n_out / length)
         x = offset + (y + 0.5) / scale - 0.5

@@ -14,8 +14,12 @@ from .lower.elementwise import (check_arith, check_batch_norm, check_binary, che
                                 lower_batch_norm, lower_binary, lower_unary, lower_variadic)
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
                           lower_where)
+from .lower.gather import check_gather, check_gather_elements, lower_gather, lower_gather_elements
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
+from .lower.reindex import (check_expand, check_pad, check_slice, check_space_depth, check_split, check_tile,
+                            lower_expand, lower_pad, lower_slice, lower_space_depth, lower_split, lower_tile)
+from .lower.resize import check_resize, lower_resize
 from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
 
 LOWERINGS = {
@@ -68,4 +72,17 @@ LOWERINGS = {
     "Dropout": (any_dtype(check_dropout), lower_copy),
     "Concat": (any_dtype(ok), lower_concat),
     "Transpose": (any_dtype(check_transpose), lower_transpose),
+    # gathers with run-time indices (lower/gather.py)
+    "Gather": (any_dtype(check_gather), lower_gather),
+    "GatherElements": (any_dtype(check_gather_elements), lower_gather_elements),
+    # per-axis index tables built at plan build (lower/reindex.py, lower/resize.py)
+    "Slice": (any_dtype(check_slice), lower_slice),
+    "Expand": (any_dtype(check_expand), lower_expand),
+    "Tile": (any_dtype(check_tile), lower_tile),
+    "Split": (any_dtype(check_split), lower_split),
+    "Pad": (any_dtype(check_pad), lower_pad),
+    "DepthToSpace": (any_dtype(check_space_depth), lower_space_depth),
+    "SpaceToDepth": (any_dtype(check_space_depth), lower_space_depth),
+    "Resize": (check_resize, lower_resize),
+    "Upsample": (check_resize, lower_resize),
 }

@@ -21,4 +21,8 @@ OPS = {
     "unary_bool": Op(code=13, args=("kind", "x", "y", "count"), kinds="itti"),
     "cast": Op(code=14, args=("from", "to", "x", "y", "count"), kinds="iitti"),
     "where": Op(code=15, args=("esize", "cond", "x", "y", "out", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "cs0", "cs1", "cs2", "cs3", "cs4", "cs5", "xs0", "xs1", "xs2", "xs3", "xs4", "xs5", "ys0", "ys1", "ys2", "ys3", "ys4", "ys5"), kinds="ittttiiiiiiiiiiiiiiiiiiiiiiiii"),
+    "gather_axes": Op(code=30, args=("x", "y", "table", "value", "esize", "x_count", "rank", "d0", "d1", "d2", "d3", "d4", "d5"), kinds="ttttiiiiiiiii"),
+    "gather": Op(code=31, args=("x", "idx", "y", "esize", "idx_dtype", "outer", "axis_dim", "n_idx", "inner"), kinds="tttiiiiii"),
+    "gather_elements": Op(code=32, args=("x", "idx", "y", "esize", "idx_dtype", "rank", "axis", "axis_dim", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="tttiiiiiiiiiiiiiiiii"),
+    "resize_linear": Op(code=33, args=("x", "y", "h_idx", "h_wt", "w_idx", "w_wt", "outer", "h_in", "w_in", "mid", "inner", "h_out", "w_out"), kinds="ttttttiiiiiii"),
 }

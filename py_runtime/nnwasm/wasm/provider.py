@@ -40,7 +40,9 @@ class WasmExecutionProvider:
             vi = graph.values.get(name)
             if vi is None or vi.dtype is None or not vi.is_static():
                 return f"the shape or type of '{name}' is not known at session creation"
-            if numel(vi.shape) == 0:
+            if numel(vi.shape) == 0 and name not in graph.initializers:
+                # an empty constant (Resize's roi) is read at plan build, never by a kernel;
+                # the compute kernels' f32(...) refuses empty tensors of its own
                 return f"'{name}' is empty"
             if numel(vi.shape) * max(vi.dtype.size, 1) > MAX_TENSOR_BYTES:
                 return f"'{name}' is larger than kernels.wasm's {MAX_TENSOR_BYTES >> 20} MiB tensor limit"
@@ -55,10 +57,12 @@ class WasmExecutionProvider:
         b.host = get_host()
         b.users = graph.consumers()
         b.members = {id(n) for n in nodes}
+        op_nodes = []
         for node in nodes:
             if id(node) not in b.fused:
                 LOWERINGS[node.op_type][1](node, b)
+                op_nodes += [node] * (len(b.ops) - len(op_nodes))
         plan, arena, io = b.finish(MAX_ARENA_BYTES)
         ins = [(n, io[n], b.nbytes(n)) for n in inputs]
         outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
-        return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops))
+        return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops), op_nodes)

@@ -3,16 +3,19 @@ lifetime; run() copies the partition's inputs in, makes one call, and copies its
 import struct
 import weakref
 
-from ..errors import KernelError
+from ..errors import InvalidArgument, KernelError
 from ..tensor import TensorData, numel
 
 STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
-          5: "bad op arguments", 6: "tensor outside the arena", 7: "out of memory"}
+          5: "bad op arguments", 6: "tensor outside the arena", 7: "out of memory",
+          8: "index out of range"}
+BAD_INDEX = 8   # a run-time status: the input data was at fault, the session stays usable
 
 
 class WasmRunner:
-    def __init__(self, host, plan, arena_bytes, inputs, outputs, n_ops):
+    def __init__(self, host, plan, arena_bytes, inputs, outputs, n_ops, op_nodes=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
+        self.op_nodes = op_nodes or []   # the node each run op was lowered from, to name it in errors
         self.n_ops, self.plan_bytes, self.arena_bytes = n_ops, len(plan), arena_bytes
         with host.lock:
             host.drain()
@@ -58,6 +61,11 @@ class WasmRunner:
             for name, off, _ in self.inputs:
                 host.write(arena + off, env[name].data)
             status = host.call("nnw_plan_run", self.plan, arena)
+            if status == BAD_INDEX:
+                op = host.call("nnw_plan_failed_op")
+                node = self.op_nodes[op] if 0 <= op < len(self.op_nodes) else "a node"
+                raise InvalidArgument(f"index out of range in {node}: an index input holds a value "
+                                      "outside the indexed axis")
             if status:
                 raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
             outs = [(name, dt, shape, host.read(arena + off, dt.size * numel(shape)))

@@ -3,7 +3,7 @@ small constant tensors built without numpy."""
 import struct
 
 from ...dtypes import FLOAT32
-from ...tensor import TensorData
+from ...tensor import TensorData, numel
 
 
 def tensors(node):
@@ -18,6 +18,8 @@ def f32(check):
             dt = g.values[name].dtype
             if dt.name != "float32":
                 return f"'{name}' is {dt.name}; this WASM kernel takes float32"
+            if numel(g.values[name].shape) == 0:
+                return f"'{name}' is empty"
         return check(node, g)
     return wrapped
 

@@ -1,5 +1,7 @@
 """Data-movement lowerings: copies (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout),
-Concat and Transpose. They move bytes, so they take any fixed-size dtype."""
+Concat and Transpose. They move bytes, so they take any fixed-size dtype. Slice, Expand, Tile,
+Split, Pad and Depth/SpaceToDepth are in reindex.py (gather_axes tables), Gather in gather.py,
+Resize in resize.py."""
 from ...tensor import numel
 from .common import axis_attr
 
