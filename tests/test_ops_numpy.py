@@ -22,8 +22,10 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import AttributeProto, helper, numpy_helper  # noqa: E402
+from onnx import AttributeProto, TensorProto, helper, numpy_helper  # noqa: E402
 
+import nnwasm  # noqa: E402
+from model_builders import graph_model  # noqa: E402
 from nnwasm import dtypes, ir  # noqa: E402
 from nnwasm.errors import NnwasmError  # noqa: E402
 from nnwasm.ops import registry  # noqa: E402
@@ -452,10 +454,23 @@ def test_registry_covers_opsets_7_to_21():
     missing = [f"{op_type}@{opset}" for first, names in REQUIRED_OPS.items() for op_type in names.split()
                for opset in range(first, 22) if registry.lookup("", op_type, opset) is None]
     assert not missing
-    assert registry.lookup("", "Add", 6) is None      # opset < 7 broadcasting rules are not supported
+    assert registry.lookup("", "Add", 6).since == 1   # opset < 7: the cases numpy broadcasting covers
     assert registry.lookup("ai.onnx", "Squeeze", 13).since == 13
     assert registry.lookup("", "Squeeze", 12).since == 1
     assert registry.lookup("com.microsoft", "Gelu", 1) is None
+
+
+@pytest.mark.parametrize("attrs,ok", [({}, False), ({"broadcast": 1}, True), ({"broadcast": 1, "axis": 1}, True),
+                                      ({"broadcast": 1, "axis": 0}, False)])
+def test_opset6_binary_broadcast_only_where_numpy_agrees(attrs, ok):
+    a, b = np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32)
+    model = graph_model([helper.make_node("Add", ["A", "B"], ["Y"], **attrs)], {"A": a, "B": b}, ["Y"], opset=6,
+                        out_dtype=TensorProto.FLOAT)
+    if ok:
+        np.testing.assert_array_equal(nnwasm.InferenceSession(model).run(None, {"A": a, "B": b})[0], a + b)
+    else:
+        with pytest.raises((nnwasm.NotImplementedOp, nnwasm.InvalidModel), match="opset < 7"):
+            nnwasm.InferenceSession(model)
 
 
 def test_numpy_kernels_report_bad_data_as_invalid_argument():

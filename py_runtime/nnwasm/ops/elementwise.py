@@ -1,5 +1,6 @@
-"""Elementwise math, comparison and logic ops with numpy broadcasting (opset 7+ semantics: the
-opset 1-6 `broadcast`/`axis` attributes are not supported, so binary ops start at 7)."""
+"""Elementwise math, comparison and logic ops with numpy broadcasting (opset 7+ semantics). Before
+opset 7, Add/Sub/Mul/Div took `broadcast`/`axis` attributes: registered from opset 1 for the
+cases that mean the same as numpy broadcasting (equal shapes, or a suffix-aligned broadcast)."""
 import functools
 import math
 
@@ -23,6 +24,19 @@ def infer_variadic(node, inputs, consts):
     if not inputs or any(vi is None for vi in inputs):
         S.fail(node, "needs at least one input and no omitted inputs")
     return [(S.same_dtype(node, inputs), S.broadcast(node, *[S.shape(vi) for vi in inputs]))]
+
+
+def infer_legacy_binary(node, inputs, consts):
+    """Opset 1-6: without broadcast=1 the shapes are equal; with it, b aligns at `axis`, which is
+    numpy broadcasting only when `axis` is absent or puts b at the end of a."""
+    a, b = S.shape(S.need(node, inputs, 0)), S.shape(S.need(node, inputs, 1))
+    if node.attr("broadcast", 0):
+        axis = node.attr("axis")
+        if axis is not None and (a is None or b is None or axis % max(len(a), 1) != len(a) - len(b)):
+            S.unsupported(node, "opset < 7 broadcasting at an axis other than the trailing one")
+    elif a is not None and b is not None and tuple(a) != tuple(b):
+        S.fail(node, f"opset < 7 without broadcast needs equal shapes, got {list(a)} and {list(b)}")
+    return infer_binary(node, inputs, consts)
 
 
 def infer_compare(node, inputs, consts):
@@ -98,6 +112,8 @@ for _name, _fn in {
     "Xor": lambda np, a, b: np.logical_xor(a, b),
 }.items():
     _binary(_name, 7, infer_compare if _name in ("And", "Or", "Xor") else infer_binary, _fn)
+    if _name in ("Add", "Sub", "Mul", "Div"):
+        _binary(_name, 1, infer_legacy_binary, _fn)
 
 _binary("Pow", 7, infer_pow, _pow)
 

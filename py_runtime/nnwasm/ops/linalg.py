@@ -52,6 +52,7 @@ def infer_gemm(node, inputs, consts):
     return [(dt, (m, n))]
 
 
+@op("Gemm", 1, infer_gemm)   # opset 1-6's `broadcast` of C is unidirectional: numpy's covers it
 @op("Gemm", 7, infer_gemm)
 def gemm(node, a, b, c=None):
     import numpy as np

@@ -4,6 +4,7 @@ Control flow (If/Loop/Scan with bodies that run on WASM) and tiny integer nodes 
 host split a partition into steps (wasm/control.py)."""
 from ..host import get_host
 from ..ir import subgraphs
+from ..ops.registry import lookup
 from ..tensor import numel
 from .control import compile_nodes, control_refusal, host_op_refusal
 from .lowering import LOWERINGS
@@ -25,6 +26,10 @@ class WasmExecutionProvider:
     def capability(self, node, graph):
         if node.domain not in ("", "ai.onnx"):
             return f"domain {node.domain} has no WASM kernels"
+        if lookup(node.domain, node.op_type, node.opset) is None:
+            # LOWERINGS rows follow the registry's semantics, which start at its since-versions
+            # (opset 6 PRelu broadcasts its slope per channel, not as numpy does)
+            return f"nnwasm knows no {node.op_type} at opset {node.opset}"
         if subgraphs(node):
             return control_refusal(self, node, graph)
         why = self.plan_refusal(node, graph)
