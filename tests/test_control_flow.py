@@ -270,11 +270,11 @@ def test_control_flow_without_numpy(tmp_path):
 # --- refusals ----------------------------------------------------------------------------------------
 
 def test_body_the_wasm_provider_refuses_falls_back_to_numpy():
-    then_g = branch("then", [helper.make_node("Erf", ["X"], ["t"], name="erf_in_branch")], [vi("t", F, [3])])
+    then_g = branch("then", [helper.make_node("Asinh", ["X"], ["t"], name="asinh_in_branch")], [vi("t", F, [3])])
     else_g = branch("else", [helper.make_node("Relu", ["X"], ["e"])], [vi("e", F, [3])])
     model = graph_model([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g, name="cf")],
                         {"X": rand(3), "c": np.array(True)}, ["Y"])
-    with pytest.raises(nnwasm.NotImplementedOp, match="then_branch has Erf node 'erf_in_branch'"):
+    with pytest.raises(nnwasm.NotImplementedOp, match="then_branch has Asinh node 'asinh_in_branch'"):
         wasm_session(model)
     sess = nnwasm.InferenceSession(model)
     assert sess.get_provider_assignment() == [("cf", "If", "NumpyExecutionProvider")]
@@ -325,14 +325,14 @@ def test_loop_body_with_if_on_the_counter():
 
 
 def test_if_body_reads_a_value_of_the_numpy_fallback():
-    """With the fallback on, Erf runs on numpy and the If on WASM reads its output by name."""
+    """With the fallback on, Asinh runs on numpy and the If on WASM reads its output by name."""
     then_g = branch("then", [helper.make_node("Mul", ["e", "X"], ["t"])], [vi("t", F, [4])])
     else_g = branch("else", [helper.make_node("Sub", ["e", "X"], ["s"])], [vi("s", F, [4])])
-    nodes = [helper.make_node("Erf", ["X"], ["e"], name="erf"),
+    nodes = [helper.make_node("Asinh", ["X"], ["e"], name="asinh"),
              helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g, name="if")]
     model = graph_model(nodes, {"X": rand(4), "c": np.array(True)}, ["Y"])
     sess = nnwasm.InferenceSession(model)
-    assert sess.get_provider_assignment() == [("erf", "Erf", "NumpyExecutionProvider"),
+    assert sess.get_provider_assignment() == [("asinh", "Asinh", "NumpyExecutionProvider"),
                                               ("if", "If", "WasmExecutionProvider")]
     x = rand(4, seed=3)
     for c in (True, False):
