@@ -106,7 +106,7 @@ def conv(node, x, w, b=None):
     return y.astype(x.dtype, copy=False)
 
 
-def _transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
+def transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
     """Output sizes and begin pads of ConvTranspose (spec: output_shape overrides pads)."""
     nd = len(in_sizes)
     out_pad = S.ints_attr(node, "output_padding") or [0] * nd
@@ -151,7 +151,7 @@ def infer_conv_transpose(node, inputs, consts):
         if S.known(ws[0]) and ws[0] % g:
             S.fail(node, f"weight's first dim {ws[0]} is not a multiple of group {g}")
     _check_bias(node, S.get(inputs, 2), m)
-    out = _transpose_geometry(node, xs[2:] if xs is not None else [None] * nd, kernel, strides, dilations, pads)[0]
+    out = transpose_geometry(node, xs[2:] if xs is not None else [None] * nd, kernel, strides, dilations, pads)[0]
     return [(dt, (n, m, *out))]
 
 
@@ -163,7 +163,7 @@ def conv_transpose(node, x, w, b=None):
     cg, mg = c // g, w.shape[1]
     kernel = list(w.shape[2:])
     strides, dilations, pads = W.params(node, x.ndim - 2, kernel)
-    out, begin = _transpose_geometry(node, x.shape[2:], kernel, strides, dilations, pads)
+    out, begin = transpose_geometry(node, x.shape[2:], kernel, strides, dilations, pads)
     if w.shape[0] != c or c % g:
         S.fail(node, f"input shape {list(x.shape)} does not fit weight shape {list(w.shape)} with group {g}")
     # Scatter every tap into a canvas wide enough for both the full result and the requested window.

@@ -8,12 +8,14 @@ provider has already checked what every row needs: ai.onnx domain, static shapes
 tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
-from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
+from .lower.conv import (check_conv, check_conv_transpose, check_pool, lower_average_pool, lower_conv,
+                         lower_conv_transpose, lower_max_pool)
 from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lower_batch_norm, lower_binary,
                                 lower_sum, lower_unary)
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
 from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
+from .lower.rnn import check_recurrent, lower_recurrent
 
 LOWERINGS = {
     # elementwise (lower/elementwise.py)
@@ -29,11 +31,16 @@ LOWERINGS = {
     "Tanh": (f32(ok), lower_unary),
     # convolution and pooling (lower/conv.py)
     "Conv": (f32(check_conv), lower_conv),
+    "ConvTranspose": (f32(check_conv_transpose), lower_conv_transpose),
     "MaxPool": (f32(single_output(check_pool)), lower_max_pool),
     "AveragePool": (f32(check_pool), lower_average_pool),
     # linear algebra (lower/linalg.py)
     "Gemm": (f32(check_gemm), lower_gemm),
     "MatMul": (f32(check_matmul), lower_matmul),
+    # recurrent layers (lower/rnn.py); check_recurrent states its dtypes (sequence_lens is int32)
+    "RNN": (check_recurrent, lower_recurrent),
+    "GRU": (check_recurrent, lower_recurrent),
+    "LSTM": (check_recurrent, lower_recurrent),
     # reductions (lower/reduce.py)
     "GlobalAveragePool": (f32(check_global_pool), lower_global_average_pool),
     "Softmax": (f32(check_softmax), lower_softmax),

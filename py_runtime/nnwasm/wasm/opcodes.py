@@ -16,4 +16,6 @@ OPS = {
     "softmax": Op(code=8, args=("x", "y", "outer", "axis", "inner", "log"), kinds="ttiiii"),
     "copy2d": Op(code=9, args=("src", "dst", "rows", "row_bytes", "src_stride", "dst_stride"), kinds="ttiiii"),
     "transpose": Op(code=10, args=("x", "y", "esize", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="ttiiiiiiiiiiiiii"),
+    "conv_transpose2d": Op(code=70, args=("x", "weight", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "act_min", "act_max"), kinds="tttttiiiiiiiiiiiiiiiiff"),
+    "recurrent": Op(code=71, args=("kind", "x", "w", "r", "b", "p", "h0", "c0", "y", "yh", "yc", "scratch", "seq", "batch", "input", "hidden", "reverse", "x_ts", "x_bs", "y_ts", "y_bs", "h_bs", "clip"), kinds="itttttttttttiiiiiiiiiif"),
 }
