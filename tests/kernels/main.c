@@ -14,6 +14,7 @@ static const struct {
     {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
     {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},
     {"transpose", test_transpose},
+    {"conv_transpose2d", test_conv_transpose2d}, {"recurrent", test_recurrent},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
 };

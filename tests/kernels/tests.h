@@ -13,6 +13,8 @@ void test_softmax(void);
 void test_mean_rows(void);
 void test_copy2d(void);
 void test_transpose(void);
+void test_conv_transpose2d(void);
+void test_recurrent(void);
 void test_plan_header(void);
 void test_plan_ops(void);
 void test_plan_fuzz(void);

@@ -114,7 +114,8 @@ def transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad not in W.AUTO_PADS or len(out_pad) != nd:
         S.fail(node, f"invalid auto_pad {auto_pad!r} or output_padding {out_pad}")
-    if out_shape is not None:
+    explicit = out_shape is not None
+    if explicit:
         out_shape = out_shape[-nd:]
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out_shape = [n * s if S.known(n) else None for n, s in zip(in_sizes, strides)]
@@ -127,9 +128,11 @@ def transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
             continue
         full = s * (n - 1) + out_pad[i] + (k - 1) * d + 1
         if out_shape is not None:
-            total = full - out_shape[i]
+            # As onnxruntime: the pads never go negative, so a target larger than the full result
+            # is reached with zeros at the end (output_shape), or not at all (auto_pad alone).
+            total = max(full - out_shape[i], 0)
             pb = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-            o = out_shape[i]
+            o = out_shape[i] if explicit else full - total
         else:
             pb, pe = (0, 0) if auto_pad == "VALID" else (pads[i], pads[nd + i])
             o = full - pb - pe
