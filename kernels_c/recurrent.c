@@ -2,7 +2,7 @@
  * Each run first transposes W and R into scratch with every gate padded to hp = hidden rounded
  * up to 4 columns (zeros), so the GEMMs write gate blocks that v4 can walk without tails; then
  * one GEMM makes X W^T + Wb for every step at once, and each step does h R^T + Rb (one more,
- * narrower GEMM for GRU's reset-before-product form) and the gate math with v4. The transposes
+ * narrower product for GRU's reset-before-product form) and the gate math with v4. The transposes
  * cost one pass over the weights, a small part of a sequence's products. */
 #include <math.h>
 
@@ -159,6 +159,45 @@ static void store_rows(const float *src, int32_t batch, int32_t hp, int32_t hidd
     memcpy(dst + (size_t)bt * stride, src + (size_t)bt * hp, sizeof(float) * (size_t)hidden);
 }
 
+/* y[bt*ldy + j] = c[j] + sum_k a[bt*lda + k] * b[k*ldb + j] for j < n (a multiple of 4): the
+ * product of a step with fewer than four batch rows. The GEMM's 4x8 tile holds only two
+ * accumulators per row, so with one row the add latency bounds it; eight independent ones here. */
+static void step_product(int32_t rows, int32_t n, int32_t k, const float *a, int32_t lda,
+                         const float *b, int32_t ldb, const float *c, float *y, int32_t ldy) {
+  for (int32_t bt = 0; bt < rows; bt++) {
+    const float *ar = a + (size_t)bt * lda;
+    float *yr = y + (size_t)bt * ldy;
+    int32_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+      v4 acc[8];
+      for (int i = 0; i < 8; i++) acc[i] = v4_load(c + j + 4 * i);
+      const float *bp = b + j;
+      for (int32_t kk = 0; kk < k; kk++, bp += ldb) {
+        v4 av = v4_load1(ar + kk);
+        for (int i = 0; i < 8; i++) acc[i] = v4_madd(acc[i], av, v4_load(bp + 4 * i));
+      }
+      for (int i = 0; i < 8; i++) v4_store(yr + j + 4 * i, acc[i]);
+    }
+    for (; j < n; j += 4) {
+      v4 acc = v4_load(c + j);
+      const float *bp = b + j;
+      for (int32_t kk = 0; kk < k; kk++, bp += ldb) acc = v4_madd(acc, v4_load1(ar + kk), v4_load(bp));
+      v4_store(yr + j, acc);
+    }
+  }
+}
+
+/* y = a b + c over rows of a step (c a bias row, never absent: zeros in scratch) */
+static void product(int32_t rows, int32_t n, int32_t k, const float *a, int32_t lda, const float *b,
+                    int32_t ldb, const float *c, float *y, int32_t ldy) {
+  if (rows < 4) {
+    step_product(rows, n, k, a, lda, b, ldb, c, y, ldy);
+  } else {
+    struct nnw_epilogue ep = {1.0f, 1.0f, -INFINITY, INFINITY, c, 0, 1};
+    nnw_gemm_nn(rows, n, k, a, lda, 1, b, ldb, y, ldy, &ep);
+  }
+}
+
 void nnw_run_recurrent(const int32_t *args, uint8_t *arena) {
   struct rec q;
   decode(args, &q);
@@ -191,12 +230,11 @@ void nnw_run_recurrent(const int32_t *args, uint8_t *arena) {
   }
 
   v4 lo = v4_set1(-q.clip), hi = v4_set1(q.clip), one = v4_set1(1.0f);
-  struct nnw_epilogue ep_r = {1.0f, 1.0f, -INFINITY, INFINITY, rb, 0, 1};
   for (int32_t step = 0; step < q.seq; step++) {
     int32_t t = q.reverse ? q.seq - 1 - step : step;
     const float *xt = xw + (size_t)t * batch * ghp;
     /* h R^T + Rb; GRU without linear_before_reset leaves its h gate for after the reset */
-    nnw_gemm_nn(batch, q.kind == GRU ? 2 * hp : ghp, hid, h, hp, 1, rt, ghp, hr, ghp, &ep_r);
+    product(batch, q.kind == GRU ? 2 * hp : ghp, hid, h, hp, rt, ghp, rb, hr, ghp);
     for (int32_t bt = 0; bt < batch; bt++) {
       const float *xr = xt + (size_t)bt * ghp;
       float *gr = hr + (size_t)bt * ghp, *hb = h + (size_t)bt * hp, *cb = c + (size_t)bt * hp;
@@ -240,8 +278,7 @@ void nnw_run_recurrent(const int32_t *args, uint8_t *arena) {
       }
     }
     if (q.kind == GRU) {
-      struct nnw_epilogue ep_h = {1.0f, 1.0f, -INFINITY, INFINITY, rb + 2 * hp, 0, 1};
-      nnw_gemm_nn(batch, hp, hid, rh, hp, 1, rt + 2 * hp, ghp, hr + 2 * hp, ghp, &ep_h);
+      product(batch, hp, hid, rh, hp, rt + 2 * hp, ghp, rb + 2 * hp, hr + 2 * hp, ghp);
       for (int32_t bt = 0; bt < batch; bt++) {
         const float *xr = xt + (size_t)bt * ghp;
         float *gr = hr + (size_t)bt * ghp, *hb = h + (size_t)bt * hp;
