@@ -5,7 +5,8 @@ import pytest
 
 import nnwasm
 from model_builders import graph_model, ort_run, rand, single_node
-from onnx import helper
+import onnx
+from onnx import helper, numpy_helper
 from test_wasm_ops import check, wasm_only_options
 
 CT_CASES = {
@@ -188,3 +189,17 @@ def test_torch_style_bidirectional_lstm_then_transpose():
         helper.make_node("Reshape", ["yt", "shape"], ["Y"]),
     ]
     check(graph_model(nodes, {"X": x}, ["Y", "yh"], inits, opset=17), {"X": x}, atol=2e-5)
+
+
+@pytest.mark.parametrize("name,shape", [("B", (1, 40)), ("H0", (2, 3, 6)), ("P", (1, 12)), ("C0", (1, 3, 5))])
+def test_recurrent_inconsistent_shapes_are_invalid(name, shape):
+    model, feeds = recurrent_model("LSTM", initial=True, peepholes=True)
+    m = onnx.load_from_string(model)
+    for t in m.graph.initializer:
+        if t.name == name:
+            t.CopyFrom(numpy_helper.from_array(np.zeros(shape, np.float32), name))
+    for vi in m.graph.input:
+        if vi.name == name:
+            vi.CopyFrom(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape))
+    with pytest.raises(nnwasm.errors.InvalidModel, match=name.replace("H0", "initial_h").replace("C0", "initial_c")):
+        nnwasm.InferenceSession(m.SerializeToString())

@@ -47,9 +47,21 @@ def _hidden(node, ws, rs):
     return h
 
 
+def _check_shape(node, inputs, i, name, want):
+    """An optional input's shape against `want` (None: a dim not known here)."""
+    got = S.shape(S.get(inputs, i))
+    if got is None:
+        return
+    if len(got) != len(want):
+        S.fail(node, f"{name} must have shape {list(want)}, got {list(got)}")
+    for a, b in zip(got, want):
+        if b is not None:
+            S.merge_dims(node, a, b, f"{name}'s shape {list(got)} against {list(want)}")
+
+
 def infer_recurrent(node, inputs, consts):
     x, w, r = S.need(node, inputs, 0), S.need(node, inputs, 1), S.need(node, inputs, 2)
-    dt = S.same_dtype(node, inputs, [0, 1, 2])
+    dt = S.same_dtype(node, inputs, [0, 1, 2, 3, 5, 6, 7])
     dirs, g = num_directions(node), GATES[node.op_type]
     activations(node)
     layout = node.attr("layout", 0)
@@ -72,6 +84,13 @@ def infer_recurrent(node, inputs, consts):
     if node.op_type == "LSTM" and node.attr("input_forget", 0) not in (0, 1):
         S.fail(node, "input_forget must be 0 or 1")
     seq, batch = (None, None) if xs is None else (xs[1], xs[0]) if layout else (xs[0], xs[1])
+    state = (batch, dirs, h) if layout else (dirs, batch, h)
+    _check_shape(node, inputs, 3, "B", (dirs, None if h is None else 2 * g * h))
+    _check_shape(node, inputs, 4, "sequence_lens", (batch,))
+    _check_shape(node, inputs, 5, "initial_h", state)
+    if node.op_type == "LSTM":
+        _check_shape(node, inputs, 6, "initial_c", state)
+        _check_shape(node, inputs, 7, "P", (dirs, None if h is None else 3 * h))
     if layout:
         y, yh = (batch, seq, dirs, h), (batch, dirs, h)
     else:
