@@ -220,7 +220,7 @@ void nnw_run_recurrent(const int32_t *args, uint8_t *arena) {
 
   /* X W^T + Wb for every step: xw[(t*batch + bt)*ghp + j] */
   struct nnw_epilogue ep_w = {1.0f, 1.0f, -INFINITY, INFINITY, wb, 0, 1};
-  if (batch == 1 || q.x_ts == batch * q.x_bs) {
+  if (batch == 1 || (int64_t)q.x_ts == (int64_t)batch * q.x_bs) {
     nnw_gemm_nn(q.seq * batch, ghp, q.input, x, batch == 1 ? q.x_ts : q.x_bs, 1, wt, ghp, xw, ghp,
                 &ep_w);
   } else {
