@@ -19,9 +19,8 @@ def _dims(node, g):
 
 
 def _kind(node):
-    extra = node.attr("linear_before_reset", 0) if node.op_type == "GRU" else node.attr("input_forget", 0) \
-        if node.op_type == "LSTM" else 0
-    return KINDS[node.op_type] + (1 if extra else 0)
+    variant = {"GRU": "linear_before_reset", "LSTM": "input_forget"}.get(node.op_type)
+    return KINDS[node.op_type] + (1 if variant and node.attr(variant, 0) else 0)
 
 
 def _scratch(node, g, host):
@@ -59,7 +58,7 @@ def lower_recurrent(node, b):
     gh = GATES[node.op_type] * hid
     if layout:
         x_ts, x_bs, y_ts, y_bs, h_bs = inp, seq * inp, dirs * hid, seq * dirs * hid, dirs * hid
-        y_at = h_at = hid          # bytes / 4 per direction
+        y_at = h_at = hid          # floats from one direction's output rows to the next's
     else:
         x_ts, x_bs, y_ts, y_bs, h_bs = batch * inp, inp, dirs * batch * hid, hid, hid
         y_at = h_at = batch * hid
@@ -67,11 +66,12 @@ def lower_recurrent(node, b):
     reverse = node.attr("direction", "forward") == "reverse"
     lstm = node.op_type == "LSTM"
 
+    bias, peep = _input(node, 3), _input(node, 7) if lstm else None
+
     def at(name, floats):
         return b.ref(name, 4 * floats) if name else None
 
     for d in range(dirs):
-        bias, peep = _input(node, 3), _input(node, 7) if lstm else None
         b.emit("recurrent", kind=_kind(node), x=b.ref(node.inputs[0]), w=at(node.inputs[1], d * gh * inp),
                r=at(node.inputs[2], d * gh * hid), b=at(bias, d * 2 * gh), p=at(peep, d * 3 * hid),
                h0=at(_input(node, 5), d * h_at), c0=at(_input(node, 6) if lstm else None, d * h_at),
