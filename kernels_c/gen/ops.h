@@ -22,7 +22,9 @@ enum nnw_opcode {
   NNW_OP_GATHER = 31,
   NNW_OP_GATHER_ELEMENTS = 32,
   NNW_OP_RESIZE_LINEAR = 33,
-  NNW_OP_COUNT = 34 /* one past the largest opcode */
+  NNW_OP_CONV_TRANSPOSE2D = 70,
+  NNW_OP_RECURRENT = 71,
+  NNW_OP_COUNT = 72 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -369,6 +371,60 @@ enum nnw_resize_linear_arg {
   NNW_RESIZE_LINEAR_NARGS = 13
 };
 
+enum nnw_conv_transpose2d_arg {
+  NNW_CONV_TRANSPOSE2D_X = 0,
+  NNW_CONV_TRANSPOSE2D_WEIGHT = 1,
+  NNW_CONV_TRANSPOSE2D_B = 2,
+  NNW_CONV_TRANSPOSE2D_Y = 3,
+  NNW_CONV_TRANSPOSE2D_SCRATCH = 4,
+  NNW_CONV_TRANSPOSE2D_N = 5,
+  NNW_CONV_TRANSPOSE2D_C = 6,
+  NNW_CONV_TRANSPOSE2D_H = 7,
+  NNW_CONV_TRANSPOSE2D_W = 8,
+  NNW_CONV_TRANSPOSE2D_M = 9,
+  NNW_CONV_TRANSPOSE2D_OH = 10,
+  NNW_CONV_TRANSPOSE2D_OW = 11,
+  NNW_CONV_TRANSPOSE2D_KH = 12,
+  NNW_CONV_TRANSPOSE2D_KW = 13,
+  NNW_CONV_TRANSPOSE2D_SH = 14,
+  NNW_CONV_TRANSPOSE2D_SW = 15,
+  NNW_CONV_TRANSPOSE2D_DH = 16,
+  NNW_CONV_TRANSPOSE2D_DW = 17,
+  NNW_CONV_TRANSPOSE2D_PT = 18,
+  NNW_CONV_TRANSPOSE2D_PL = 19,
+  NNW_CONV_TRANSPOSE2D_GROUP = 20,
+  NNW_CONV_TRANSPOSE2D_ACT_MIN = 21,
+  NNW_CONV_TRANSPOSE2D_ACT_MAX = 22,
+  NNW_CONV_TRANSPOSE2D_NARGS = 23
+};
+
+enum nnw_recurrent_arg {
+  NNW_RECURRENT_KIND = 0,
+  NNW_RECURRENT_X = 1,
+  NNW_RECURRENT_W = 2,
+  NNW_RECURRENT_R = 3,
+  NNW_RECURRENT_B = 4,
+  NNW_RECURRENT_P = 5,
+  NNW_RECURRENT_H0 = 6,
+  NNW_RECURRENT_C0 = 7,
+  NNW_RECURRENT_Y = 8,
+  NNW_RECURRENT_YH = 9,
+  NNW_RECURRENT_YC = 10,
+  NNW_RECURRENT_SCRATCH = 11,
+  NNW_RECURRENT_SEQ = 12,
+  NNW_RECURRENT_BATCH = 13,
+  NNW_RECURRENT_INPUT = 14,
+  NNW_RECURRENT_HIDDEN = 15,
+  NNW_RECURRENT_REVERSE = 16,
+  NNW_RECURRENT_X_TS = 17,
+  NNW_RECURRENT_X_BS = 18,
+  NNW_RECURRENT_Y_TS = 19,
+  NNW_RECURRENT_Y_BS = 20,
+  NNW_RECURRENT_H_BS = 21,
+  NNW_RECURRENT_CLIP = 22,
+  NNW_RECURRENT_NARGS = 23
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -389,7 +445,9 @@ enum nnw_resize_linear_arg {
   X(30, gather_axes, GATHER_AXES, 13, "ttttiiiiiiiii") \
   X(31, gather, GATHER, 9, "tttiiiiii") \
   X(32, gather_elements, GATHER_ELEMENTS, 20, "tttiiiiiiiiiiiiiiiii") \
-  X(33, resize_linear, RESIZE_LINEAR, 13, "ttttttiiiiiii")
+  X(33, resize_linear, RESIZE_LINEAR, 13, "ttttttiiiiiii") \
+  X(70, conv_transpose2d, CONV_TRANSPOSE2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
+  X(71, recurrent, RECURRENT, 23, "itttttttttttiiiiiiiiiif")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

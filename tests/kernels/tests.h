@@ -17,6 +17,8 @@ void test_gather_axes(void);
 void test_gather(void);
 void test_gather_elements(void);
 void test_resize_linear(void);
+void test_conv_transpose2d(void);
+void test_recurrent(void);
 void test_plan_header(void);
 void test_plan_ops(void);
 void test_plan_fuzz(void);

@@ -106,7 +106,7 @@ def conv(node, x, w, b=None):
     return y.astype(x.dtype, copy=False)
 
 
-def _transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
+def transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
     """Output sizes and begin pads of ConvTranspose (spec: output_shape overrides pads)."""
     nd = len(in_sizes)
     out_pad = S.ints_attr(node, "output_padding") or [0] * nd
@@ -114,7 +114,8 @@ def _transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad not in W.AUTO_PADS or len(out_pad) != nd:
         S.fail(node, f"invalid auto_pad {auto_pad!r} or output_padding {out_pad}")
-    if out_shape is not None:
+    explicit = out_shape is not None
+    if explicit:
         out_shape = out_shape[-nd:]
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out_shape = [n * s if S.known(n) else None for n, s in zip(in_sizes, strides)]
@@ -127,9 +128,11 @@ def _transpose_geometry(node, in_sizes, kernel, strides, dilations, pads):
             continue
         full = s * (n - 1) + out_pad[i] + (k - 1) * d + 1
         if out_shape is not None:
-            total = full - out_shape[i]
+            # As onnxruntime: the pads never go negative, so a target larger than the full result
+            # is reached with zeros at the end (output_shape), or not at all (auto_pad alone).
+            total = max(full - out_shape[i], 0)
             pb = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-            o = out_shape[i]
+            o = out_shape[i] if explicit else full - total
         else:
             pb, pe = (0, 0) if auto_pad == "VALID" else (pads[i], pads[nd + i])
             o = full - pb - pe
@@ -151,7 +154,7 @@ def infer_conv_transpose(node, inputs, consts):
         if S.known(ws[0]) and ws[0] % g:
             S.fail(node, f"weight's first dim {ws[0]} is not a multiple of group {g}")
     _check_bias(node, S.get(inputs, 2), m)
-    out = _transpose_geometry(node, xs[2:] if xs is not None else [None] * nd, kernel, strides, dilations, pads)[0]
+    out = transpose_geometry(node, xs[2:] if xs is not None else [None] * nd, kernel, strides, dilations, pads)[0]
     return [(dt, (n, m, *out))]
 
 
@@ -163,7 +166,7 @@ def conv_transpose(node, x, w, b=None):
     cg, mg = c // g, w.shape[1]
     kernel = list(w.shape[2:])
     strides, dilations, pads = W.params(node, x.ndim - 2, kernel)
-    out, begin = _transpose_geometry(node, x.shape[2:], kernel, strides, dilations, pads)
+    out, begin = transpose_geometry(node, x.shape[2:], kernel, strides, dilations, pads)
     if w.shape[0] != c or c % g:
         S.fail(node, f"input shape {list(x.shape)} does not fit weight shape {list(w.shape)} with group {g}")
     # Scatter every tap into a canvas wide enough for both the full result and the requested window.

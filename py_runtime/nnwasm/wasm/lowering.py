@@ -9,7 +9,8 @@ tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
 from .lower.cast import lower_cast
-from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
+from .lower.conv import (check_conv, check_conv_transpose, check_pool, lower_average_pool, lower_conv,
+                         lower_conv_transpose, lower_max_pool)
 from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_mod,
                                 lower_batch_norm, lower_binary, lower_unary, lower_variadic)
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
@@ -21,6 +22,7 @@ from .lower.reindex import (check_expand, check_pad, check_slice, check_space_de
                             lower_expand, lower_pad, lower_slice, lower_space_depth, lower_split, lower_tile)
 from .lower.resize import check_resize, lower_resize
 from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
+from .lower.rnn import check_recurrent, lower_recurrent
 
 LOWERINGS = {
     # elementwise (lower/elementwise.py): float32, and int32/int64 where check_arith says so
@@ -54,11 +56,16 @@ LOWERINGS = {
     "CastLike": (any_dtype(ok), lower_cast),
     # convolution and pooling (lower/conv.py)
     "Conv": (f32(check_conv), lower_conv),
+    "ConvTranspose": (f32(check_conv_transpose), lower_conv_transpose),
     "MaxPool": (f32(single_output(check_pool)), lower_max_pool),
     "AveragePool": (f32(check_pool), lower_average_pool),
     # linear algebra (lower/linalg.py)
     "Gemm": (f32(check_gemm), lower_gemm),
     "MatMul": (f32(check_matmul), lower_matmul),
+    # recurrent layers (lower/rnn.py); check_recurrent states its dtypes (sequence_lens is int32)
+    "RNN": (check_recurrent, lower_recurrent),
+    "GRU": (check_recurrent, lower_recurrent),
+    "LSTM": (check_recurrent, lower_recurrent),
     # reductions (lower/reduce.py)
     "GlobalAveragePool": (f32(check_global_pool), lower_global_average_pool),
     "Softmax": (f32(check_softmax), lower_softmax),

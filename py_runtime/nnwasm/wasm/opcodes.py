@@ -25,4 +25,6 @@ OPS = {
     "gather": Op(code=31, args=("x", "idx", "y", "esize", "idx_dtype", "outer", "axis_dim", "n_idx", "inner"), kinds="tttiiiiii"),
     "gather_elements": Op(code=32, args=("x", "idx", "y", "esize", "idx_dtype", "rank", "axis", "axis_dim", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="tttiiiiiiiiiiiiiiiii"),
     "resize_linear": Op(code=33, args=("x", "y", "h_idx", "h_wt", "w_idx", "w_wt", "outer", "h_in", "w_in", "mid", "inner", "h_out", "w_out"), kinds="ttttttiiiiiii"),
+    "conv_transpose2d": Op(code=70, args=("x", "weight", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "act_min", "act_max"), kinds="tttttiiiiiiiiiiiiiiiiff"),
+    "recurrent": Op(code=71, args=("kind", "x", "w", "r", "b", "p", "h0", "c0", "y", "yh", "yc", "scratch", "seq", "batch", "input", "hidden", "reverse", "x_ts", "x_bs", "y_ts", "y_bs", "h_bs", "clip"), kinds="itttttttttttiiiiiiiiiif"),
 }

@@ -1,9 +1,11 @@
-"""Lowering of the windowed ops (Conv, MaxPool, AveragePool) to conv2d / pool2d: they share the
-padding rules (explicit pads or auto_pad) and the 1-D-as-2-D view (a [N, C, W] input runs as
-[N, C, 1, W])."""
+"""Lowering of the windowed ops (Conv, ConvTranspose, MaxPool, AveragePool) to conv2d,
+conv_transpose2d and pool2d: they share the padding rules (explicit pads or auto_pad) and the
+1-D-as-2-D view (a [N, C, W] input runs as [N, C, 1, W])."""
 import math
 
 from ...host import get_host
+from ...ops.conv import transpose_geometry
+from ...ops.window import params as window_params
 from .epilogue import fuse_activation
 
 
@@ -110,3 +112,45 @@ def lower_max_pool(node, b):
 
 def lower_average_pool(node, b):
     _lower_pool(node, b, 1)
+
+
+def _transpose_window(node, g):
+    """(n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, group) of a 1-D or 2-D ConvTranspose,
+    its pads as the op registry's shape inference resolves them (auto_pad, output_shape)."""
+    x, y, ws = g.values[node.inputs[0]].shape, g.values[node.outputs[0]].shape, g.values[node.inputs[1]].shape
+    kernel = list(ws[2:])
+    strides, dil, pads = window_params(node, len(kernel), kernel)
+    begin = transpose_geometry(node, list(x[2:]), kernel, strides, dil, pads)[1]
+    group = node.attr("group", 1)
+    if len(x) == 3:
+        return (x[0], x[1], 1, x[2], y[1], 1, y[2], 1, kernel[0], 1, strides[0], 1, dil[0], 0, begin[0], group)
+    return (x[0], x[1], x[2], x[3], y[1], y[2], y[3], kernel[0], kernel[1], strides[0], strides[1], dil[0], dil[1],
+            begin[0], begin[1], group)
+
+
+def _conv_transpose_scratch(node, g, host):
+    n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, group = _transpose_window(node, g)
+    return host.call("nnw_conv_transpose2d_scratch_bytes", c, m, group, kh, kw, h, w)
+
+
+def check_conv_transpose(node, g):
+    why = _check_window(node, g)
+    if why:
+        return why
+    m = g.values[node.outputs[0]].shape[1]
+    if len(node.inputs) > 2 and node.inputs[2] and g.values[node.inputs[2]].shape != (m,):
+        return "ConvTranspose bias is not of shape [M]"
+    if _conv_transpose_scratch(node, g, get_host()) < 0:
+        return "kernels.wasm refuses these ConvTranspose parameters (group or sizes)"
+    return None
+
+
+def lower_conv_transpose(node, b):
+    n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, group = _transpose_window(node, b.graph)
+    scratch = _conv_transpose_scratch(node, b.graph, b.host)
+    y, lo, hi = fuse_activation(node, b)
+    bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    b.emit("conv_transpose2d", x=b.ref(node.inputs[0]), weight=b.ref(node.inputs[1]),
+           b=b.ref(bias) if bias else None, y=b.ref(y), scratch=b.scratch(scratch), n=n, c=c, h=h, w=w, m=m,
+           oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, group=group,
+           act_min=lo, act_max=hi)
