@@ -63,11 +63,25 @@ static int64_t reach(const int32_t *const t[MAX_RANK], const int32_t *d, int has
   return sum;
 }
 
+/* The last axis's table as [pads, a contiguous run of x, pads] when it has that shape (Pad, Slice,
+ * Split: rows are a memcpy between two fills); *lo = *hi = -1 when it has not. */
+static void contiguous_run(const int32_t *t, int32_t n, int32_t *lo, int32_t *hi) {
+  int32_t a = 0, b = n;
+  while (a < n && t[a] == -1) a++;
+  while (b > a && t[b - 1] == -1) b--;
+  *lo = *hi = -1;
+  if (a == b) return;
+  for (int32_t g = a + 1; g < b; g++)
+    if (t[g] != t[a] + (g - a)) return;
+  *lo = a;
+  *hi = b;
+}
+
 #define GATHER_AXES(T)                                                                          \
   static void gather_axes_##T(const T *x, T *y, const int32_t *const t[MAX_RANK], const int32_t *d, \
                               const T *value) {                                                 \
-    int contiguous = t[5][0] >= 0;   /* the last axis reads a run of x: copy rows */          \
-    for (int32_t g = 1; g < d[5] && contiguous; g++) contiguous = t[5][g] == t[5][0] + g;      \
+    int32_t lo, hi;                                                                             \
+    contiguous_run(t[5], d[5], &lo, &hi);                                                       \
     T pad = 0;                                                                                  \
     if (value) memcpy(&pad, value, sizeof pad);                                                 \
     for (int32_t a = 0; a < d[0]; a++)                                                          \
@@ -81,8 +95,10 @@ static int64_t reach(const int32_t *const t[MAX_RANK], const int32_t *d, int has
                 continue;                                                                       \
               }                                                                                 \
               const T *row = x + (size_t)o[0] + (size_t)o[1] + (size_t)o[2] + (size_t)o[3] + (size_t)o[4]; \
-              if (contiguous) {                                                                 \
-                memcpy(y, row + t[5][0], (size_t)d[5] * sizeof(T));                             \
+              if (lo >= 0) {                                                                    \
+                for (int32_t g = 0; g < lo; g++) y[g] = pad;                                    \
+                memcpy(y + lo, row + t[5][lo], (size_t)(hi - lo) * sizeof(T));                  \
+                for (int32_t g = hi; g < d[5]; g++) y[g] = pad;                                 \
               } else {                                                                          \
                 for (int32_t g = 0; g < d[5]; g++) y[g] = t[5][g] < 0 ? pad : row[t[5][g]];     \
               }                                                                                 \

@@ -258,6 +258,16 @@ def test_resize_linear_1d_and_opset19():
     check(model, feeds)
 
 
+@pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
+def test_resize_keep_aspect_ratio_and_exclude_outside(policy):
+    model, feeds = resize_model((1, 2, 6, 9), "nearest", "half_pixel", sizes=[10, 10], opset=18, axes=[2, 3],
+                                keep_aspect_ratio_policy=policy)
+    check(model, feeds)
+    model, feeds = resize_model((1, 2, 6, 9), "linear", "half_pixel", scales=[1, 1, 1.5, 1.7], opset=18, antialias=1,
+                                exclude_outside=1)   # antialias changes nothing when upsampling
+    check(model, feeds)
+
+
 def test_resize_nhwc_linear_and_opset10():
     model, feeds = resize_model((1, 5, 6, 3), "linear", "half_pixel", scales=[1, 2, 2, 1])
     check(model, feeds)

@@ -66,8 +66,8 @@ static void gather_axes_case(int rank, const int32_t *d, int esize, int pads, in
   for (int i = 0, at = 0; i < rank; i++)
     for (int32_t j = 0; j < d[i]; j++, at++)
       table[at] = pads && rng_u32() % 4 == 0 ? -1 : (int32_t)(rng_u32() % (uint32_t)span);
-  if (!pads && rank == 1 && d[0] <= x_count)   /* a contiguous last axis: the row-copy path */
-    for (int32_t j = 0; j < d[0]; j++) table[j] = j;
+  if (rank == 1 && d[0] <= x_count)   /* a contiguous last axis (between pads): the row-copy path */
+    for (int32_t j = 0; j < d[0]; j++) table[j] = pads && (j == 0 || j >= d[0] - 2) ? -1 : j;
   fill_bytes(arena + off[0], bytes[0]);
   fill_bytes(arena + off[3], bytes[3]);
   uint8_t *want = malloc(bytes[1]);
@@ -164,6 +164,7 @@ static void gather_axes_run_errors(void) {
 
 void test_gather_axes(void) {
   static const int32_t dims[6][6] = {{7}, {3, 5}, {2, 3, 4}, {2, 1, 3, 2}, {1, 2, 2, 3, 2}, {2, 1, 2, 2, 1, 3}};
+  static const int32_t one[1] = {1}, two[1] = {2};
   static const int sizes[] = {1, 2, 4, 8};
   for (int k = 0; k < 4; k++)
     for (int r = 1; r <= 6; r++)
@@ -171,6 +172,10 @@ void test_gather_axes(void) {
         gather_axes_case(r, dims[r - 1], sizes[k], 0, order);
         gather_axes_case(r, dims[r - 1], sizes[k], 1, order);
       }
+  for (int k = 0; k < 4; k++) {   /* one-element rows: all pad, or all a run */
+    gather_axes_case(1, one, sizes[k], 1, 0);
+    gather_axes_case(1, two, sizes[k], 0, 1);
+  }
   gather_axes_refusals();
   gather_axes_run_errors();
 }
