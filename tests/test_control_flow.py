@@ -237,34 +237,44 @@ from nnwasm import dtypes
 from nnwasm.tensor import TensorData
 so = nnwasm.SessionOptions()
 so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-sess = nnwasm.InferenceSession(sys.argv[2], so, providers=["WasmExecutionProvider"])
-x, h = open(sys.argv[3], "rb").read(), open(sys.argv[4], "rb").read()
-out = {}
-for sr in (16000, 8000):
-    feeds = {"x": TensorData(dtypes.FLOAT32, (1, 1, 64), x), "h": TensorData(dtypes.FLOAT32, (1, 8), h),
-             "sr": TensorData(dtypes.INT64, (), sr.to_bytes(8, "little"))}
-    out[str(sr)] = [t.tolist() for t in sess.run_raw(None, feeds)]
-out["numpy_loaded"] = sys.modules.get("numpy") is not None
-print(json.dumps(out))
+out = []
+for case in json.load(open(sys.argv[2])):
+    sess = nnwasm.InferenceSession(case["model"], so, providers=["WasmExecutionProvider"])
+    runs = []
+    for feeds in case["feeds"]:
+        feeds = {k: TensorData(dtypes.from_name(dt), shape, bytes.fromhex(data)) for k, (dt, shape, data) in feeds.items()}
+        runs.append([[t.dtype.name, list(t.shape), t.tolist()] for t in sess.run_raw(None, feeds)])
+    out.append(runs)
+print(json.dumps({"outputs": out, "numpy_loaded": sys.modules.get("numpy") is not None}))
 """
 
 
 def test_control_flow_without_numpy(tmp_path):
-    model = toy_vad()
+    """If, Loop (trip count fed at run time: scan outputs grown on the host) and Scan with numpy
+    blocked, as in Pyodide."""
     x, h = rand(1, 1, 64, seed=11), rand(1, 8, seed=12)
-    (tmp_path / "vad.onnx").write_bytes(model)
-    (tmp_path / "x.bin").write_bytes(x.tobytes())
-    (tmp_path / "h.bin").write_bytes(h.tobytes())
-    proc = subprocess.run([sys.executable, "-c", NO_NUMPY, str(ROOT / "py_runtime"), str(tmp_path / "vad.onnx"),
-                           str(tmp_path / "x.bin"), str(tmp_path / "h.bin")], capture_output=True, text=True,
-                          timeout=120)
+    loop_feeds = {"X": rand(2, 3, seed=3), "Y0": rand(2, 3, seed=4)}
+    scan, sx = cumsum_scan(0, 1, 0, 0)
+    cases = [(toy_vad(), [{"x": x, "h": h, "sr": np.array(sr, np.int64)} for sr in (16000, 8000)]),
+             (counter_loop(m_input=True), [{**loop_feeds, "M": np.array(m, np.int64)} for m in (3, 0)]),
+             (scan, [{"S0": rand(3, seed=2), "X": sx}])]
+    spec = []
+    for k, (model, feed_sets) in enumerate(cases):
+        (tmp_path / f"m{k}.onnx").write_bytes(model)
+        spec.append({"model": str(tmp_path / f"m{k}.onnx"),
+                     "feeds": [{n: [a.dtype.name, list(a.shape), a.tobytes().hex()] for n, a in f.items()}
+                               for f in feed_sets]})
+    (tmp_path / "cases.json").write_text(json.dumps(spec))
+    proc = subprocess.run([sys.executable, "-c", NO_NUMPY, str(ROOT / "py_runtime"), str(tmp_path / "cases.json")],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not out["numpy_loaded"]
-    for sr in (16000, 8000):
-        want = ort_run(model, {"x": x, "h": h, "sr": np.array(sr, np.int64)})
-        for got, w in zip(out[str(sr)], want):
-            np.testing.assert_allclose(np.array(got, np.float32).reshape(w.shape), w, rtol=1e-5, atol=1e-5)
+    for (model, feed_sets), runs in zip(cases, out["outputs"]):
+        for feeds, got in zip(feed_sets, runs):
+            for (dt, shape, values), want in zip(got, ort_run(model, feeds)):
+                assert dt == want.dtype.name and tuple(shape) == want.shape
+                np.testing.assert_allclose(np.array(values, dt).reshape(shape), want, rtol=1e-5, atol=1e-5)
 
 
 # --- refusals ----------------------------------------------------------------------------------------
