@@ -393,3 +393,36 @@ def test_if_branch_wrong_for_these_shapes_fails_only_when_taken():
         np.testing.assert_allclose(sess.run(None, {"X": x, "c": np.array(True)})[0], np.maximum(x, 0))
         with pytest.raises(nnwasm.InvalidArgument, match="else_branch can't run with these input shapes"):
             sess.run(None, {"X": x, "c": np.array(False)})
+
+
+def test_malformed_control_nodes_are_invalid_models():
+    x = rand(3)
+    two_outs = branch("two", [helper.make_node("Relu", ["X"], ["a"]), helper.make_node("Tanh", ["X"], ["b"])],
+                      [vi("a", F, [3]), vi("b", F, [3])])
+    one_out = branch("one", [helper.make_node("Relu", ["X"], ["c"])], [vi("c", F, [3])])
+    bad_body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                                 [vi("cond_in", B, [])], [vi("cond_out", B, [])])
+    sbody = helper.make_graph([helper.make_node("Add", ["s", "t"], ["s2"])], "sbody",
+                              [vi("s", F, [3]), vi("t", F, [3])], [vi("s2", F, [3])])
+    models = {
+        "then_branch has 2 outputs": graph_model(
+            [helper.make_node("If", ["c"], ["Y"], then_branch=two_outs, else_branch=one_out)],
+            {"X": x, "c": np.array(True)}, ["Y"], out_dtype=F),
+        "cond must be bool": graph_model(
+            [helper.make_node("If", ["c"], ["Y"], then_branch=one_out, else_branch=one_out)],
+            {"X": x, "c": np.array(1.0, np.float32)}, ["Y"], out_dtype=F),
+        "its body takes 1 inputs": graph_model(
+            [helper.make_node("Loop", ["", "c", "X"], ["Y"], body=bad_body)],
+            {"X": x, "c": np.array(True)}, ["Y"], opset=16, out_dtype=F),
+        "scan inputs have different lengths": graph_model(
+            [helper.make_node("Scan", ["S", "A", "B"], ["Y"], body=helper.make_graph(
+                [helper.make_node("Add", ["s", "a"], ["s2"]), helper.make_node("Add", ["s2", "b"], ["s3"])],
+                "b2", [vi("s", F, [3]), vi("a", F, [3]), vi("b", F, [3])], [vi("s3", F, [3])]), num_scan_inputs=2)],
+            {"S": x, "A": rand(4, 3), "B": rand(5, 3)}, ["Y"], opset=16, out_dtype=F),
+        "num_scan_inputs 3 does not fit": graph_model(
+            [helper.make_node("Scan", ["S", "A"], ["Y"], body=sbody, num_scan_inputs=3)],
+            {"S": x, "A": rand(4, 3)}, ["Y"], opset=16, out_dtype=F),
+    }
+    for msg, model in models.items():
+        with pytest.raises(nnwasm.InvalidModel, match=msg):
+            nnwasm.InferenceSession(model)

@@ -46,8 +46,6 @@ def host_op_refusal(node, graph):
     return None
 
 
-
-
 def control_refusal(provider, node, graph):
     """None if every node of the control node's bodies runs on WASM (recursively) with static
     shapes, else the reason."""
