@@ -221,6 +221,26 @@ def toy_vad():
                        ["prob", "hn"], inits)
 
 
+def test_silero_like_vad_with_symbolic_batch_wasm_only():
+    """As Silero's export: batch dims symbolic, so the session is specialised at the first run."""
+    import onnx
+    model = onnx.load_from_string(toy_vad())
+    for vi_ in model.graph.input:
+        if vi_.name in ("x", "h"):
+            vi_.type.tensor_type.shape.dim[0].dim_param = "batch"
+    for vi_ in model.graph.output:
+        vi_.type.tensor_type.shape.dim[0].dim_param = "batch"
+    model = model.SerializeToString()
+    x, h = rand(1, 1, 64, seed=13), rand(1, 8, seed=14)
+    sess = wasm_session(model)
+    assert sess.get_inputs()[0].shape == ["batch", 1, 64]
+    for sr in (16000, 8000):
+        feeds = {"x": x, "h": h, "sr": np.array(sr, np.int64)}
+        for g, w in zip(sess.run(None, feeds), ort_run(model, feeds)):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        assert {p for _, _, p in sess.get_provider_assignment()} == {"WasmExecutionProvider"}
+
+
 def test_silero_like_vad():
     x, h = rand(1, 1, 64, seed=11), rand(1, 8, seed=12)
     sess = check(toy_vad(), {"x": x, "sr": np.array(16000, np.int64), "h": h},
@@ -352,7 +372,7 @@ def test_if_body_reads_a_value_of_the_numpy_fallback():
 
 def test_if_with_a_symbolic_batch_dim():
     """Bodies are specialised per concrete input shape at the first run with it, like the main
-    graph (with the default providers: the WASM provider alone refuses symbolic models at creation)."""
+    graph; with the fallback disabled, creation defers what needs those shapes to that run."""
     then_g = branch("then", [helper.make_node("Relu", ["X"], ["t"])], [vi("t", F, ["N", 3])])
     else_g = branch("else", [helper.make_node("Tanh", ["X"], ["e"])], [vi("e", F, ["N", 3])])
     g = helper.make_graph([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g)], "g",
@@ -360,12 +380,24 @@ def test_if_with_a_symbolic_batch_dim():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     model = model.SerializeToString()
-    sess = nnwasm.InferenceSession(model)
-    for n in (1, 4):
-        for c in (True, False):
-            feeds = {"X": rand(n, 3, seed=n), "c": np.array(c)}
-            np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(model, feeds)[0], rtol=1e-6)
-            assert sess.get_provider_assignment() == [("", "If", "WasmExecutionProvider")]
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    for sess in (nnwasm.InferenceSession(model), nnwasm.InferenceSession(model, so, providers=["WasmExecutionProvider"])):
+        for n in (1, 4):
+            for c in (True, False):
+                feeds = {"X": rand(n, 3, seed=n), "c": np.array(c)}
+                np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(model, feeds)[0], rtol=1e-6)
+                assert sess.get_provider_assignment() == [("", "If", "WasmExecutionProvider")]
+
+
+def test_wasm_only_symbolic_model_still_refuses_unknown_ops_at_creation():
+    """Only what needs concrete shapes waits for the first run; an op WASM lacks fails at once."""
+    g = helper.make_graph([helper.make_node("Erf", ["X"], ["Y"], name="erf")], "g", [vi("X", F, ["N", 3])],
+                          [vi("Y", F, ["N", 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    with pytest.raises(nnwasm.NotImplementedOp, match="no WASM kernel for Erf"):
+        nnwasm.InferenceSession(model.SerializeToString(), providers=["WasmExecutionProvider"])
 
 
 def test_if_on_a_constant_condition_runs_only_the_taken_branch():

@@ -4,6 +4,7 @@ Control flow (If/Loop/Scan with bodies that run on WASM) and tiny integer nodes 
 host split a partition into steps (wasm/control.py)."""
 from ..host import get_host
 from ..ir import subgraphs
+from ..partition import Deferred
 from ..tensor import numel
 from .control import compile_nodes, control_refusal, host_op_refusal
 from .lowering import LOWERINGS
@@ -39,7 +40,7 @@ class WasmExecutionProvider:
         for name in names:
             vi = graph.values.get(name)
             if vi is None or vi.dtype is None or not vi.is_static():
-                return f"the shape or type of '{name}' is not known at session creation"
+                return Deferred(f"the shape or type of '{name}' is not known at session creation")
             if numel(vi.shape) == 0:
                 return f"'{name}' is empty"
             if numel(vi.shape) * max(vi.dtype.size, 1) > MAX_TENSOR_BYTES:
