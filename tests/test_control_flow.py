@@ -221,6 +221,26 @@ def toy_vad():
                        ["prob", "hn"], inits)
 
 
+def test_silero_like_vad_with_symbolic_batch_wasm_only():
+    """As Silero's export: batch dims symbolic, so the session is specialised at the first run."""
+    import onnx
+    model = onnx.load_from_string(toy_vad())
+    for vi_ in model.graph.input:
+        if vi_.name in ("x", "h"):
+            vi_.type.tensor_type.shape.dim[0].dim_param = "batch"
+    for vi_ in model.graph.output:
+        vi_.type.tensor_type.shape.dim[0].dim_param = "batch"
+    model = model.SerializeToString()
+    x, h = rand(1, 1, 64, seed=13), rand(1, 8, seed=14)
+    sess = wasm_session(model)
+    assert sess.get_inputs()[0].shape == ["batch", 1, 64]
+    for sr in (16000, 8000):
+        feeds = {"x": x, "h": h, "sr": np.array(sr, np.int64)}
+        for g, w in zip(sess.run(None, feeds), ort_run(model, feeds)):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        assert {p for _, _, p in sess.get_provider_assignment()} == {"WasmExecutionProvider"}
+
+
 def test_silero_like_vad():
     x, h = rand(1, 1, 64, seed=11), rand(1, 8, seed=12)
     sess = check(toy_vad(), {"x": x, "sr": np.array(16000, np.int64), "h": h},
@@ -237,34 +257,44 @@ from nnwasm import dtypes
 from nnwasm.tensor import TensorData
 so = nnwasm.SessionOptions()
 so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-sess = nnwasm.InferenceSession(sys.argv[2], so, providers=["WasmExecutionProvider"])
-x, h = open(sys.argv[3], "rb").read(), open(sys.argv[4], "rb").read()
-out = {}
-for sr in (16000, 8000):
-    feeds = {"x": TensorData(dtypes.FLOAT32, (1, 1, 64), x), "h": TensorData(dtypes.FLOAT32, (1, 8), h),
-             "sr": TensorData(dtypes.INT64, (), sr.to_bytes(8, "little"))}
-    out[str(sr)] = [t.tolist() for t in sess.run_raw(None, feeds)]
-out["numpy_loaded"] = sys.modules.get("numpy") is not None
-print(json.dumps(out))
+out = []
+for case in json.load(open(sys.argv[2])):
+    sess = nnwasm.InferenceSession(case["model"], so, providers=["WasmExecutionProvider"])
+    runs = []
+    for feeds in case["feeds"]:
+        feeds = {k: TensorData(dtypes.from_name(dt), shape, bytes.fromhex(data)) for k, (dt, shape, data) in feeds.items()}
+        runs.append([[t.dtype.name, list(t.shape), t.tolist()] for t in sess.run_raw(None, feeds)])
+    out.append(runs)
+print(json.dumps({"outputs": out, "numpy_loaded": sys.modules.get("numpy") is not None}))
 """
 
 
 def test_control_flow_without_numpy(tmp_path):
-    model = toy_vad()
+    """If, Loop (trip count fed at run time: scan outputs grown on the host) and Scan with numpy
+    blocked, as in Pyodide."""
     x, h = rand(1, 1, 64, seed=11), rand(1, 8, seed=12)
-    (tmp_path / "vad.onnx").write_bytes(model)
-    (tmp_path / "x.bin").write_bytes(x.tobytes())
-    (tmp_path / "h.bin").write_bytes(h.tobytes())
-    proc = subprocess.run([sys.executable, "-c", NO_NUMPY, str(ROOT / "py_runtime"), str(tmp_path / "vad.onnx"),
-                           str(tmp_path / "x.bin"), str(tmp_path / "h.bin")], capture_output=True, text=True,
-                          timeout=120)
+    loop_feeds = {"X": rand(2, 3, seed=3), "Y0": rand(2, 3, seed=4)}
+    scan, sx = cumsum_scan(0, 1, 0, 0)
+    cases = [(toy_vad(), [{"x": x, "h": h, "sr": np.array(sr, np.int64)} for sr in (16000, 8000)]),
+             (counter_loop(m_input=True), [{**loop_feeds, "M": np.array(m, np.int64)} for m in (3, 0)]),
+             (scan, [{"S0": rand(3, seed=2), "X": sx}])]
+    spec = []
+    for k, (model, feed_sets) in enumerate(cases):
+        (tmp_path / f"m{k}.onnx").write_bytes(model)
+        spec.append({"model": str(tmp_path / f"m{k}.onnx"),
+                     "feeds": [{n: [a.dtype.name, list(a.shape), a.tobytes().hex()] for n, a in f.items()}
+                               for f in feed_sets]})
+    (tmp_path / "cases.json").write_text(json.dumps(spec))
+    proc = subprocess.run([sys.executable, "-c", NO_NUMPY, str(ROOT / "py_runtime"), str(tmp_path / "cases.json")],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not out["numpy_loaded"]
-    for sr in (16000, 8000):
-        want = ort_run(model, {"x": x, "h": h, "sr": np.array(sr, np.int64)})
-        for got, w in zip(out[str(sr)], want):
-            np.testing.assert_allclose(np.array(got, np.float32).reshape(w.shape), w, rtol=1e-5, atol=1e-5)
+    for (model, feed_sets), runs in zip(cases, out["outputs"]):
+        for feeds, got in zip(feed_sets, runs):
+            for (dt, shape, values), want in zip(got, ort_run(model, feeds)):
+                assert dt == want.dtype.name and tuple(shape) == want.shape
+                np.testing.assert_allclose(np.array(values, dt).reshape(shape), want, rtol=1e-5, atol=1e-5)
 
 
 # --- refusals ----------------------------------------------------------------------------------------
@@ -342,7 +372,7 @@ def test_if_body_reads_a_value_of_the_numpy_fallback():
 
 def test_if_with_a_symbolic_batch_dim():
     """Bodies are specialised per concrete input shape at the first run with it, like the main
-    graph (with the default providers: the WASM provider alone refuses symbolic models at creation)."""
+    graph; with the fallback disabled, creation defers what needs those shapes to that run."""
     then_g = branch("then", [helper.make_node("Relu", ["X"], ["t"])], [vi("t", F, ["N", 3])])
     else_g = branch("else", [helper.make_node("Tanh", ["X"], ["e"])], [vi("e", F, ["N", 3])])
     g = helper.make_graph([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g)], "g",
@@ -350,12 +380,24 @@ def test_if_with_a_symbolic_batch_dim():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     model = model.SerializeToString()
-    sess = nnwasm.InferenceSession(model)
-    for n in (1, 4):
-        for c in (True, False):
-            feeds = {"X": rand(n, 3, seed=n), "c": np.array(c)}
-            np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(model, feeds)[0], rtol=1e-6)
-            assert sess.get_provider_assignment() == [("", "If", "WasmExecutionProvider")]
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    for sess in (nnwasm.InferenceSession(model), nnwasm.InferenceSession(model, so, providers=["WasmExecutionProvider"])):
+        for n in (1, 4):
+            for c in (True, False):
+                feeds = {"X": rand(n, 3, seed=n), "c": np.array(c)}
+                np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(model, feeds)[0], rtol=1e-6)
+                assert sess.get_provider_assignment() == [("", "If", "WasmExecutionProvider")]
+
+
+def test_wasm_only_symbolic_model_still_refuses_unknown_ops_at_creation():
+    """Only what needs concrete shapes waits for the first run; an op WASM lacks fails at once."""
+    g = helper.make_graph([helper.make_node("Erf", ["X"], ["Y"], name="erf")], "g", [vi("X", F, ["N", 3])],
+                          [vi("Y", F, ["N", 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    with pytest.raises(nnwasm.NotImplementedOp, match="no WASM kernel for Erf"):
+        nnwasm.InferenceSession(model.SerializeToString(), providers=["WasmExecutionProvider"])
 
 
 def test_if_on_a_constant_condition_runs_only_the_taken_branch():
@@ -383,3 +425,36 @@ def test_if_branch_wrong_for_these_shapes_fails_only_when_taken():
         np.testing.assert_allclose(sess.run(None, {"X": x, "c": np.array(True)})[0], np.maximum(x, 0))
         with pytest.raises(nnwasm.InvalidArgument, match="else_branch can't run with these input shapes"):
             sess.run(None, {"X": x, "c": np.array(False)})
+
+
+def test_malformed_control_nodes_are_invalid_models():
+    x = rand(3)
+    two_outs = branch("two", [helper.make_node("Relu", ["X"], ["a"]), helper.make_node("Tanh", ["X"], ["b"])],
+                      [vi("a", F, [3]), vi("b", F, [3])])
+    one_out = branch("one", [helper.make_node("Relu", ["X"], ["c"])], [vi("c", F, [3])])
+    bad_body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                                 [vi("cond_in", B, [])], [vi("cond_out", B, [])])
+    sbody = helper.make_graph([helper.make_node("Add", ["s", "t"], ["s2"])], "sbody",
+                              [vi("s", F, [3]), vi("t", F, [3])], [vi("s2", F, [3])])
+    models = {
+        "then_branch has 2 outputs": graph_model(
+            [helper.make_node("If", ["c"], ["Y"], then_branch=two_outs, else_branch=one_out)],
+            {"X": x, "c": np.array(True)}, ["Y"], out_dtype=F),
+        "cond must be bool": graph_model(
+            [helper.make_node("If", ["c"], ["Y"], then_branch=one_out, else_branch=one_out)],
+            {"X": x, "c": np.array(1.0, np.float32)}, ["Y"], out_dtype=F),
+        "its body takes 1 inputs": graph_model(
+            [helper.make_node("Loop", ["", "c", "X"], ["Y"], body=bad_body)],
+            {"X": x, "c": np.array(True)}, ["Y"], opset=16, out_dtype=F),
+        "scan inputs have different lengths": graph_model(
+            [helper.make_node("Scan", ["S", "A", "B"], ["Y"], body=helper.make_graph(
+                [helper.make_node("Add", ["s", "a"], ["s2"]), helper.make_node("Add", ["s2", "b"], ["s3"])],
+                "b2", [vi("s", F, [3]), vi("a", F, [3]), vi("b", F, [3])], [vi("s3", F, [3])]), num_scan_inputs=2)],
+            {"S": x, "A": rand(4, 3), "B": rand(5, 3)}, ["Y"], opset=16, out_dtype=F),
+        "num_scan_inputs 3 does not fit": graph_model(
+            [helper.make_node("Scan", ["S", "A"], ["Y"], body=sbody, num_scan_inputs=3)],
+            {"S": x, "A": rand(4, 3)}, ["Y"], opset=16, out_dtype=F),
+    }
+    for msg, model in models.items():
+        with pytest.raises(nnwasm.InvalidModel, match=msg):
+            nnwasm.InferenceSession(model)

@@ -92,6 +92,21 @@ def _fallback_model(path):
     pytest.fail(f"WASM now runs all of {FALLBACK_CANDIDATES}: add an op only numpy runs to FALLBACK_CANDIDATES")
 
 
+def _vad_model(path):
+    """test_control_flow.py's Silero-like VAD (If on the sample rate, WASM only) and onnxruntime's
+    outputs for each rate, for the JS test to run in Pyodide (no numpy)."""
+    from model_builders import ort_run, rand
+    from test_control_flow import toy_vad
+    model = toy_vad()
+    path.write_bytes(model)
+    x, h = rand(1, 1, 64, seed=11), rand(1, 8, seed=12)
+    runs = []
+    for sr in (16000, 8000):
+        prob, hn = ort_run(model, {"x": x, "h": h, "sr": np.array(sr, np.int64)})
+        runs.append({"sr": sr, "prob": prob.ravel().tolist(), "hn": hn.ravel().tolist()})
+    return {"model": str(path), "x": x.ravel().tolist(), "h": h.ravel().tolist(), "runs": runs}
+
+
 @pytest.fixture(scope="module")
 def node_fixtures(tmp_path_factory):
     d = tmp_path_factory.mktemp("node_fixtures")
@@ -106,6 +121,7 @@ def node_fixtures(tmp_path_factory):
         "efficientnet_logits": _efficientnet_logits(coffee, d / "efficientnet_logits.bin"),
         "add": _add_model(d / "add.onnx"),
         "fallback": _fallback_model(d / "fallback.onnx"),
+        "vad": _vad_model(d / "vad.onnx"),
     }
     (d / "fixtures.json").write_text(json.dumps(fixtures, indent=1))
     return d

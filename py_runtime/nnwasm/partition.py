@@ -19,19 +19,30 @@ class Partition:
     outputs: list = field(default_factory=list)   # value names needed after it (later partitions, graph outputs)
 
 
-def assign(graph, providers):
-    """node index -> provider; raises NotImplementedOp listing every node no provider accepts."""
+class Deferred(str):
+    """A capability refusal saying only that shapes are not known yet (symbolic input dims)."""
+
+
+def assign(graph, providers, defer=False):
+    """node index -> provider; raises NotImplementedOp listing every node no provider accepts.
+    defer (at the creation of a session whose input shapes are symbolic): a node that a provider
+    refused only with a Deferred reason is provisionally that provider's; the first run with
+    concrete shapes judges it again."""
     chosen, refused = [], []
     for node in graph.nodes:
-        reasons = []
+        reasons, tentative = [], None
         for p in providers:
             why = p.capability(node, graph)
             if why is None:
                 chosen.append(p)
                 break
+            if defer and isinstance(why, Deferred) and tentative is None:
+                tentative = p
             reasons.append(f"{p.name}: {why}")
         else:
-            chosen.append(None)
+            chosen.append(tentative)
+            if tentative is not None:
+                continue
             refused.append(f"{node} (op {node.domain or 'ai.onnx'}::{node.op_type}, opset {node.opset}): "
                            + "; ".join(reasons))
     if refused:

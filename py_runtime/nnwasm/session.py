@@ -92,7 +92,8 @@ class InferenceSession:
             key = tuple(tuple(v.shape) for v in graph.inputs)
             self._cache[key] = _Prepared(self._graph, self._providers)
         else:
-            assign(self._graph, self._providers)   # unsupported ops fail at creation, as in onnxruntime
+            # Unsupported ops fail at creation, as in onnxruntime; what needs concrete shapes waits.
+            assign(self._graph, self._providers, defer=True)
 
     # --- onnxruntime's introspection API ---------------------------------------------------
     def get_inputs(self):
@@ -120,7 +121,7 @@ class InferenceSession:
         """[(node name, op type, provider name)] for the most recently prepared input shapes."""
         if self._cache:
             return list(next(reversed(self._cache.values())).assignment)
-        chosen = assign(self._graph, self._providers)
+        chosen = assign(self._graph, self._providers, defer=True)   # provisional until the first run
         return [(n.name, n.op_type, p.name) for n, p in zip(self._graph.nodes, chosen)]
 
     # --- running ---------------------------------------------------------------------------

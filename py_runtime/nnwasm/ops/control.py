@@ -100,12 +100,12 @@ def static_trip_count(node, consts, body):
 
 
 def infer_loop(node, inputs, consts, scope):
-    if node.inputs[0]:
-        _scalar_check(node, inputs[0], "M", INT64)
-    if len(node.inputs) > 1 and node.inputs[1]:
-        _scalar_check(node, inputs[1], "cond", BOOL)
     if len(node.inputs) < 2:
         S.fail(node, "needs inputs M and cond (either may be the empty name)")
+    if node.inputs[0]:
+        _scalar_check(node, inputs[0], "M", INT64)
+    if node.inputs[1]:
+        _scalar_check(node, inputs[1], "cond", BOOL)
     carried = [(vi.dtype, S.shape(vi)) if vi is not None else (None, None) for vi in inputs[2:]]
     for _ in range(4):   # carried shapes that change between iterations widen to a fixed point
         body = scope.specialise("body", [(INT64, ()), (BOOL, ())] + carried)
@@ -118,6 +118,8 @@ def infer_loop(node, inputs, consts, scope):
     else:
         carried = [(dt, None) for dt, _ in carried]
         body = scope.specialise("body", [(INT64, ()), (BOOL, ())] + carried)
+    if len(node.outputs) > n + k:
+        S.fail(node, f"has {len(node.outputs)} outputs; its body makes {n} carried values and {k} scan outputs")
     trips = static_trip_count(node, consts, body)
     scans = [(o.dtype, None if o.shape is None else (trips,) + tuple(o.shape)) for o in body.outputs[1 + n:]]
     return (carried + scans)[:len(node.outputs)]

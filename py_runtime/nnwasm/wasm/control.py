@@ -19,6 +19,7 @@ from ..ir import implicit_inputs, scoped, subgraphs
 from ..ops.control import loop_parts, scan_attrs
 from ..ops.registry import lookup
 from ..ops import shapes as S
+from ..partition import Deferred
 from ..tensor import TensorData, numel
 
 BOOL = dtypes.BY_NAME["bool"]
@@ -38,7 +39,7 @@ def host_op_refusal(node, graph):
     for name in [n for n in node.inputs if n] + [n for n in node.outputs if n]:
         vi = graph.values.get(name)
         if vi is None or vi.dtype is None or not vi.is_static():
-            return f"the shape or type of '{name}' is not known at session creation"
+            return Deferred(f"the shape or type of '{name}' is not known at session creation")
         if vi.dtype.struct not in HOST_TYPES:
             return f"'{name}' is {vi.dtype.name}; the host computes integers and bools only"
         if numel(vi.shape) > HOST_MAX_ELEMENTS:
@@ -46,30 +47,35 @@ def host_op_refusal(node, graph):
     return None
 
 
-
-
 def control_refusal(provider, node, graph):
     """None if every node of the control node's bodies runs on WASM (recursively) with static
-    shapes, else the reason."""
+    shapes, else the reason: a definitive one if there is any, else a Deferred one (shapes that
+    symbolic input dims leave unknown until the first run)."""
+    reasons = list(_control_reasons(provider, node, graph))
+    return next((r for r in reasons if not isinstance(r, Deferred)), reasons[0] if reasons else None)
+
+
+def _control_reasons(provider, node, graph):
     if node.op_type not in RUNNERS or lookup(node.domain, node.op_type, node.opset) is None:
-        return f"no WASM runner for {node.op_type} at opset {node.opset}"
+        yield f"no WASM runner for {node.op_type} at opset {node.opset}"
+        return
     for name in node.inputs:
         vi = graph.values.get(name) if name else None
         if name and (vi is None or vi.dtype is None or not vi.dtype.size or not vi.is_static()):
-            return f"the shape or type of '{name}' is not known at session creation"
+            yield Deferred(f"the shape or type of '{name}' is not known at session creation")
     for name in node.outputs:
         vi = graph.values.get(name) if name else None
         if name and (vi is None or vi.dtype is None or not vi.dtype.size):
-            return f"the type of '{name}' is not known at session creation"
+            yield Deferred(f"the type of '{name}' is not known at session creation")
     for attr, body in subgraphs(node):
         view = scoped(body, graph)
         for vi in list(body.inputs) + list(body.outputs):
             if vi.dtype is None or not vi.dtype.size or not vi.is_static():
-                return f"the shape of its {attr}'s '{vi.name}' is not static"
+                yield Deferred(f"the shape of its {attr}'s '{vi.name}' is not static")
         for n in body.nodes:
             why = provider.capability(n, view)
             if why is not None:
-                return f"its {attr} has {n}, which can't run on WASM: {why}"
+                yield type(why)(f"its {attr} has {n}, which can't run on WASM: {why}")
     if node.op_type in ("Loop", "Scan"):   # a body plan has one shape per value
         body = node.attrs["body"]
         if node.op_type == "Loop":
@@ -79,9 +85,8 @@ def control_refusal(provider, node, graph):
             n = scan_attrs(node, len(node.inputs), len(node.outputs), body)[0]
             pairs = zip(body.inputs[:n], body.outputs[:n])
         for i, o in pairs:
-            if tuple(i.shape) != tuple(o.shape):
-                return f"the carried value '{i.name}' changes shape between iterations"
-    return None
+            if i.is_static() and o.is_static() and tuple(i.shape) != tuple(o.shape):
+                yield f"the carried value '{i.name}' changes shape between iterations"
 
 
 # --- compiling -------------------------------------------------------------------------------------

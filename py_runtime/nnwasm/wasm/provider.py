@@ -5,6 +5,7 @@ host split a partition into steps (wasm/control.py)."""
 from ..host import get_host
 from ..ir import subgraphs
 from ..ops.registry import lookup
+from ..partition import Deferred
 from ..tensor import numel
 from .control import compile_nodes, control_refusal, host_op_refusal
 from .lowering import LOWERINGS
@@ -44,7 +45,7 @@ class WasmExecutionProvider:
         for name in names:
             vi = graph.values.get(name)
             if vi is None or vi.dtype is None or not vi.is_static():
-                return f"the shape or type of '{name}' is not known at session creation"
+                return Deferred(f"the shape or type of '{name}' is not known at session creation")
             if numel(vi.shape) == 0 and name not in graph.initializers:
                 # an empty constant (Resize's roi) is read at plan build, never by a kernel;
                 # the compute kernels' f32(...) refuses empty tensors of its own
