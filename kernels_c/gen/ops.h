@@ -13,7 +13,11 @@ enum nnw_opcode {
   NNW_OP_SOFTMAX = 8,
   NNW_OP_COPY2D = 9,
   NNW_OP_TRANSPOSE = 10,
-  NNW_OP_COUNT = 11 /* one past the largest opcode */
+  NNW_OP_REDUCE = 50,
+  NNW_OP_ARGREDUCE = 51,
+  NNW_OP_NORM = 52,
+  NNW_OP_BMATMUL = 53,
+  NNW_OP_COUNT = 54 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -182,6 +186,63 @@ enum nnw_transpose_arg {
   NNW_TRANSPOSE_NARGS = 16
 };
 
+enum nnw_reduce_arg {
+  NNW_REDUCE_KIND = 0,
+  NNW_REDUCE_DTYPE = 1,
+  NNW_REDUCE_X = 2,
+  NNW_REDUCE_Y = 3,
+  NNW_REDUCE_OUTER = 4,
+  NNW_REDUCE_LEN = 5,
+  NNW_REDUCE_INNER = 6,
+  NNW_REDUCE_NARGS = 7
+};
+
+enum nnw_argreduce_arg {
+  NNW_ARGREDUCE_KIND = 0,
+  NNW_ARGREDUCE_DTYPE = 1,
+  NNW_ARGREDUCE_X = 2,
+  NNW_ARGREDUCE_Y = 3,
+  NNW_ARGREDUCE_OUTER = 4,
+  NNW_ARGREDUCE_LEN = 5,
+  NNW_ARGREDUCE_INNER = 6,
+  NNW_ARGREDUCE_SELECT_LAST = 7,
+  NNW_ARGREDUCE_NARGS = 8
+};
+
+enum nnw_norm_arg {
+  NNW_NORM_X = 0,
+  NNW_NORM_SCALE = 1,
+  NNW_NORM_BIAS = 2,
+  NNW_NORM_Y = 3,
+  NNW_NORM_MEAN = 4,
+  NNW_NORM_INV_STD = 5,
+  NNW_NORM_OUTER = 6,
+  NNW_NORM_GROUPS = 7,
+  NNW_NORM_CPG = 8,
+  NNW_NORM_INNER = 9,
+  NNW_NORM_PG = 10,
+  NNW_NORM_PC = 11,
+  NNW_NORM_PI = 12,
+  NNW_NORM_EPSILON = 13,
+  NNW_NORM_NARGS = 14
+};
+
+enum nnw_bmatmul_arg {
+  NNW_BMATMUL_A = 0,
+  NNW_BMATMUL_B = 1,
+  NNW_BMATMUL_Y = 2,
+  NNW_BMATMUL_B0 = 3,
+  NNW_BMATMUL_B1 = 4,
+  NNW_BMATMUL_M = 5,
+  NNW_BMATMUL_N = 6,
+  NNW_BMATMUL_K = 7,
+  NNW_BMATMUL_AS0 = 8,
+  NNW_BMATMUL_AS1 = 9,
+  NNW_BMATMUL_BS0 = 10,
+  NNW_BMATMUL_BS1 = 11,
+  NNW_BMATMUL_NARGS = 12
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -193,7 +254,11 @@ enum nnw_transpose_arg {
   X(7, mean_rows, MEAN_ROWS, 4, "ttii") \
   X(8, softmax, SOFTMAX, 6, "ttiiii") \
   X(9, copy2d, COPY2D, 6, "ttiiii") \
-  X(10, transpose, TRANSPOSE, 16, "ttiiiiiiiiiiiiii")
+  X(10, transpose, TRANSPOSE, 16, "ttiiiiiiiiiiiiii") \
+  X(50, reduce, REDUCE, 7, "iittiii") \
+  X(51, argreduce, ARGREDUCE, 8, "iittiiii") \
+  X(52, norm, NORM, 14, "ttttttiiiiiiif") \
+  X(53, bmatmul, BMATMUL, 12, "tttiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

@@ -16,6 +16,8 @@ static const struct {
     {"transpose", test_transpose},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
+    {"reduce", test_reduce},         {"argreduce", test_argreduce}, {"norm", test_norm},
+    {"bmatmul", test_bmatmul},
 };
 
 int main(int argc, char **argv) {

@@ -17,5 +17,9 @@ void test_plan_header(void);
 void test_plan_ops(void);
 void test_plan_fuzz(void);
 void test_alloc(void);
+void test_reduce(void);
+void test_argreduce(void);
+void test_norm(void);
+void test_bmatmul(void);
 
 #endif

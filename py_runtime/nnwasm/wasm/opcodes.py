@@ -16,4 +16,8 @@ OPS = {
     "softmax": Op(code=8, args=("x", "y", "outer", "axis", "inner", "log"), kinds="ttiiii"),
     "copy2d": Op(code=9, args=("src", "dst", "rows", "row_bytes", "src_stride", "dst_stride"), kinds="ttiiii"),
     "transpose": Op(code=10, args=("x", "y", "esize", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "s0", "s1", "s2", "s3", "s4", "s5"), kinds="ttiiiiiiiiiiiiii"),
+    "reduce": Op(code=50, args=("kind", "dtype", "x", "y", "outer", "len", "inner"), kinds="iittiii"),
+    "argreduce": Op(code=51, args=("kind", "dtype", "x", "y", "outer", "len", "inner", "select_last"), kinds="iittiiii"),
+    "norm": Op(code=52, args=("x", "scale", "bias", "y", "mean", "inv_std", "outer", "groups", "cpg", "inner", "pg", "pc", "pi", "epsilon"), kinds="ttttttiiiiiiif"),
+    "bmatmul": Op(code=53, args=("a", "b", "y", "b0", "b1", "m", "n", "k", "as0", "as1", "bs0", "bs1"), kinds="tttiiiiiiiii"),
 }
