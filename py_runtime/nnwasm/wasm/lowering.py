@@ -3,7 +3,8 @@ runs. Each row is op type -> (check, lower); the functions live in lower/<family
 
 check(node, graph) returns None when kernels.wasm can run the node, else the reason it can't
 (shown by get_provider_assignment() and `python -m nnwasm inspect`). A check also states the
-dtypes it takes: f32(...) for float32 compute kernels, any_dtype(...) for byte movers. The
+dtypes it takes: f32(...) for float32 compute kernels, any_dtype(...) for byte movers; the
+reductions (check_reduce, check_arg) check their own, as some take int32/int64 too. The
 provider has already checked what every row needs: ai.onnx domain, static shapes, no empty
 tensors, and only types of a fixed size.
 """
@@ -11,9 +12,11 @@ from .lower.common import any_dtype, f32, ok, single_output
 from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
 from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lower_batch_norm, lower_binary,
                                 lower_sum, lower_unary)
-from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
+from .lower.linalg import check_gemm, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
-from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
+from .lower.norm import check_channel_norm, check_layer_norm, lower_channel_norm, lower_layer_norm
+from .lower.reduce import (check_arg, check_global_pool, check_reduce, check_softmax, lower_arg,
+                           lower_global_average_pool, lower_global_max_pool, lower_reduce, lower_softmax)
 
 LOWERINGS = {
     # elementwise (lower/elementwise.py)
@@ -33,11 +36,29 @@ LOWERINGS = {
     "AveragePool": (f32(check_pool), lower_average_pool),
     # linear algebra (lower/linalg.py)
     "Gemm": (f32(check_gemm), lower_gemm),
-    "MatMul": (f32(check_matmul), lower_matmul),
+    "MatMul": (f32(ok), lower_matmul),
     # reductions (lower/reduce.py)
     "GlobalAveragePool": (f32(check_global_pool), lower_global_average_pool),
     "Softmax": (f32(check_softmax), lower_softmax),
     "LogSoftmax": (f32(check_softmax), lower_softmax),
+    "Hardmax": (check_arg, lower_arg),
+    "GlobalMaxPool": (f32(check_global_pool), lower_global_max_pool),
+    "ReduceSum": (check_reduce, lower_reduce),
+    "ReduceMean": (check_reduce, lower_reduce),
+    "ReduceMax": (check_reduce, lower_reduce),
+    "ReduceMin": (check_reduce, lower_reduce),
+    "ReduceProd": (check_reduce, lower_reduce),
+    "ReduceL1": (check_reduce, lower_reduce),
+    "ReduceL2": (check_reduce, lower_reduce),
+    "ReduceSumSquare": (check_reduce, lower_reduce),
+    "ReduceLogSum": (check_reduce, lower_reduce),
+    "ReduceLogSumExp": (check_reduce, lower_reduce),
+    "ArgMax": (check_arg, lower_arg),
+    "ArgMin": (check_arg, lower_arg),
+    # normalisation (lower/norm.py)
+    "LayerNormalization": (f32(check_layer_norm), lower_layer_norm),
+    "InstanceNormalization": (f32(check_channel_norm), lower_channel_norm),
+    "GroupNormalization": (f32(check_channel_norm), lower_channel_norm),
     # data movement (lower/movement.py)
     "Reshape": (any_dtype(ok), lower_copy),
     "Flatten": (any_dtype(ok), lower_copy),

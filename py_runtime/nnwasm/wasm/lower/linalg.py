@@ -1,4 +1,4 @@
-"""Linear algebra lowerings: Gemm (with a fused epilogue) and MatMul."""
+"""Linear algebra lowerings: Gemm (with a fused epilogue) and MatMul with any batch broadcasting."""
 from ...tensor import numel
 from .epilogue import fuse_activation
 
@@ -30,24 +30,60 @@ def lower_gemm(node, b):
 
 
 def _matmul_dims(g, node):
+    """A and B as matrices with batch dims (a rank-1 operand gains a dim of 1, which the output lacks:
+    the same bytes)."""
     sa, sb = g.values[node.inputs[0]].shape, g.values[node.inputs[1]].shape
     a2 = ((1,) + tuple(sa)) if len(sa) == 1 else tuple(sa)
     b2 = (tuple(sb) + (1,)) if len(sb) == 1 else tuple(sb)
-    ba, bb = numel(a2[:-2]), numel(b2[:-2])
-    return a2, b2, ba, bb
+    return a2, b2
 
 
-def check_matmul(node, g):
-    a2, b2, ba, bb = _matmul_dims(g, node)
-    if ba != bb and ba != 1 and bb != 1:
-        return "MatMul batch broadcasting other than one side of batch 1"
-    if ba == bb and ba > 1 and a2[:-2] != b2[:-2]:
-        return "MatMul batch dims differ in shape"
-    return None
+def _batch_levels(a2, b2):
+    """[(size, a stride, b stride)] of the broadcast batch dims, element strides (0 = broadcast),
+    size-1 dims dropped and neighbours merged where both operands step linearly across them."""
+    rank = max(len(a2), len(b2)) - 2
+    ab, bb = (1,) * (rank - len(a2) + 2) + a2[:-2], (1,) * (rank - len(b2) + 2) + b2[:-2]
+    a_mat, b_mat = a2[-2] * a2[-1], b2[-2] * b2[-1]
+    levels = []
+    for i in range(rank):
+        d = max(ab[i], bb[i])
+        if d == 1:
+            continue
+        sa = numel(ab[i + 1:]) * a_mat if ab[i] != 1 else 0
+        sb = numel(bb[i + 1:]) * b_mat if bb[i] != 1 else 0
+        if levels and levels[-1][1] == sa * d and levels[-1][2] == sb * d:
+            levels[-1] = (levels[-1][0] * d, sa, sb)
+        else:
+            levels.append((d, sa, sb))
+    return levels
 
 
 def lower_matmul(node, b):
-    a2, b2, ba, bb = _matmul_dims(b.graph, node)
+    a2, b2 = _matmul_dims(b.graph, node)
     m, k, n = a2[-2], a2[-1], b2[-1]
-    b.emit("matmul", a=b.ref(node.inputs[0]), b=b.ref(node.inputs[1]), y=b.ref(node.outputs[0]),
-           batch=max(ba, bb), m=m, n=n, k=k, a_bs=m * k if ba > 1 else 0, b_bs=k * n if bb > 1 else 0)
+    a, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    levels = _batch_levels(a2, b2)
+    if all(sb == 0 for _, _, sb in levels):
+        # B is one matrix, so A is contiguous over the batch (no dim is broadcast in both): the
+        # batch folds into M, one GEMM ([B, S, D] @ [D, N])
+        rows = numel(d for d, _, _ in levels) * m
+        return b.emit("matmul", a=b.ref(a), b=b.ref(w), y=b.ref(y), batch=1, m=rows, n=n, k=k, a_bs=0, b_bs=0)
+    if len(levels) == 1:
+        d, sa, sb = levels[0]
+        return b.emit("matmul", a=b.ref(a), b=b.ref(w), y=b.ref(y), batch=d, m=m, n=n, k=k, a_bs=sa, b_bs=sb)
+    # two levels per op; one op per index of any outer levels
+    outer, (d0, as0, bs0), (d1, as1, bs1) = levels[:-2], levels[-2], levels[-1]
+    block = d0 * d1 * m * n
+    for i, index in enumerate(_indices([d for d, _, _ in outer])):
+        a_at = sum(j * sa for j, (_, sa, _) in zip(index, outer))
+        b_at = sum(j * sb for j, (_, _, sb) in zip(index, outer))
+        b.emit("bmatmul", a=b.ref(a, 4 * a_at), b=b.ref(w, 4 * b_at), y=b.ref(y, 4 * i * block), b0=d0, b1=d1,
+               m=m, n=n, k=k, as0=as0, as1=as1, bs0=bs0, bs1=bs1)
+
+
+def _indices(dims):
+    """Every index tuple of dims, last fastest."""
+    out = [()]
+    for d in dims:
+        out = [t + (j,) for t in out for j in range(d)]
+    return out
