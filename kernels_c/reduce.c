@@ -29,40 +29,55 @@ int nnw_validate_reduce(const int32_t *v, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
-static float identity(int kind) {
-  return kind == MAX ? -INFINITY : kind == MIN ? INFINITY : kind == PROD ? 1.0f : 0.0f;
-}
-
-static inline v4 transform4(int kind, v4 x) {
-  if (kind == L1) return v4_abs(x);
-  if (kind == L2 || kind == SUM_SQUARE) return v4_mul(x, x);
-  return x;
-}
-
-static inline float transform1(int kind, float x) {
-  if (kind == L1) return fabsf(x);
-  if (kind == L2 || kind == SUM_SQUARE) return x * x;
-  return x;
-}
-
 /* acc first: a NaN reached by max/min stays (pmax/pmin keep their first operand on NaN) */
-static inline v4 combine4(int kind, v4 acc, v4 x) {
-  switch (kind) {
-    case MAX: return v4_max(acc, x);
-    case MIN: return v4_min(acc, x);
-    case PROD: return v4_mul(acc, x);
-    default: return v4_add(acc, x);
-  }
-}
+static inline float max1(float acc, float x) { return acc != acc || acc >= x ? acc : x; }
+static inline float min1(float acc, float x) { return acc != acc || acc <= x ? acc : x; }
+#define ID(v) (v)
+#define SQ4(v) v4_mul(v, v)
+#define SQ1(v) ((v) * (v))
+#define ADD1(a, b) ((a) + (b))
+#define MUL1(a, b) ((a) * (b))
 
-static inline float combine1(int kind, float acc, float x) {
-  switch (kind) {
-    case MAX: return acc != acc || acc >= x ? acc : x;
-    case MIN: return acc != acc || acc <= x ? acc : x;
-    case PROD: return acc * x;
-    default: return acc + x;
+/* A row reducer and a column reducer per (transform, combine) pair, so no inner loop switches on
+ * the kind. Rows use two vector accumulators; columns accumulate into y slab by slab. */
+#define REDUCERS(NAME, T4, T1, C4, C1, INIT)                                                 \
+  static float row_##NAME(const float *x, int32_t len) {                                     \
+    v4 acc0 = v4_set1(INIT), acc1 = acc0;                                                    \
+    int32_t i = 0;                                                                           \
+    for (; i + 8 <= len; i += 8) {                                                           \
+      v4 x0 = v4_load(x + i), x1 = v4_load(x + i + 4);                                       \
+      acc0 = C4(acc0, T4(x0));                                                               \
+      acc1 = C4(acc1, T4(x1));                                                               \
+    }                                                                                        \
+    float lanes[8], acc = INIT;                                                              \
+    v4_store(lanes, acc0);                                                                   \
+    v4_store(lanes + 4, acc1);                                                               \
+    for (int l = 0; l < 8; l++) acc = C1(acc, lanes[l]);                                     \
+    for (; i < len; i++) acc = C1(acc, T1(x[i]));                                            \
+    return acc;                                                                              \
+  }                                                                                          \
+  static void cols_##NAME(const float *x, float *y, int32_t len, int32_t inner) {            \
+    int32_t j = 0;                                                                           \
+    for (; j + 4 <= inner; j += 4) {                                                         \
+      v4 x0 = v4_load(x + j);                                                                \
+      v4_store(y + j, T4(x0));                                                               \
+    }                                                                                        \
+    for (; j < inner; j++) y[j] = T1(x[j]);                                                  \
+    for (int32_t a = 1; a < len; a++) {                                                      \
+      const float *xa = x + (size_t)a * inner;                                               \
+      for (j = 0; j + 4 <= inner; j += 4) {                                                  \
+        v4 x0 = v4_load(xa + j);                                                             \
+        v4_store(y + j, C4(v4_load(y + j), T4(x0)));                                         \
+      }                                                                                      \
+      for (; j < inner; j++) y[j] = C1(y[j], T1(xa[j]));                                     \
+    }                                                                                        \
   }
-}
+REDUCERS(sum, ID, ID, v4_add, ADD1, 0.0f)
+REDUCERS(abs, v4_abs, fabsf, v4_add, ADD1, 0.0f)
+REDUCERS(sq, SQ4, SQ1, v4_add, ADD1, 0.0f)
+REDUCERS(prod, ID, ID, v4_mul, MUL1, 1.0f)
+REDUCERS(max, ID, ID, v4_max, max1, -INFINITY)
+REDUCERS(min, ID, ID, v4_min, min1, INFINITY)
 
 static float finish(int kind, float acc, int32_t len) {
   switch (kind) {
@@ -78,7 +93,7 @@ static float exp_nonpos(float x) { return v4_lane0(v4_exp_nonpos(v4_set1(x))); }
 /* log(sum(exp(x))) of `len` values `stride` apart, shifted by their max so exp never overflows */
 static float log_sum_exp(const float *x, int32_t len, ptrdiff_t stride) {
   float mx = -INFINITY, sum = 0.0f;
-  for (int32_t a = 0; a < len; a++) mx = combine1(MAX, mx, x[a * stride]);
+  for (int32_t a = 0; a < len; a++) mx = max1(mx, x[a * stride]);
   if (isinf(mx) || isnan(mx)) return mx; /* all -inf, or an inf / NaN that decides the result */
   int32_t a = 0;
   if (stride == 1) {
@@ -91,37 +106,31 @@ static float log_sum_exp(const float *x, int32_t len, ptrdiff_t stride) {
 }
 
 static float reduce_row(int kind, const float *x, int32_t len) {
-  if (kind == LOG_SUM_EXP) return log_sum_exp(x, len, 1);
-  v4 acc0 = v4_set1(identity(kind)), acc1 = acc0;
-  int32_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    acc0 = combine4(kind, acc0, transform4(kind, v4_load(x + i)));
-    acc1 = combine4(kind, acc1, transform4(kind, v4_load(x + i + 4)));
+  switch (kind) {
+    case LOG_SUM_EXP: return log_sum_exp(x, len, 1);
+    case MAX: return row_max(x, len);
+    case MIN: return row_min(x, len);
+    case PROD: return row_prod(x, len);
+    case L1: return row_abs(x, len);
+    case L2: case SUM_SQUARE: return finish(kind, row_sq(x, len), len);
+    default: return finish(kind, row_sum(x, len), len);
   }
-  float lanes[8], acc = identity(kind);
-  v4_store(lanes, acc0);
-  v4_store(lanes + 4, acc1);
-  for (int l = 0; l < 8; l++) acc = combine1(kind, acc, lanes[l]);
-  for (; i < len; i++) acc = combine1(kind, acc, transform1(kind, x[i]));
-  return finish(kind, acc, len);
 }
 
 /* y[0:inner] = reduction over a < len of x[a*inner + 0:inner] */
 static void reduce_cols(int kind, const float *x, float *y, int32_t len, int32_t inner) {
-  if (kind == LOG_SUM_EXP) {
-    for (int32_t j = 0; j < inner; j++) y[j] = log_sum_exp(x + j, len, inner);
-    return;
+  switch (kind) {
+    case LOG_SUM_EXP:
+      for (int32_t j = 0; j < inner; j++) y[j] = log_sum_exp(x + j, len, inner);
+      return;
+    case MAX: cols_max(x, y, len, inner); return;
+    case MIN: cols_min(x, y, len, inner); return;
+    case PROD: cols_prod(x, y, len, inner); return;
+    case L1: cols_abs(x, y, len, inner); return;
+    case L2: case SUM_SQUARE: cols_sq(x, y, len, inner); break;
+    default: cols_sum(x, y, len, inner); break;
   }
-  int32_t j = 0;
-  for (; j + 4 <= inner; j += 4) v4_store(y + j, transform4(kind, v4_load(x + j)));
-  for (; j < inner; j++) y[j] = transform1(kind, x[j]);
-  for (int32_t a = 1; a < len; a++) {
-    const float *xa = x + (size_t)a * inner;
-    for (j = 0; j + 4 <= inner; j += 4)
-      v4_store(y + j, combine4(kind, v4_load(y + j), transform4(kind, v4_load(xa + j))));
-    for (; j < inner; j++) y[j] = combine1(kind, y[j], transform1(kind, xa[j]));
-  }
-  for (j = 0; j < inner; j++) y[j] = finish(kind, y[j], len);
+  for (int32_t j = 0; j < inner; j++) y[j] = finish(kind, y[j], len);
 }
 
 #define REDUCE_INT(T)                                                                      \
@@ -202,6 +211,16 @@ ARG_CHUNK(float)
 ARG_CHUNK(int32_t)
 ARG_CHUNK(int64_t)
 
+static int32_t arg_row(const float *x, int32_t len, int is_max, int last) {
+  int32_t best = 0;
+  float b = x[0];
+  for (int32_t a = 1; a < len; a++) {
+    float v = x[a];
+    if ((is_max ? v > b : v < b) || (last && v == b)) b = v, best = a;
+  }
+  return best;
+}
+
 void nnw_run_argreduce(const int32_t *v, uint8_t *arena) {
   int kind = v[NNW_ARGREDUCE_KIND], last = v[NNW_ARGREDUCE_SELECT_LAST];
   int32_t dtype = v[NNW_ARGREDUCE_DTYPE], esize = nnw_dtype_size(dtype);
@@ -209,6 +228,12 @@ void nnw_run_argreduce(const int32_t *v, uint8_t *arena) {
   int32_t inner = v[NNW_ARGREDUCE_INNER];
   const uint8_t *x = arena + v[NNW_ARGREDUCE_X];
   int32_t idx[CHUNK];
+  if (inner == 1 && kind != HARDMAX && dtype == NNW_F32) { /* ArgMax over classes: one row each */
+    int64_t *y = (int64_t *)(void *)(arena + v[NNW_ARGREDUCE_Y]);
+    for (int32_t o = 0; o < outer; o++) y[o] = arg_row((const float *)(const void *)x + (size_t)o * len,
+                                                       len, kind == ARGMAX, last);
+    return;
+  }
   for (int32_t o = 0; o < outer; o++) {
     for (int32_t j0 = 0; j0 < inner; j0 += CHUNK) {
       int32_t cols = inner - j0 < CHUNK ? inner - j0 : CHUNK;
