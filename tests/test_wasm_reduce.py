@@ -220,3 +220,25 @@ def test_attention_block_is_one_plan():
     feeds = {"Q": q, "K": k, "V": v}
     sess = check(graph_model(nodes, feeds, ["Y"], inits), feeds)
     assert len(sess._cache[((bsz, heads, seq, dim),) * 3].runners) == 1
+
+
+@pytest.mark.parametrize("eq,sa,sb", [
+    ("bhqd,bhkd->bhqk", (2, 3, 5, 4), (2, 3, 6, 4)),      # attention scores
+    ("bhqk,bhkd->bhqd", (2, 3, 5, 6), (2, 3, 6, 4)),      # attention context
+    ("bqhd,bkhd->bhqk", (2, 5, 3, 4), (2, 6, 3, 4)),
+    ("bid,jd->bij", (2, 5, 4), (7, 4)), ("ij,jk->ik", (3, 4), (4, 5)), ("ij,jk", (3, 4), (4, 5)),
+    ("bij,bjk->bik", (2, 3, 4), (2, 4, 5)), ("i,j->ij", (3,), (4,)), ("i,i->", (5,), (5,)),
+    ("ij,kj->ki", (3, 4), (5, 4)), ("bn,anm,bm->ba", None, None),
+])
+def test_einsum(eq, sa, sb):
+    if sa is None:   # three operands: refused, runs on numpy
+        xs = {"A": rand(2, 3), "B": rand(4, 3, 5, seed=1), "C": rand(2, 5, seed=2)}
+        model = graph_model([helper.make_node("Einsum", list(xs), ["Y"], equation=eq)], xs, ["Y"], opset=12)
+        sess = nnwasm.InferenceSession(model)
+        assert [p for *_, p in sess.get_provider_assignment()] == ["NumpyExecutionProvider"]
+        np.testing.assert_allclose(sess.run(None, xs)[0], ort_run(model, xs)[0], rtol=1e-5, atol=1e-5)
+        return
+    a, b = rand(*sa), rand(*sb, seed=7)
+    model = graph_model([helper.make_node("Einsum", ["A", "B"], ["Y"], equation=eq)], {"A": a, "B": b}, ["Y"],
+                        opset=12)
+    check(model, {"A": a, "B": b})

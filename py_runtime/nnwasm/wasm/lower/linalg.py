@@ -1,6 +1,8 @@
-"""Linear algebra lowerings: Gemm (with a fused epilogue) and MatMul with any batch broadcasting."""
+"""Linear algebra lowerings: Gemm (with a fused epilogue), MatMul with any batch broadcasting, and
+two-operand Einsum as transposes around one batched matmul."""
 from ...tensor import numel
 from .epilogue import fuse_activation
+from .movement import _transpose_axes
 
 
 def check_gemm(node, g):
@@ -87,3 +89,90 @@ def _indices(dims):
     for d in dims:
         out = [t + (j,) for t in out for j in range(d)]
     return out
+
+
+def _einsum_plan(node, g):
+    """Einsum of two operands as a batched MatMul: (a letters, b letters, output letters, batch, m,
+    k, n letter lists, {letter: size}), or the reason it can't run."""
+    eq = node.attr("equation", "").replace(" ", "")
+    if "..." in eq:
+        return "Einsum with an ellipsis"
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or len([x for x in node.inputs if x]) != 2:
+        return "Einsum of other than two operands"
+    if not arrow:
+        out = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))
+    a, b = terms
+    size = {}
+    for letters, name in ((a, node.inputs[0]), (b, node.inputs[1])):
+        shape = g.values[name].shape
+        if len(set(letters)) != len(letters) or len(letters) != len(shape):
+            return "Einsum with a repeated index (a diagonal)"
+        for c, d in zip(letters, shape):
+            if size.setdefault(c, d) != d:
+                return "Einsum dims that broadcast"
+    if len(set(out)) != len(out):
+        return "Einsum with a repeated output index"
+    if any(c not in out and not (c in a and c in b) for c in a + b):
+        return "Einsum summing an index of one operand only"
+    batch = [c for c in out if c in a and c in b]
+    ms = [c for c in out if c in a and c not in b]
+    ns = [c for c in out if c in b and c not in a]
+    ks = [c for c in a if c in b and c not in out]
+    return a, b, out, batch, ms, ks, ns, size
+
+
+def _perm(src, dst):
+    return [src.index(c) for c in dst]
+
+
+def check_einsum(node, g):
+    plan = _einsum_plan(node, g)
+    if isinstance(plan, str):
+        return plan
+    a, b, out, batch, ms, ks, ns, size = plan
+    for src, dst in ((a, batch + ms + ks), (b, batch + ks + ns), (batch + ms + ns, out)):
+        if len(_axes(src, dst, size)) > 6:
+            return "Einsum needing a transpose of more than 6 dims"
+    return None
+
+
+def _axes(letters, order, size):
+    return _transpose_axes([size[c] for c in letters], _perm(letters, order))
+
+
+def _moves(letters, order, size):
+    """False when putting `letters` in `order` leaves the bytes where they are."""
+    axes = _axes(letters, order, size)
+    return not (len(axes) == 1 and axes[0][1] == 1)
+
+
+def _permuted(b, x, letters, order, size, y=None):
+    """x (a Ref over `letters`) with its axes in `order`: x itself when that moves nothing, else a
+    transpose into y (or into scratch)."""
+    if not _moves(letters, order, size):
+        return x
+    axes = _axes(letters, order, size)
+    y = y or b.scratch(4 * numel(size[c] for c in letters))
+    d = [n for n, _ in axes] + [1] * (6 - len(axes))
+    st = [s for _, s in axes] + [0] * (6 - len(axes))
+    args = {"x": x, "y": y, "esize": 4, "rank": len(axes)}
+    args.update({f"d{i}": d[i] for i in range(6)})
+    args.update({f"s{i}": st[i] for i in range(6)})
+    b.emit("transpose", **args)
+    return y
+
+
+def lower_einsum(node, b):
+    """transpose A to [batch, m, k] and B to [batch, k, n] where they are not already, one
+    matmul, and a transpose of the product into the output's letter order if needed."""
+    a, w, out, batch, ms, ks, ns, size = _einsum_plan(node, b.graph)
+    x = _permuted(b, b.ref(node.inputs[0]), a, batch + ms + ks, size)
+    z = _permuted(b, b.ref(node.inputs[1]), w, batch + ks + ns, size)
+    nb, m, k, n = (numel(size[c] for c in part) for part in (batch, ms, ks, ns))
+    prod, y = batch + ms + ns, b.ref(node.outputs[0])
+    t = b.scratch(4 * nb * m * n) if _moves(prod, out, size) else y
+    b.emit("matmul", a=x, b=z, y=t, batch=nb, m=m, n=n, k=k, a_bs=m * k, b_bs=k * n)
+    if t is not y:
+        _permuted(b, t, prod, out, size, y)
