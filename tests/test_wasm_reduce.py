@@ -242,3 +242,11 @@ def test_einsum(eq, sa, sb):
     model = graph_model([helper.make_node("Einsum", ["A", "B"], ["Y"], equation=eq)], {"A": a, "B": b}, ["Y"],
                         opset=12)
     check(model, {"A": a, "B": b})
+
+
+def test_matmul_needing_too_many_ops_falls_back():
+    a, b = rand(70, 1, 70, 1, 3, 1, 2), rand(1, 2, 1, 2, 1, 2, 1, seed=1)     # 70*2*70 blocks of two levels
+    model = graph_model([helper.make_node("MatMul", ["A", "B"], ["Y"])], {"A": a, "B": b}, ["Y"])
+    sess = nnwasm.InferenceSession(model)
+    assert [p for *_, p in sess.get_provider_assignment()] == ["NumpyExecutionProvider"]
+    np.testing.assert_allclose(sess.run(None, {"A": a, "B": b})[0], a @ b, rtol=1e-5, atol=1e-5)

@@ -12,7 +12,7 @@ from .lower.common import any_dtype, f32, ok, single_output
 from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
 from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lower_batch_norm, lower_binary,
                                 lower_sum, lower_unary)
-from .lower.linalg import check_einsum, check_gemm, lower_einsum, lower_gemm, lower_matmul
+from .lower.linalg import check_einsum, check_gemm, check_matmul, lower_einsum, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
 from .lower.norm import check_channel_norm, check_layer_norm, lower_channel_norm, lower_layer_norm
 from .lower.reduce import (check_arg, check_global_pool, check_reduce, check_softmax, lower_arg,
@@ -36,7 +36,7 @@ LOWERINGS = {
     "AveragePool": (f32(check_pool), lower_average_pool),
     # linear algebra (lower/linalg.py)
     "Gemm": (f32(check_gemm), lower_gemm),
-    "MatMul": (f32(ok), lower_matmul),
+    "MatMul": (f32(check_matmul), lower_matmul),
     "Einsum": (f32(check_einsum), lower_einsum),
     # reductions (lower/reduce.py)
     "GlobalAveragePool": (f32(check_global_pool), lower_global_average_pool),

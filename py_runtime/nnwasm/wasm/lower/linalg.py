@@ -60,6 +60,16 @@ def _batch_levels(a2, b2):
     return levels
 
 
+MAX_MATMUL_OPS = 4096
+
+
+def check_matmul(node, g):
+    levels = _batch_levels(*_matmul_dims(g, node))
+    if len(levels) > 2 and numel(d for d, _, _ in levels[:-2]) > MAX_MATMUL_OPS:
+        return f"MatMul batch broadcasting that would take more than {MAX_MATMUL_OPS} plan ops"
+    return None
+
+
 def lower_matmul(node, b):
     a2, b2 = _matmul_dims(b.graph, node)
     m, k, n = a2[-2], a2[-1], b2[-1]
