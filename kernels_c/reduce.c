@@ -29,9 +29,20 @@ int nnw_validate_reduce(const int32_t *v, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
-/* acc first: a NaN reached by max/min stays (pmax/pmin keep their first operand on NaN) */
+/* max and min propagate NaN (as numpy and the ONNX reference do). The scalar forms do it
+ * directly; the vector forms add x*0, which turns the accumulator NaN on a NaN but also on an
+ * inf, so a NaN result is checked again by exact_extreme (only rows or columns with a NaN or an
+ * inf pay for that). */
 static inline float max1(float acc, float x) { return acc != acc || acc >= x ? acc : x; }
 static inline float min1(float acc, float x) { return acc != acc || acc <= x ? acc : x; }
+static inline v4 max4(v4 acc, v4 x) { return v4_add(v4_max(acc, x), v4_mul(x, v4_set1(0.0f))); }
+static inline v4 min4(v4 acc, v4 x) { return v4_add(v4_min(acc, x), v4_mul(x, v4_set1(0.0f))); }
+
+static float exact_extreme(int is_max, const float *x, int32_t len, ptrdiff_t stride) {
+  float acc = is_max ? -INFINITY : INFINITY;
+  for (int32_t a = 0; a < len; a++) acc = is_max ? max1(acc, x[a * stride]) : min1(acc, x[a * stride]);
+  return acc;
+}
 #define ID(v) (v)
 #define SQ4(v) v4_mul(v, v)
 #define SQ1(v) ((v) * (v))
@@ -76,8 +87,8 @@ REDUCERS(sum, ID, ID, v4_add, ADD1, 0.0f)
 REDUCERS(abs, v4_abs, fabsf, v4_add, ADD1, 0.0f)
 REDUCERS(sq, SQ4, SQ1, v4_add, ADD1, 0.0f)
 REDUCERS(prod, ID, ID, v4_mul, MUL1, 1.0f)
-REDUCERS(max, ID, ID, v4_max, max1, -INFINITY)
-REDUCERS(min, ID, ID, v4_min, min1, INFINITY)
+REDUCERS(max, ID, ID, max4, max1, -INFINITY)
+REDUCERS(min, ID, ID, min4, min1, INFINITY)
 
 static float finish(int kind, float acc, int32_t len) {
   switch (kind) {
@@ -108,8 +119,10 @@ static float log_sum_exp(const float *x, int32_t len, ptrdiff_t stride) {
 static float reduce_row(int kind, const float *x, int32_t len) {
   switch (kind) {
     case LOG_SUM_EXP: return log_sum_exp(x, len, 1);
-    case MAX: return row_max(x, len);
-    case MIN: return row_min(x, len);
+    case MAX: case MIN: {
+      float r = kind == MAX ? row_max(x, len) : row_min(x, len);
+      return r == r ? r : exact_extreme(kind == MAX, x, len, 1);
+    }
     case PROD: return row_prod(x, len);
     case L1: return row_abs(x, len);
     case L2: case SUM_SQUARE: return finish(kind, row_sq(x, len), len);
@@ -123,8 +136,12 @@ static void reduce_cols(int kind, const float *x, float *y, int32_t len, int32_t
     case LOG_SUM_EXP:
       for (int32_t j = 0; j < inner; j++) y[j] = log_sum_exp(x + j, len, inner);
       return;
-    case MAX: cols_max(x, y, len, inner); return;
-    case MIN: cols_min(x, y, len, inner); return;
+    case MAX: case MIN:
+      if (kind == MAX) cols_max(x, y, len, inner);
+      else cols_min(x, y, len, inner);
+      for (int32_t j = 0; j < inner; j++)
+        if (y[j] != y[j]) y[j] = exact_extreme(kind == MAX, x + j, len, inner);
+      return;
     case PROD: cols_prod(x, y, len, inner); return;
     case L1: cols_abs(x, y, len, inner); return;
     case L2: case SUM_SQUARE: cols_sq(x, y, len, inner); break;

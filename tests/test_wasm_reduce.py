@@ -250,3 +250,17 @@ def test_matmul_needing_too_many_ops_falls_back():
     sess = nnwasm.InferenceSession(model)
     assert [p for *_, p in sess.get_provider_assignment()] == ["NumpyExecutionProvider"]
     np.testing.assert_allclose(sess.run(None, {"A": a, "B": b})[0], a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "GlobalMaxPool"])
+def test_max_min_propagate_nan_as_numpy(op):
+    """NaN wins (numpy and the ONNX reference; onnxruntime's answer depends on where the NaN is)."""
+    x = rand(2, 3, 4, 9)
+    x[0, 1, 2, 3], x[1, 0, 0, 8], x[1, 2, 3, 0] = np.nan, np.inf, -np.inf
+    x[0, 2, 1, :] = np.nan
+    models = [single_node(op, {"X": x}, ["Y"])] if op == "GlobalMaxPool" else \
+        [reduce_model(op, x, axes, 0, 13) for axes in ([3], [1], [0, 2], None)]
+    for model in models:
+        got = nnwasm.InferenceSession(model, wasm_only_options()).run(None, {"X": x})[0]
+        want = nnwasm.InferenceSession(model, providers=["NumpyExecutionProvider"]).run(None, {"X": x})[0]
+        np.testing.assert_array_equal(got, want)

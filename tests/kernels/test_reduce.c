@@ -130,7 +130,50 @@ static void reduce_int_case(int dtype, int is_max, int outer, int len, int inner
   free(want);
 }
 
+/* max/min with NaN and inf planted in the vector body and the tail, rows and columns: NaN wins */
+static void reduce_special_case(int kind, int inner, int plant_nan, int pos) {
+  int outer = 2, len = 13;
+  size_t xn = (size_t)outer * len * inner, yn = (size_t)outer * inner;
+  float *x = malloc(4 * xn);
+  double *want = malloc(8 * yn);
+  fill_random(x, xn, -3, 3);
+  x[(size_t)pos * inner] = INFINITY;                    /* an inf in every case, column 0 of row 0 */
+  x[(size_t)(len - 1 - pos) * inner] = -INFINITY;
+  if (plant_nan) x[(size_t)(len + pos) * inner + (size_t)(inner - 1)] = NAN;   /* row 1, last column */
+  for (int o = 0; o < outer; o++)
+    for (int j = 0; j < inner; j++) {
+      double acc = kind == 2 ? -INFINITY : INFINITY;
+      int nan = 0;
+      for (int a = 0; a < len; a++) {
+        double v = x[((size_t)o * len + a) * inner + j];
+        nan |= v != v;
+        acc = kind == 2 ? fmax(acc, v) : fmin(acc, v);
+      }
+      want[o * inner + j] = nan ? NAN : acc;
+    }
+  uint64_t bytes[2] = {4 * xn, 4 * yn};
+  int32_t off[2];
+  uint32_t arena_bytes = layout(bytes, 2, 0, off);
+  uint8_t *arena = arena_new(arena_bytes);
+  memcpy(at(arena, off[0]), x, 4 * xn);
+  int32_t args[NNW_REDUCE_NARGS] = {kind, F32, off[0], off[1], outer, len, inner};
+  size_t bad = 0;
+  if (run_op(NNW_OP_REDUCE, args, NNW_REDUCE_NARGS, arena, arena_bytes) == NNW_OK)
+    for (size_t i = 0; i < yn; i++) {
+      double got = at(arena, off[1])[i];
+      bad += want[i] != want[i] ? got == got : got != want[i];
+    }
+  expect(bad == 0, "reduce kind%d inner%d nan%d pos%d with infs: %zu wrong", kind, inner, plant_nan, pos, bad);
+  free(arena);
+  free(x);
+  free(want);
+}
+
 void test_reduce(void) {
+  for (int kind = 2; kind <= 3; kind++)
+    for (int inner = 1; inner <= 6; inner += 5)
+      for (int nan = 0; nan < 2; nan++)
+        for (int pos = 0; pos < 12; pos += 5) reduce_special_case(kind, inner, nan, pos);
   static const int shapes[][3] = {{1, 1, 1}, {3, 7, 1}, {2, 33, 1}, {1, 1000, 1}, {2, 5, 4},
                                   {3, 6, 7}, {1, 4, 130}, {4, 1, 3}, {2, 9, 2}};
   for (int kind = 0; kind < 10; kind++)
