@@ -180,12 +180,14 @@ def test_instance_norm(shape):
           atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("opset", [18, 21])       # scale and bias per group, then per channel
 @pytest.mark.parametrize("groups", [1, 3, 6])
-def test_group_norm(groups):
+def test_group_norm(groups, opset):
     x = rand(2, 6, 4, 5) * 2 - 1
-    inits = {"S": rand(6, seed=1), "B": rand(6, seed=2)}
+    p = groups if opset < 21 else 6
+    inits = {"S": rand(p, seed=1), "B": rand(p, seed=2)}
     check(single_node("GroupNormalization", {"X": x}, ["Y"], dict(num_groups=groups, epsilon=1e-4), inits,
-                      opset=21, out_dtype=TensorProto.FLOAT), {"X": x}, atol=1e-5, rtol=1e-4)
+                      opset=opset, out_dtype=TensorProto.FLOAT), {"X": x}, atol=1e-5, rtol=1e-4)
 
 
 # ---- MatMul with batch broadcasting -----------------------------------------------------

@@ -57,14 +57,18 @@ def _channels(node, g):
     return n, c, numel(spatial)
 
 
+def _per_group(node):
+    """GroupNormalization before opset 21 scales per group, not per channel."""
+    return node.op_type == "GroupNormalization" and node.opset < 21
+
+
 def check_channel_norm(node, g):
-    if node.op_type == "GroupNormalization" and node.opset < 21:
-        return "GroupNormalization before opset 21 (per-group scale)"
     if len(g.values[node.inputs[0]].shape) < 2:
         return "input rank < 2"
     c = g.values[node.inputs[0]].shape[1]
-    if any(g.values[p].shape != (c,) for p in node.inputs[1:3]):
-        return "scale and bias are not of shape [C]"
+    want = (node.attr("num_groups"),) if _per_group(node) else (c,)
+    if any(g.values[p].shape != want for p in node.inputs[1:3]):
+        return f"scale and bias are not of shape {list(want)}"
     return None
 
 
@@ -72,6 +76,7 @@ def lower_channel_norm(node, b):
     n, c, inner = _channels(node, b.graph)
     groups = node.attr("num_groups") if node.op_type == "GroupNormalization" else c
     cpg = c // groups
+    pg, pc = (1, 0) if _per_group(node) else (cpg, 1)
     b.emit("norm", x=b.ref(node.inputs[0]), scale=b.ref(node.inputs[1]), bias=b.ref(node.inputs[2]),
            y=b.ref(node.outputs[0]), mean=None, inv_std=None, outer=n, groups=groups, cpg=cpg, inner=inner,
-           pg=cpg, pc=1, pi=0, epsilon=float(node.attr("epsilon", 1e-5)))
+           pg=pg, pc=pc, pi=0, epsilon=float(node.attr("epsilon", 1e-5)))
