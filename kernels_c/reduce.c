@@ -1,5 +1,5 @@
-/* reduce (ReduceSum, ReduceMean, ReduceMax, ... over x viewed as [outer, len, inner]) and argreduce
- * (ArgMax, ArgMin, Hardmax). The lowering merges neighbouring axes (and transposes first when the
+/* reduce (ReduceSum, ReduceMean, ReduceMax, ... over x viewed as [outer, len, inner]), argreduce
+ * (ArgMax, ArgMin, Hardmax) and lp_normalize (LpNormalization). The lowering merges neighbouring axes (and transposes first when the
  * reduced axes are not neighbours), so this one view covers any set of axes.
  * A row (inner == 1) is reduced with vector accumulators; with inner > 1 the output row is the
  * accumulator, updated slab by slab, so x is read once, in order. */
@@ -270,6 +270,51 @@ void nnw_run_argreduce(const int32_t *v, uint8_t *arena) {
         int64_t *y = (int64_t *)(void *)(arena + v[NNW_ARGREDUCE_Y]) + (size_t)o * inner + j0;
         for (int32_t j = 0; j < cols; j++) y[j] = idx[j];
       }
+    }
+  }
+}
+
+/* ---- lp_normalize ---------------------------------------------------------------------- */
+
+int nnw_validate_lp_normalize(const int32_t *v, uint32_t arena_bytes) {
+  int32_t dims[] = {v[NNW_LP_NORMALIZE_OUTER], v[NNW_LP_NORMALIZE_LEN], v[NNW_LP_NORMALIZE_INNER]};
+  NNW_TRY(nnw_check_positive(dims, 3));
+  if (v[NNW_LP_NORMALIZE_P] != 1 && v[NNW_LP_NORMALIZE_P] != 2) return NNW_BAD_ARGS;
+  uint64_t bytes = nnw_mul(nnw_mul((uint64_t)dims[0] * 4, (uint64_t)dims[1]), (uint64_t)dims[2]);
+  NNW_TRY(nnw_check_tensor(v[NNW_LP_NORMALIZE_X], bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(v[NNW_LP_NORMALIZE_Y], bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(v[NNW_LP_NORMALIZE_X], bytes, v[NNW_LP_NORMALIZE_Y], bytes, 1));
+  return NNW_OK;
+}
+
+void nnw_run_lp_normalize(const int32_t *v, uint8_t *arena) {
+  int32_t outer = v[NNW_LP_NORMALIZE_OUTER], len = v[NNW_LP_NORMALIZE_LEN];
+  int32_t inner = v[NNW_LP_NORMALIZE_INNER], p = v[NNW_LP_NORMALIZE_P];
+  const float *x = nnw_f32_at(arena, v[NNW_LP_NORMALIZE_X]);
+  float *y = nnw_f32_at(arena, v[NNW_LP_NORMALIZE_Y]);
+  float norm[CHUNK];
+  size_t slab = (size_t)len * inner;
+  for (int32_t o = 0; o < outer; o++, x += slab, y += slab) {
+    if (inner == 1) {
+      norm[0] = p == 1 ? row_abs(x, len) : sqrtf(row_sq(x, len));
+      for (int32_t a = 0; a < len; a++) y[a] = norm[0] == 0.0f ? 0.0f : x[a] / norm[0];
+      continue;
+    }
+    for (int32_t j0 = 0; j0 < inner; j0 += CHUNK) {
+      int32_t cols = inner - j0 < CHUNK ? inner - j0 : CHUNK;
+      for (int32_t j = 0; j < cols; j++) norm[j] = 0.0f;
+      for (int32_t a = 0; a < len; a++)
+        for (int32_t j = 0; j < cols; j++) {
+          float t = x[(size_t)a * inner + j0 + j];
+          norm[j] += p == 1 ? fabsf(t) : t * t;
+        }
+      if (p == 2)
+        for (int32_t j = 0; j < cols; j++) norm[j] = sqrtf(norm[j]);
+      for (int32_t a = 0; a < len; a++)
+        for (int32_t j = 0; j < cols; j++) {
+          size_t e = (size_t)a * inner + j0 + j;
+          y[e] = norm[j] == 0.0f ? 0.0f : x[e] / norm[j];
+        }
     }
   }
 }

@@ -190,6 +190,16 @@ def test_group_norm(groups, opset):
                       opset=opset, out_dtype=TensorProto.FLOAT), {"X": x}, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_lp_normalization(p, axis):
+    x = rand(3, 4, 5)
+    x[1, :, 2] = 0
+    x[:, 2, :] = 0
+    x[0, 1, :] = 0
+    check(single_node("LpNormalization", {"X": x}, ["Y"], dict(p=p, axis=axis), opset=1), {"X": x})
+
+
 # ---- MatMul with batch broadcasting -----------------------------------------------------
 
 @pytest.mark.parametrize("sa,sb", [

@@ -17,7 +17,8 @@ enum nnw_opcode {
   NNW_OP_ARGREDUCE = 51,
   NNW_OP_NORM = 52,
   NNW_OP_BMATMUL = 53,
-  NNW_OP_COUNT = 54 /* one past the largest opcode */
+  NNW_OP_LP_NORMALIZE = 54,
+  NNW_OP_COUNT = 55 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -243,6 +244,16 @@ enum nnw_bmatmul_arg {
   NNW_BMATMUL_NARGS = 12
 };
 
+enum nnw_lp_normalize_arg {
+  NNW_LP_NORMALIZE_X = 0,
+  NNW_LP_NORMALIZE_Y = 1,
+  NNW_LP_NORMALIZE_OUTER = 2,
+  NNW_LP_NORMALIZE_LEN = 3,
+  NNW_LP_NORMALIZE_INNER = 4,
+  NNW_LP_NORMALIZE_P = 5,
+  NNW_LP_NORMALIZE_NARGS = 6
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -258,7 +269,8 @@ enum nnw_bmatmul_arg {
   X(50, reduce, REDUCE, 7, "iittiii") \
   X(51, argreduce, ARGREDUCE, 8, "iittiiii") \
   X(52, norm, NORM, 14, "ttttttiiiiiiif") \
-  X(53, bmatmul, BMATMUL, 12, "tttiiiiiiiii")
+  X(53, bmatmul, BMATMUL, 12, "tttiiiiiiiii") \
+  X(54, lp_normalize, LP_NORMALIZE, 6, "ttiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

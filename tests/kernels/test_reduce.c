@@ -1,4 +1,4 @@
-/* reduce, argreduce, norm and bmatmul against double-precision references, and their validators
+/* reduce, argreduce, lp_normalize, norm and bmatmul against double-precision references, and their validators
  * against hostile arguments. */
 #include <math.h>
 #include <stdio.h>
@@ -305,6 +305,66 @@ void test_argreduce(void) {
   expect_status("hardmax y (4 floats) fits", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, 32, NNW_OK);
   hard[NNW_ARGREDUCE_Y] = 20;
   expect_status("hardmax y past the arena", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, 32, NNW_OUT_OF_BOUNDS);
+}
+
+/* ---- lp_normalize ---------------------------------------------------------------------- */
+
+static void lp_case(int p, int outer, int len, int inner, int zero_col, int in_place) {
+  size_t n = (size_t)outer * len * inner;
+  float *x = malloc(4 * n);
+  double *want = malloc(8 * n);
+  fill_random(x, n, -2, 2);
+  if (zero_col)
+    for (int a = 0; a < len; a++) x[(size_t)a * inner] = 0.0f;   /* a zero vector stays zero */
+  for (int o = 0; o < outer; o++)
+    for (int j = 0; j < inner; j++) {
+      const float *xs = x + (size_t)o * len * inner + j;
+      double s = 0;
+      for (int a = 0; a < len; a++) s += p == 1 ? fabs(xs[a * inner]) : (double)xs[a * inner] * xs[a * inner];
+      if (p == 2) s = sqrt(s);
+      for (int a = 0; a < len; a++) want[(size_t)o * len * inner + (size_t)a * inner + j] = s == 0 ? 0 : xs[a * inner] / s;
+    }
+  char name[80];
+  snprintf(name, sizeof name, "lp_normalize p%d %dx%dx%d zero%d inplace%d", p, outer, len, inner, zero_col, in_place);
+  for (int order = 0; order < 2; order++) {
+    uint64_t bytes[2] = {4 * n, 4 * n};
+    int32_t off[2];
+    uint32_t arena_bytes = layout(bytes, 2, order, off);
+    uint8_t *arena = arena_new(arena_bytes);
+    memcpy(at(arena, off[0]), x, 4 * n);
+    int32_t y = in_place ? off[0] : off[1];
+    int32_t args[NNW_LP_NORMALIZE_NARGS] = {off[0], y, outer, len, inner, p};
+    if (run_op(NNW_OP_LP_NORMALIZE, args, NNW_LP_NORMALIZE_NARGS, arena, arena_bytes) == NNW_OK)
+      check_close(name, at(arena, y), want, NULL, n, 1e-6, 2e-6);
+    free(arena);
+  }
+  free(x);
+  free(want);
+}
+
+void test_lp_normalize(void) {
+  static const int shapes[][3] = {{1, 1, 1}, {3, 7, 1}, {2, 33, 1}, {2, 5, 4}, {1, 3, 70}, {2, 1, 130}};
+  for (int p = 1; p <= 2; p++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      for (int z = 0; z < 2; z++) lp_case(p, shapes[s][0], shapes[s][1], shapes[s][2], z, (int)(s % 2));
+  int32_t ok[NNW_LP_NORMALIZE_NARGS] = {0, 32, 2, 4, 1, 2};
+  expect_status("lp_normalize valid", NNW_OP_LP_NORMALIZE, ok, NNW_LP_NORMALIZE_NARGS, 64, NNW_OK);
+  static const struct { const char *what; int arg; int32_t value; int want; } bad[] = {
+      {"lp_normalize p 3", NNW_LP_NORMALIZE_P, 3, NNW_BAD_ARGS},
+      {"lp_normalize p 0", NNW_LP_NORMALIZE_P, 0, NNW_BAD_ARGS},
+      {"lp_normalize y partly over x", NNW_LP_NORMALIZE_Y, 16, NNW_BAD_ARGS},
+      {"lp_normalize y past the arena", NNW_LP_NORMALIZE_Y, 36, NNW_OUT_OF_BOUNDS},
+      {"lp_normalize len huge", NNW_LP_NORMALIZE_LEN, 0x7FFFFFFF, NNW_OUT_OF_BOUNDS},
+      {"lp_normalize outer 0", NNW_LP_NORMALIZE_OUTER, 0, NNW_BAD_ARGS},
+      {"lp_normalize x misaligned", NNW_LP_NORMALIZE_X, 1, NNW_BAD_ARGS},
+      {"lp_normalize in place", NNW_LP_NORMALIZE_Y, 0, NNW_OK},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int32_t a[NNW_LP_NORMALIZE_NARGS];
+    memcpy(a, ok, sizeof a);
+    a[bad[i].arg] = bad[i].value;
+    expect_status(bad[i].what, NNW_OP_LP_NORMALIZE, a, NNW_LP_NORMALIZE_NARGS, 64, bad[i].want);
+  }
 }
 
 /* ---- norm ------------------------------------------------------------------------------ */

@@ -19,6 +19,7 @@ void test_plan_fuzz(void);
 void test_alloc(void);
 void test_reduce(void);
 void test_argreduce(void);
+void test_lp_normalize(void);
 void test_norm(void);
 void test_bmatmul(void);
 

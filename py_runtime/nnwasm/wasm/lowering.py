@@ -15,8 +15,9 @@ from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lowe
 from .lower.linalg import check_einsum, check_gemm, check_matmul, lower_einsum, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
 from .lower.norm import check_channel_norm, check_layer_norm, lower_channel_norm, lower_layer_norm
-from .lower.reduce import (check_arg, check_global_pool, check_reduce, check_softmax, lower_arg,
-                           lower_global_average_pool, lower_global_max_pool, lower_reduce, lower_softmax)
+from .lower.reduce import (check_arg, check_global_pool, check_lp_norm, check_reduce, check_softmax, lower_arg,
+                           lower_global_average_pool, lower_global_max_pool, lower_lp_norm, lower_reduce,
+                           lower_softmax)
 
 LOWERINGS = {
     # elementwise (lower/elementwise.py)
@@ -60,6 +61,7 @@ LOWERINGS = {
     "LayerNormalization": (f32(check_layer_norm), lower_layer_norm),
     "InstanceNormalization": (f32(check_channel_norm), lower_channel_norm),
     "GroupNormalization": (f32(check_channel_norm), lower_channel_norm),
+    "LpNormalization": (f32(check_lp_norm), lower_lp_norm),
     # data movement (lower/movement.py)
     "Reshape": (any_dtype(ok), lower_copy),
     "Flatten": (any_dtype(ok), lower_copy),

@@ -20,4 +20,5 @@ OPS = {
     "argreduce": Op(code=51, args=("kind", "dtype", "x", "y", "outer", "len", "inner", "select_last"), kinds="iittiiii"),
     "norm": Op(code=52, args=("x", "scale", "bias", "y", "mean", "inv_std", "outer", "groups", "cpg", "inner", "pg", "pc", "pi", "epsilon"), kinds="ttttttiiiiiiif"),
     "bmatmul": Op(code=53, args=("a", "b", "y", "b0", "b1", "m", "n", "k", "as0", "as1", "bs0", "bs1"), kinds="tttiiiiiiiii"),
+    "lp_normalize": Op(code=54, args=("x", "y", "outer", "len", "inner", "p"), kinds="ttiiii"),
 }

@@ -1,5 +1,5 @@
 """Reduction lowerings: Reduce* (any set of axes), ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax,
-GlobalAveragePool and GlobalMaxPool.
+LpNormalization, GlobalAveragePool and GlobalMaxPool.
 
 Every reduction runs as `reduce` over x viewed as [outer, len, inner]. The lowering drops size-1
 axes and merges neighbours that are both reduced or both kept; when more than one run of reduced
@@ -131,6 +131,19 @@ def lower_arg(node, b):
     outer, length, inner = _arg_view(node, b.shape(x))
     b.emit("argreduce", kind=ARG_KIND[node.op_type], dtype=b.dtype(x).onnx, x=b.ref(x), y=b.ref(node.outputs[0]),
            outer=outer, len=length, inner=inner, select_last=node.attr("select_last_index", 0))
+
+
+def check_lp_norm(node, g):
+    if node.attr("p", 2) not in (1, 2):
+        return "LpNormalization with p other than 1 or 2"
+    return None if g.values[node.inputs[0]].shape else "LpNormalization of a scalar"
+
+
+def lower_lp_norm(node, b):
+    shape = b.shape(node.inputs[0])
+    axis = axis_attr(node, len(shape), -1)
+    b.emit("lp_normalize", x=b.ref(node.inputs[0]), y=b.ref(node.outputs[0]), outer=numel(shape[:axis]),
+           len=shape[axis], inner=numel(shape[axis + 1:]), p=node.attr("p", 2))
 
 
 def lower_softmax(node, b):
