@@ -103,8 +103,9 @@ static float exp_nonpos(float x) { return v4_lane0(v4_exp_nonpos(v4_set1(x))); }
 
 /* log(sum(exp(x))) of `len` values `stride` apart, shifted by their max so exp never overflows */
 static float log_sum_exp(const float *x, int32_t len, ptrdiff_t stride) {
-  float mx = -INFINITY, sum = 0.0f;
-  for (int32_t a = 0; a < len; a++) mx = max1(mx, x[a * stride]);
+  float mx = stride == 1 ? row_max(x, len) : -INFINITY, sum = 0.0f;
+  if (stride == 1 && mx != mx) mx = exact_extreme(1, x, len, 1);
+  for (int32_t a = 0; stride != 1 && a < len; a++) mx = max1(mx, x[a * stride]);
   if (isinf(mx) || isnan(mx)) return mx; /* all -inf, or an inf / NaN that decides the result */
   int32_t a = 0;
   if (stride == 1) {
