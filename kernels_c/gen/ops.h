@@ -24,6 +24,11 @@ enum nnw_opcode {
   NNW_OP_RESIZE_LINEAR = 33,
   NNW_OP_CONV_TRANSPOSE2D = 70,
   NNW_OP_RECURRENT = 71,
+  NNW_OP_REDUCE = 50,
+  NNW_OP_ARGREDUCE = 51,
+  NNW_OP_NORM = 52,
+  NNW_OP_BMATMUL = 53,
+  NNW_OP_LP_NORMALIZE = 54,
   NNW_OP_COUNT = 72 /* one past the largest opcode */
 };
 
@@ -425,6 +430,73 @@ enum nnw_recurrent_arg {
   NNW_RECURRENT_NARGS = 23
 };
 
+enum nnw_reduce_arg {
+  NNW_REDUCE_KIND = 0,
+  NNW_REDUCE_DTYPE = 1,
+  NNW_REDUCE_X = 2,
+  NNW_REDUCE_Y = 3,
+  NNW_REDUCE_OUTER = 4,
+  NNW_REDUCE_LEN = 5,
+  NNW_REDUCE_INNER = 6,
+  NNW_REDUCE_NARGS = 7
+};
+
+enum nnw_argreduce_arg {
+  NNW_ARGREDUCE_KIND = 0,
+  NNW_ARGREDUCE_DTYPE = 1,
+  NNW_ARGREDUCE_X = 2,
+  NNW_ARGREDUCE_Y = 3,
+  NNW_ARGREDUCE_OUTER = 4,
+  NNW_ARGREDUCE_LEN = 5,
+  NNW_ARGREDUCE_INNER = 6,
+  NNW_ARGREDUCE_SELECT_LAST = 7,
+  NNW_ARGREDUCE_NARGS = 8
+};
+
+enum nnw_norm_arg {
+  NNW_NORM_X = 0,
+  NNW_NORM_SCALE = 1,
+  NNW_NORM_BIAS = 2,
+  NNW_NORM_Y = 3,
+  NNW_NORM_MEAN = 4,
+  NNW_NORM_INV_STD = 5,
+  NNW_NORM_OUTER = 6,
+  NNW_NORM_GROUPS = 7,
+  NNW_NORM_CPG = 8,
+  NNW_NORM_INNER = 9,
+  NNW_NORM_PG = 10,
+  NNW_NORM_PC = 11,
+  NNW_NORM_PI = 12,
+  NNW_NORM_EPSILON = 13,
+  NNW_NORM_NARGS = 14
+};
+
+enum nnw_bmatmul_arg {
+  NNW_BMATMUL_A = 0,
+  NNW_BMATMUL_B = 1,
+  NNW_BMATMUL_Y = 2,
+  NNW_BMATMUL_B0 = 3,
+  NNW_BMATMUL_B1 = 4,
+  NNW_BMATMUL_M = 5,
+  NNW_BMATMUL_N = 6,
+  NNW_BMATMUL_K = 7,
+  NNW_BMATMUL_AS0 = 8,
+  NNW_BMATMUL_AS1 = 9,
+  NNW_BMATMUL_BS0 = 10,
+  NNW_BMATMUL_BS1 = 11,
+  NNW_BMATMUL_NARGS = 12
+};
+
+enum nnw_lp_normalize_arg {
+  NNW_LP_NORMALIZE_X = 0,
+  NNW_LP_NORMALIZE_Y = 1,
+  NNW_LP_NORMALIZE_OUTER = 2,
+  NNW_LP_NORMALIZE_LEN = 3,
+  NNW_LP_NORMALIZE_INNER = 4,
+  NNW_LP_NORMALIZE_P = 5,
+  NNW_LP_NORMALIZE_NARGS = 6
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -447,7 +519,12 @@ enum nnw_recurrent_arg {
   X(32, gather_elements, GATHER_ELEMENTS, 20, "tttiiiiiiiiiiiiiiiii") \
   X(33, resize_linear, RESIZE_LINEAR, 13, "ttttttiiiiiii") \
   X(70, conv_transpose2d, CONV_TRANSPOSE2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
-  X(71, recurrent, RECURRENT, 23, "itttttttttttiiiiiiiiiif")
+  X(71, recurrent, RECURRENT, 23, "itttttttttttiiiiiiiiiif") \
+  X(50, reduce, REDUCE, 7, "iittiii") \
+  X(51, argreduce, ARGREDUCE, 8, "iittiiii") \
+  X(52, norm, NORM, 14, "ttttttiiiiiiif") \
+  X(53, bmatmul, BMATMUL, 12, "tttiiiiiiiii") \
+  X(54, lp_normalize, LP_NORMALIZE, 6, "ttiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

@@ -31,5 +31,10 @@ void test_unary_bool(void);
 void test_cast(void);
 void test_where(void);
 void test_logic_refusals(void);
+void test_reduce(void);
+void test_argreduce(void);
+void test_lp_normalize(void);
+void test_norm(void);
+void test_bmatmul(void);
 
 #endif

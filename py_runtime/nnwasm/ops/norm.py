@@ -108,25 +108,45 @@ def layer_norm(node, x, scale, b=None):
 
 
 def infer_group_norm(node, inputs, consts):
+    """Scale and bias are per group before opset 21, per channel from 21."""
     x = S.need(node, inputs, 0)
     xs = S.shape(x)
     g = node.attr("num_groups")
     if g is None:
         S.fail(node, "attribute num_groups is required")
-    c = _channel_params(node, inputs, 1, 2, xs)
+    if node.opset < 21:
+        for i in (1, 2):
+            ps = S.shape(S.need(node, inputs, i))
+            if ps is not None and len(ps) == 1 and S.known(ps[0]) and ps[0] != g:
+                S.fail(node, f"input {i} has {ps[0]} values, not num_groups {g}")
+        c = xs[1] if xs is not None and len(xs) > 1 else None
+    else:
+        c = _channel_params(node, inputs, 1, 2, xs)
     if S.known(c) and c % g:
         S.fail(node, f"channels {c} are not a multiple of num_groups {g}")
     return [(S.same_dtype(node, inputs), xs)]
 
 
-@op("GroupNormalization", 21, infer_group_norm)
-def group_norm(node, x, scale, b):
+def _group_norm(node, x, scale, b, per_group):
     n, c = x.shape[:2]
     g = node.attr("num_groups")
     xg = x.reshape(n, g, -1)
-    stash = S.dtype_attr(node, "stash_type", 1).name
+    stash = S.dtype_attr(node, "stash_type", 1).name if not per_group else "float32"
+    if per_group:
+        scale, b = (p.reshape(1, g, 1) for p in (scale, b))
+        return _normalize(xg, (2,), node.attr("epsilon", 1e-5), scale, b, stash)[0].reshape(x.shape)
     y = _normalize(xg, (2,), node.attr("epsilon", 1e-5), 1, None, stash)[0].reshape(x.shape)
     return (y * _per_channel(scale, x) + _per_channel(b, x)).astype(x.dtype)
+
+
+@op("GroupNormalization", 18, infer_group_norm)
+def group_norm_18(node, x, scale, b):
+    return _group_norm(node, x, scale, b, True)
+
+
+@op("GroupNormalization", 21, infer_group_norm)
+def group_norm(node, x, scale, b):
+    return _group_norm(node, x, scale, b, False)
 
 
 @op("LpNormalization", 1, infer_unary)

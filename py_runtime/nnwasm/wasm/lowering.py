@@ -3,7 +3,8 @@ runs. Each row is op type -> (check, lower); the functions live in lower/<family
 
 check(node, graph) returns None when kernels.wasm can run the node, else the reason it can't
 (shown by get_provider_assignment() and `python -m nnwasm inspect`). A check also states the
-dtypes it takes: f32(...) for float32 compute kernels, any_dtype(...) for byte movers. The
+dtypes it takes: f32(...) for float32 compute kernels, any_dtype(...) for byte movers; the
+reductions (check_reduce, check_arg) check their own, as some take int32/int64 too. The
 provider has already checked what every row needs: ai.onnx domain, static shapes, no empty
 tensors, and only types of a fixed size.
 """
@@ -16,12 +17,15 @@ from .lower.elementwise import (check_arith, check_batch_norm, check_binary, che
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
                           lower_where)
 from .lower.gather import check_gather, check_gather_elements, lower_gather, lower_gather_elements
-from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
+from .lower.linalg import check_einsum, check_gemm, check_matmul, lower_einsum, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
 from .lower.reindex import (check_expand, check_pad, check_slice, check_space_depth, check_split, check_tile,
                             lower_expand, lower_pad, lower_slice, lower_space_depth, lower_split, lower_tile)
 from .lower.resize import check_resize, lower_resize
-from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
+from .lower.norm import check_channel_norm, check_layer_norm, lower_channel_norm, lower_layer_norm
+from .lower.reduce import (check_arg, check_global_pool, check_lp_norm, check_reduce, check_softmax, lower_arg,
+                           lower_global_average_pool, lower_global_max_pool, lower_lp_norm, lower_reduce,
+                           lower_softmax)
 from .lower.rnn import check_recurrent, lower_recurrent
 
 LOWERINGS = {
@@ -66,10 +70,30 @@ LOWERINGS = {
     "RNN": (check_recurrent, lower_recurrent),
     "GRU": (check_recurrent, lower_recurrent),
     "LSTM": (check_recurrent, lower_recurrent),
+    "Einsum": (f32(check_einsum), lower_einsum),
     # reductions (lower/reduce.py)
     "GlobalAveragePool": (f32(check_global_pool), lower_global_average_pool),
     "Softmax": (f32(check_softmax), lower_softmax),
     "LogSoftmax": (f32(check_softmax), lower_softmax),
+    "Hardmax": (check_arg, lower_arg),
+    "GlobalMaxPool": (f32(check_global_pool), lower_global_max_pool),
+    "ReduceSum": (check_reduce, lower_reduce),
+    "ReduceMean": (check_reduce, lower_reduce),
+    "ReduceMax": (check_reduce, lower_reduce),
+    "ReduceMin": (check_reduce, lower_reduce),
+    "ReduceProd": (check_reduce, lower_reduce),
+    "ReduceL1": (check_reduce, lower_reduce),
+    "ReduceL2": (check_reduce, lower_reduce),
+    "ReduceSumSquare": (check_reduce, lower_reduce),
+    "ReduceLogSum": (check_reduce, lower_reduce),
+    "ReduceLogSumExp": (check_reduce, lower_reduce),
+    "ArgMax": (check_arg, lower_arg),
+    "ArgMin": (check_arg, lower_arg),
+    # normalisation (lower/norm.py)
+    "LayerNormalization": (f32(check_layer_norm), lower_layer_norm),
+    "InstanceNormalization": (f32(check_channel_norm), lower_channel_norm),
+    "GroupNormalization": (f32(check_channel_norm), lower_channel_norm),
+    "LpNormalization": (f32(check_lp_norm), lower_lp_norm),
     # data movement (lower/movement.py)
     "Reshape": (any_dtype(ok), lower_copy),
     "Flatten": (any_dtype(ok), lower_copy),

@@ -27,4 +27,9 @@ OPS = {
     "resize_linear": Op(code=33, args=("x", "y", "h_idx", "h_wt", "w_idx", "w_wt", "outer", "h_in", "w_in", "mid", "inner", "h_out", "w_out"), kinds="ttttttiiiiiii"),
     "conv_transpose2d": Op(code=70, args=("x", "weight", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "act_min", "act_max"), kinds="tttttiiiiiiiiiiiiiiiiff"),
     "recurrent": Op(code=71, args=("kind", "x", "w", "r", "b", "p", "h0", "c0", "y", "yh", "yc", "scratch", "seq", "batch", "input", "hidden", "reverse", "x_ts", "x_bs", "y_ts", "y_bs", "h_bs", "clip"), kinds="itttttttttttiiiiiiiiiif"),
+    "reduce": Op(code=50, args=("kind", "dtype", "x", "y", "outer", "len", "inner"), kinds="iittiii"),
+    "argreduce": Op(code=51, args=("kind", "dtype", "x", "y", "outer", "len", "inner", "select_last"), kinds="iittiiii"),
+    "norm": Op(code=52, args=("x", "scale", "bias", "y", "mean", "inv_std", "outer", "groups", "cpg", "inner", "pg", "pc", "pi", "epsilon"), kinds="ttttttiiiiiiif"),
+    "bmatmul": Op(code=53, args=("a", "b", "y", "b0", "b1", "m", "n", "k", "as0", "as1", "bs0", "bs1"), kinds="tttiiiiiiiii"),
+    "lp_normalize": Op(code=54, args=("x", "y", "outer", "len", "inner", "p"), kinds="ttiiii"),
 }
