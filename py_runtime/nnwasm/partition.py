@@ -18,8 +18,10 @@ class Partition:
     outputs: list = field(default_factory=list)   # value names needed after it (later partitions, graph outputs)
 
 
-def assign(graph, providers):
-    """node index -> provider; raises NotImplementedOp listing every node no provider accepts."""
+def assign(graph, providers, fallback_reasons=None):
+    """node index -> provider; raises NotImplementedOp listing every node no provider accepts.
+    fallback_reasons, a dict, gets node name (or description if unnamed) -> why the providers
+    before the node's own refused it."""
     chosen, refused = [], []
     for node in graph.nodes:
         reasons = []
@@ -27,6 +29,8 @@ def assign(graph, providers):
             why = p.capability(node, graph)
             if why is None:
                 chosen.append(p)
+                if reasons and fallback_reasons is not None:
+                    fallback_reasons[node.name or str(node)] = "; ".join(reasons)
                 break
             reasons.append(f"{p.name}: {why}")
         else:
@@ -38,8 +42,8 @@ def assign(graph, providers):
     return chosen
 
 
-def partition(graph, providers):
-    chosen = assign(graph, providers)
+def partition(graph, providers, fallback_reasons=None):
+    chosen = assign(graph, providers, fallback_reasons)
     n = len(graph.nodes)
     producer = {o: i for i, node in enumerate(graph.nodes) for o in node.outputs if o}
     deps = [{producer[v] for v in node.inputs if v in producer} for node in graph.nodes]
