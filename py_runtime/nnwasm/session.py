@@ -12,6 +12,7 @@ from . import passes
 from .errors import InvalidArgument, Unsupported
 from .ir import Graph
 from .onnx_io.load import load_model
+from .ops.registry import lookup
 from .options import SessionOptions
 from .partition import assign, partition
 from .providers import DEFAULT_ORDER, PROVIDERS
@@ -75,6 +76,21 @@ class _Prepared:
         self.assignment = [(n.name, n.op_type, p.provider.name) for p in self.parts for n in p.nodes]
 
 
+class _AtFirstRun:
+    """The creation-time check of a model with symbolic dims: a known op whose shapes depend on
+    the feeds can't be judged yet (WASM needs static shapes), so it is judged at the first run
+    with them; a node of an op nnwasm doesn't know at all still fails at creation."""
+    name = "deferral to the first run"
+
+    def capability(self, node, graph):
+        if lookup(node.domain, node.op_type, node.opset) is None:
+            return "not an op nnwasm knows"
+        names = [n for n in (*node.inputs, *node.outputs) if n]
+        if all(graph.values.get(n) is not None and graph.values[n].is_static() for n in names):
+            return "its shapes are already static"
+        return None
+
+
 class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._sess_options = sess_options or SessionOptions()
@@ -88,8 +104,8 @@ class InferenceSession:
         if all(v.is_static() for v in graph.inputs):
             key = tuple(tuple(v.shape) for v in graph.inputs)
             self._cache[key] = _Prepared(self._graph, self._providers)
-        else:
-            assign(self._graph, self._providers)   # unsupported ops fail at creation, as in onnxruntime
+        else:   # unsupported ops fail at creation, as in onnxruntime
+            assign(self._graph, self._providers + [_AtFirstRun()])
 
     # --- onnxruntime's introspection API ---------------------------------------------------
     def get_inputs(self):
