@@ -1,11 +1,12 @@
 # Two commands for a fresh machine (Debian, root or sudo):
 #   make demo   installs everything, builds, and serves the demo (prints its URL)
-#   make test   installs everything, builds, and runs every test
+#   make test   installs everything, builds the model zoo, and runs the tests (slow zoo models skipped)
+#   make test-all   the same with the slow zoo models (NNWASM_ZOO_ALL=1)
 PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web test test-fast demo bench clean
+.PHONY: setup build kernels web zoo test test-all test-fast demo bench bench-zoo clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -28,8 +29,22 @@ web: kernels
 
 build: web
 
-test: build
+# The model zoo (random weights, built offline from PyPI packages) in $NNWASM_ZOO_DIR or
+# ~/.cache/nnwasm/zoo; up-to-date models are not rebuilt. torch is installed alone first so
+# that pip keeps its CPU build (see build_scripts/requirements-zoo.txt).
+zoo: .venv/.zoo-installed kernels
+	$(PY) build_scripts/build_zoo.py
+
+.venv/.zoo-installed: build_scripts/requirements-zoo.txt .venv/.installed
+	$(PY) -m pip install -q $$(grep '^torch==' $<) --extra-index-url https://download.pytorch.org/whl/cpu
+	$(PY) -m pip install -q -r $<
+	touch $@
+
+test: build zoo
 	$(PY) -m pytest -q
+
+test-all: build zoo
+	NNWASM_ZOO_ALL=1 $(PY) -m pytest -q
 
 test-fast: kernels
 	$(PY) -m pytest -q -m "not browser and not node"
@@ -39,6 +54,9 @@ demo: build
 
 bench: build
 	$(PY) bench/bench_efficientnet.py
+
+bench-zoo: build zoo
+	$(PY) bench/bench_zoo.py
 
 clean:
 	rm -rf build dist py_runtime/nnwasm/kernels.wasm
