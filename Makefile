@@ -46,7 +46,7 @@ test: build zoo
 test-all: build zoo
 	NNWASM_ZOO_ALL=1 $(PY) -m pytest -q
 
-test-fast: kernels
+test-fast: kernels zoo
 	$(PY) -m pytest -q -m "not browser and not node"
 
 demo: build
