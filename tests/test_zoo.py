@@ -132,6 +132,24 @@ def test_fallback_table(name, zoo):
         f"the fallback ops changed: set ZOO_EXPECTED_FALLBACK[{name!r}] = {sorted(ops)}"
 
 
+@pytest.mark.parametrize("name", list(build_zoo.ZOO))
+def test_zoo_references(name, zoo):
+    """The sidecar's cases: two different shapes for dynamic-axes models, and the saved outputs
+    (what Node compares with) are onnxruntime's for the saved feeds."""
+    import onnxruntime
+    meta = build_zoo.load_sidecar(name)
+    dynamic = any(isinstance(d, str) for i in meta["inputs"] for d in i["shape"])
+    shapes = [tuple(tuple(s["dims"]) for s in c["inputs"].values()) for c in meta["cases"]]
+    assert len(set(shapes)) == (2 if dynamic else 1) == len(shapes)
+    if meta["slow"] and not RUN_ALL:
+        return
+    sess = onnxruntime.InferenceSession(str(zoo / meta["file"]), providers=["CPUExecutionProvider"])
+    for case in meta["cases"]:
+        feeds, refs = load_case(zoo, case)
+        for got, (oname, ref) in zip(sess.run(None, feeds), refs.items()):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5, err_msg=f"{name} {case['name']} {oname}")
+
+
 # --- Node: the same models through web/nnwasm.mjs, run once for all ----------------------------
 
 @pytest.fixture(scope="module")
