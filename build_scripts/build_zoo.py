@@ -34,11 +34,15 @@ def zoo_dir():
 
 # --- torch models ------------------------------------------------------------------------------
 
-def _torchvision():
+def _skip_torchvision_registrations():
     # torchvision's PyPI wheels link their C extension (detection ops) against the CUDA torch, so
-    # it can't load into torch 2.13.0+cpu and its fake-kernel registrations fail at import. The
-    # zoo's architectures need none of those ops: skip the registrations.
+    # it can't load into torch 2.13.0+cpu and its fake-kernel registrations fail at import (also
+    # when transformers imports it). The zoo's architectures need none of those ops.
     sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
+
+
+def _torchvision():
+    _skip_torchvision_registrations()
     import torchvision
     return torchvision
 
@@ -168,6 +172,7 @@ def gpt2_tiny():
 
 
 def export(make, path):
+    _skip_torchvision_registrations()
     import torch
     torch.manual_seed(0)
     torch.backends.mha.set_fastpath_enabled(False)   # the fused MHA op has no ONNX export
@@ -313,7 +318,9 @@ def build_one(name, out, built):
     make, kind, slow = ZOO[name]
     path = out / f"{name}.onnx"
     t0 = time.perf_counter()
-    spec = make(path, built) if name in DERIVED_FROM else export(make, path)
+    with warnings.catch_warnings():   # converters' warnings about values clamped to fp16 etc.
+        warnings.simplefilter("ignore")
+        spec = make(path, built) if name in DERIVED_FROM else export(make, path)
     built[name] = {"path": path, "spec": spec}
     sidecar = {"builder_version": BUILDER_VERSION, "name": name, "file": path.name, "kind": kind, "slow": slow,
                "derived_from": DERIVED_FROM.get(name),
