@@ -31,12 +31,14 @@ build: web
 
 # The model zoo (random weights, built offline from PyPI packages) in $NNWASM_ZOO_DIR or
 # ~/.cache/nnwasm/zoo; up-to-date models are not rebuilt. torch is installed alone first so
-# that pip keeps its CPU build (see build_scripts/requirements-zoo.txt).
+# that pip keeps its CPU build (see build_scripts/requirements-zoo.txt; TORCH_INDEX=URL adds
+# PyTorch's CPU index where no local torch 2.13.0+cpu wheel is found).
 zoo: .venv/.zoo-installed kernels
 	$(PY) build_scripts/build_zoo.py
 
+TORCH_INDEX ?=
 .venv/.zoo-installed: build_scripts/requirements-zoo.txt .venv/.installed
-	$(PY) -m pip install -q $$(grep '^torch==' $<) --extra-index-url https://download.pytorch.org/whl/cpu
+	$(PY) -m pip install -q $$(grep '^torch==' $<) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -r $<
 	touch $@
 
