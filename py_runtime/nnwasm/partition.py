@@ -23,11 +23,12 @@ class Deferred(str):
     """A capability refusal saying only that shapes are not known yet (symbolic input dims)."""
 
 
-def assign(graph, providers, defer=False):
+def assign(graph, providers, defer=False, fallback_reasons=None):
     """node index -> provider; raises NotImplementedOp listing every node no provider accepts.
     defer (at the creation of a session whose input shapes are symbolic): a node that a provider
     refused only with a Deferred reason is provisionally that provider's; the first run with
-    concrete shapes judges it again."""
+    concrete shapes judges it again. fallback_reasons, a dict, gets node name (or description if
+    unnamed) -> why the providers before the node's own refused it."""
     chosen, refused = [], []
     for node in graph.nodes:
         reasons, tentative = [], None
@@ -35,6 +36,8 @@ def assign(graph, providers, defer=False):
             why = p.capability(node, graph)
             if why is None:
                 chosen.append(p)
+                if reasons and fallback_reasons is not None:
+                    fallback_reasons[node.name or str(node)] = "; ".join(reasons)
                 break
             if defer and isinstance(why, Deferred) and tentative is None:
                 tentative = p
@@ -50,8 +53,8 @@ def assign(graph, providers, defer=False):
     return chosen
 
 
-def partition(graph, providers):
-    chosen = assign(graph, providers)
+def partition(graph, providers, fallback_reasons=None):
+    chosen = assign(graph, providers, fallback_reasons=fallback_reasons)
     n = len(graph.nodes)
     producer = {o: i for i, node in enumerate(graph.nodes) for o in node.outputs if o}
     reads = [node.inputs + implicit_inputs(node) for node in graph.nodes]

@@ -73,7 +73,8 @@ class _Prepared:
     """A graph specialised to concrete input shapes, partitioned and compiled."""
 
     def __init__(self, graph, providers):
-        self.parts = partition(graph, providers)
+        self.fallback_reasons = {}
+        self.parts = partition(graph, providers, self.fallback_reasons)
         self.runners = [p.provider.compile(p, graph) for p in self.parts]
         self.assignment = [(n.name, n.op_type, p.provider.name) for p in self.parts for n in p.nodes]
 
@@ -123,6 +124,17 @@ class InferenceSession:
             return list(next(reversed(self._cache.values())).assignment)
         chosen = assign(self._graph, self._providers, defer=True)   # provisional until the first run
         return [(n.name, n.op_type, p.name) for n, p in zip(self._graph.nodes, chosen)]
+
+    def get_fallback_reasons(self):
+        """{node name: why} for each node that runs on a later provider than the first, with the
+        earlier providers' reasons (the WASM capability check's answer), for the same input
+        shapes as get_provider_assignment()."""
+        if self._cache:
+            reasons = next(reversed(self._cache.values())).fallback_reasons
+        else:
+            reasons = {}
+            assign(self._graph, self._providers, defer=True, fallback_reasons=reasons)
+        return dict(reasons)
 
     # --- running ---------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
