@@ -92,7 +92,7 @@ def main():
     ap.add_argument("--no-node", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
-    from nnwasm.inspect import NO_PROVIDER, report
+    from nnwasm.inspect_model import NO_PROVIDER, report
     zoo = build_zoo.ensure(a.only)
     names = a.only or [n for n, (_, _, slow) in build_zoo.ZOO.items() if a.all or not slow]
     rows = {}
