@@ -1,14 +1,16 @@
 """LOWERINGS: the WASM capability table, the one hand-edited list of the ONNX ops kernels.wasm
-runs. Each row is op type -> (check, lower); the functions live in lower/<family>.py.
+runs. Each row is op type -> (check, lower); the functions live in lower/<family>.py. Ops of
+other domains than ai.onnx are keyed "domain.OpType" (lowering_key).
 
 check(node, graph) returns None when kernels.wasm can run the node, else the reason it can't
 (shown by get_provider_assignment() and `python -m nnwasm inspect`). A check also states the
 dtypes it takes: f32(...) for float32 compute kernels, any_dtype(...) for byte movers. The
-provider has already checked what every row needs: ai.onnx domain, static shapes, no empty
+provider has already checked what every row needs: static shapes, no empty
 tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
 from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
+from .lower.fused import check_fused_conv, check_fused_gemm, lower_fused_conv, lower_fused_gemm
 from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lower_batch_norm, lower_binary,
                                 lower_sum, lower_unary)
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
@@ -47,4 +49,12 @@ LOWERINGS = {
     "Dropout": (any_dtype(check_dropout), lower_copy),
     "Concat": (any_dtype(ok), lower_concat),
     "Transpose": (any_dtype(check_transpose), lower_transpose),
+    # onnxruntime's contrib ops the optimizer emits (lower/fused.py)
+    "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),
+    "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),
 }
+
+
+def lowering_key(node):
+    """LOWERINGS' key of a node: its op type, prefixed by its domain outside ai.onnx."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"

@@ -1,0 +1,2 @@
+def float16_to_float32(ctx):
+    return 0
