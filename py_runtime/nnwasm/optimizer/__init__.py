@@ -30,8 +30,9 @@ class Pass:
 PIPELINE = [
     # Required whatever the level: providers read constants as initializers.
     Pass("constants_to_initializers", L.ORT_DISABLE_ALL, "graph", cleanup.constants_to_initializers),
-    Pass("drop_identities", L.ORT_ENABLE_BASIC, "graph", cleanup.drop_identities),
     Pass("float16_to_float32", L.ORT_ENABLE_BASIC, "graph", fp16.float16_to_float32),
+    Pass("drop_identities", L.ORT_ENABLE_BASIC, "graph", cleanup.drop_identities),
+    Pass("drop_noop_casts", L.ORT_ENABLE_BASIC, "shaped", cleanup.drop_noop_casts),
     Pass("fold_constants", L.ORT_ENABLE_BASIC, "shaped", const_fold.fold_constants),
     Pass("fuse_batch_norm", L.ORT_ENABLE_BASIC, "shaped", batchnorm.fuse_batch_norm),
     Pass("fuse_conv_mul", L.ORT_ENABLE_BASIC, "shaped", batchnorm.fuse_conv_mul),

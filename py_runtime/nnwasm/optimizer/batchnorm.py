@@ -95,8 +95,8 @@ def fuse_batch_norm(ctx):
         b_name = ctx.fresh(bn.outputs[0] + "_bias")
         _const(g, b_name, (m,), new_b)
         fused = replace(node, inputs=[node.inputs[0], new_w, b_name], outputs=[bn.outputs[0]], attrs=attrs)
-        splice(g, [node, bn], [fused])
-        n += 1
+        if splice(g, [node, bn], [fused]):
+            n += 1
     return n
 
 
@@ -131,6 +131,6 @@ def fuse_conv_mul(ctx):
             b_name = ctx.fresh(mul.outputs[0] + "_bias")
             _const(g, b_name, (m,), [b * k for b, k in zip(_f32(g.initializers[bias]), s)])
             inputs.append(b_name)
-        splice(g, [conv, mul], [replace(conv, inputs=inputs, outputs=[mul.outputs[0]])])
-        n += 1
+        if splice(g, [conv, mul], [replace(conv, inputs=inputs, outputs=[mul.outputs[0]])]):
+            n += 1
     return n

@@ -79,3 +79,46 @@ def remove_dead_nodes(ctx):
     for k in unused:
         del g.initializers[k]
     return removed + len(unused)
+
+
+def drop_noop_casts(ctx):
+    """Casts to the type their input already has (left by float16_to_float32, or written by
+    exporters) forward their input. One that makes a graph output instead renames the output of
+    the node before it, when nothing else reads that."""
+    g = ctx.graph
+    keep_names = {v.name for v in g.outputs} | {i for n in g.nodes if subgraphs(n) for i in names_read(n)}
+    readers = {}
+    for n in g.nodes:
+        for i in names_read(n):
+            readers[i] = readers.get(i, 0) + 1
+    producer = {o: k for k, n in enumerate(g.nodes) for o in n.outputs if o}
+    nodes, rename, count = list(g.nodes), {}, 0
+    for k, node in enumerate(nodes):
+        src = g.values.get(node.inputs[0]) if node.inputs else None
+        if node.op_type != "Cast" or node.domain != "" or src is None or src.dtype is None \
+                or src.dtype.onnx != node.attr("to"):
+            continue
+        x, y = node.inputs[0], node.outputs[0]
+        if y not in keep_names:
+            rename[y] = x
+        elif x in producer and readers.get(x) == 1 and x not in keep_names:
+            p = producer[x]
+            nodes[p] = replace(nodes[p], outputs=[y if o == x else o for o in nodes[p].outputs])
+        else:
+            continue
+        nodes[k] = None
+        count += 1
+    out = []
+    for node in nodes:
+        if node is not None:
+            if any(i in rename for i in node.inputs):
+                node = replace(node, inputs=[_resolve(rename, i) for i in node.inputs])
+            out.append(node)
+    g.nodes = out
+    return count
+
+
+def _resolve(rename, name):
+    while name in rename:
+        name = rename[name]
+    return name

@@ -79,8 +79,8 @@ def fuse_conv_bias_add(ctx):
         g.initializers[name] = TensorData(FLOAT32, (m,), struct.pack(f"<{m}f", *[a + b for a, b in zip(old, extra)]))
         g.values[name] = ValueInfo(name, FLOAT32, (m,))
         fused = replace(conv, inputs=[conv.inputs[0], conv.inputs[1], name], outputs=[add.outputs[0]])
-        splice(g, [conv, add], [fused])
-        n += 1
+        if splice(g, [conv, add], [fused]):
+            n += 1
     return n
 
 
@@ -108,8 +108,8 @@ def matmul_add_to_gemm(ctx):
                        attrs={}, opset=max(mm.opset, 1))
         if not accept(ctx, gemm, [mm, add]):
             continue
-        splice(g, [mm, add], [gemm])
-        n += 1
+        if splice(g, [mm, add], [gemm]):
+            n += 1
     return n
 
 
@@ -140,13 +140,13 @@ def fuse_conv_activation(ctx):
         attrs = {k: v for k, v in conv.attrs.items() if k in CONV_ATTRS}
         if act[1]:   # written only when there are numbers: an empty list has no attribute type
             attrs["activation_params"] = act[1]
-        fused = ms_node(ctx, "FusedConv", inputs, [nxt.outputs[0]], conv.name or ctx.fresh("FusedConv"),
+        fused = ms_node(ctx, "FusedConv", inputs, [nxt.outputs[0]], conv.name,
                         **attrs, activation=act[0])
         if not accept(ctx, fused, pattern):
             continue
         used.update(id(p) for p in pattern)
-        splice(g, pattern, [fused])
-        n += 1
+        if splice(g, pattern, [fused]):
+            n += 1
     return n
 
 
@@ -160,11 +160,11 @@ def fuse_gemm_activation(ctx):
         act = activation_params(g, nxt) if nxt is not None else None
         if act is None or act[0] not in ("Relu", "Sigmoid", "Tanh", "LeakyRelu"):
             continue
-        extra = {"activation_alpha": act[1][0], "leaky_relu_alpha": act[1][0]} if act[1] else {}
-        fused = ms_node(ctx, "FusedGemm", gemm.inputs, [nxt.outputs[0]], gemm.name or ctx.fresh("FusedGemm"),
+        extra = {"activation_alpha": act[1][0]} if act[1] else {}
+        fused = ms_node(ctx, "FusedGemm", gemm.inputs, [nxt.outputs[0]], gemm.name,
                         **gemm.attrs, activation=act[0], **extra)
         if not accept(ctx, fused, [gemm, nxt]):
             continue
-        splice(g, [gemm, nxt], [fused])
-        n += 1
+        if splice(g, [gemm, nxt], [fused]):
+            n += 1
     return n

@@ -70,9 +70,13 @@ def accept(ctx, new, old):
 
 
 def splice(g, old, new):
-    """Replaces the nodes `old` by `new` (placed where the last of old was: its inputs are ready)."""
+    """Replaces the nodes `old` by `new` (placed where the last of old was: its inputs are ready).
+    False, and nothing changes, when an earlier rewrite of the same pass took one of old."""
     ids = {id(n) for n in old}
-    last = max(i for i, n in enumerate(g.nodes) if id(n) in ids)
+    at = [i for i, n in enumerate(g.nodes) if id(n) in ids]
+    if len(at) != len(ids):
+        return False
+    last = max(at)
     out = []
     for i, n in enumerate(g.nodes):
         if i == last:
@@ -80,3 +84,4 @@ def splice(g, old, new):
         elif id(n) not in ids:
             out.append(n)
     g.nodes = out
+    return True
