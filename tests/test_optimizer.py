@@ -378,3 +378,18 @@ def test_folding_without_numpy_uses_wasm(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout) == [["", "FusedConv", "WasmExecutionProvider"]]
+
+
+# --- real models -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,most_nodes", [("light_squeezenet", 40), ("light_inception_v2", 100)])
+def test_real_model_optimized_file_runs_in_onnxruntime(tmp_path, name, most_nodes):
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"
+    sess, saved = optimized(str(path), tmp_path)
+    assert len(saved.graph.node) <= most_nodes < len(onnx.load(str(path)).graph.node)
+    assert "FusedConv" in ops(saved) and "BatchNormalization" not in ops(saved)
+    x = np.random.default_rng(3).standard_normal([d if isinstance(d, int) else 1 for d in sess.get_inputs()[0].shape])
+    feeds = {sess.get_inputs()[0].name: x.astype(np.float32)}
+    want = ort_run(path.read_bytes(), feeds)[0]
+    for got in (sess.run(None, feeds)[0], ort_run(saved.SerializeToString(), feeds)[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
