@@ -452,7 +452,8 @@ def test_registry_covers_opsets_7_to_21():
     assert registry.lookup("", "Add", 6) is None      # opset < 7 broadcasting rules are not supported
     assert registry.lookup("ai.onnx", "Squeeze", 13).since == 13
     assert registry.lookup("", "Squeeze", 12).since == 1
-    assert registry.lookup("com.microsoft", "Gelu", 1) is None
+    assert registry.lookup("com.microsoft", "Relu", 1) is None   # domains are apart
+    assert registry.lookup("com.microsoft", "Gelu", 1).domain == "com.microsoft"   # ops/contrib.py
 
 
 def test_numpy_kernels_report_bad_data_as_invalid_argument():

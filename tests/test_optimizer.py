@@ -393,3 +393,13 @@ def test_real_model_optimized_file_runs_in_onnxruntime(tmp_path, name, most_node
     want = ort_run(path.read_bytes(), feeds)[0]
     for got in (sess.run(None, feeds)[0], ort_run(saved.SerializeToString(), feeds)[0]):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+
+
+def test_float16_data_movement_stays_float16(tmp_path):
+    """A graph kernels.wasm runs whole in float16 (bytes moved) gains no Casts that would need numpy."""
+    nodes = [helper.make_node("Transpose", ["X"], ["t"], perm=[1, 0]), helper.make_node("Reshape", ["t", "s"], ["Y"])]
+    model = graph_model(nodes, {"X": rand(3, 4).astype(np.float16)}, ["Y"], {"s": np.array([2, 6], np.int64)})
+    sess, saved = optimized(model, tmp_path)
+    assert ops(saved) == ["Transpose", "Reshape"] and by_provider(sess) == ["WasmExecutionProvider"]
+    _, numpy_only = optimized(model, tmp_path, providers=NUMPY)
+    assert ops(numpy_only) == ["Cast", "Transpose", "Reshape", "Cast"]

@@ -2,7 +2,7 @@
 minimum SessionOptions.graph_optimization_level (onnxruntime's levels).
 
 Passes run in two phases around shape inference (passes.infer_shapes):
-  "graph"  on the loaded graph, before shapes are known (structural clean-ups, fp16 -> fp32);
+  "graph"  on the loaded graph, before shapes are known (structural clean-ups);
   "shaped" after shape inference, again for each concrete input shape of a model with symbolic
            dims: constant folding asks the providers, fusions ask them whether they would still
            run the fused node (a fusion never moves work to a less preferred provider).
@@ -30,8 +30,8 @@ class Pass:
 PIPELINE = [
     # Required whatever the level: providers read constants as initializers.
     Pass("constants_to_initializers", L.ORT_DISABLE_ALL, "graph", cleanup.constants_to_initializers),
-    Pass("float16_to_float32", L.ORT_ENABLE_BASIC, "graph", fp16.float16_to_float32),
     Pass("drop_identities", L.ORT_ENABLE_BASIC, "graph", cleanup.drop_identities),
+    Pass("float16_to_float32", L.ORT_ENABLE_BASIC, "shaped", fp16.float16_to_float32, static=True),
     Pass("drop_noop_casts", L.ORT_ENABLE_BASIC, "shaped", cleanup.drop_noop_casts),
     Pass("fold_constants", L.ORT_ENABLE_BASIC, "shaped", const_fold.fold_constants),
     Pass("fuse_batch_norm", L.ORT_ENABLE_BASIC, "shaped", batchnorm.fuse_batch_norm),

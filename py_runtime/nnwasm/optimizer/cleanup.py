@@ -82,7 +82,7 @@ def remove_dead_nodes(ctx):
 
 
 def drop_noop_casts(ctx):
-    """Casts to the type their input already has (left by float16_to_float32, or written by
+    """Casts (and CastLikes) to the type their input already has (left by float16_to_float32, or written by
     exporters) forward their input. One that makes a graph output instead renames the output of
     the node before it, when nothing else reads that."""
     g = ctx.graph
@@ -95,8 +95,11 @@ def drop_noop_casts(ctx):
     nodes, rename, count = list(g.nodes), {}, 0
     for k, node in enumerate(nodes):
         src = g.values.get(node.inputs[0]) if node.inputs else None
-        if node.op_type != "Cast" or node.domain != "" or src is None or src.dtype is None \
-                or src.dtype.onnx != node.attr("to"):
+        if node.domain != "" or node.op_type not in ("Cast", "CastLike") or src is None or src.dtype is None:
+            continue
+        like = g.values.get(node.inputs[1]) if node.op_type == "CastLike" else None
+        to = node.attr("to") if node.op_type == "Cast" else like.dtype.onnx if like and like.dtype else None
+        if src.dtype.onnx != to:
             continue
         x, y = node.inputs[0], node.outputs[0]
         if y not in keep_names:
