@@ -137,6 +137,15 @@ def test_batch_norm_folds_into_conv(tmp_path, bias):
     assert by_provider(sess) == ["WasmExecutionProvider"]
 
 
+def test_batch_norm_folds_into_conv_transpose(tmp_path):
+    inits = {"W": rand(3, 5, 3, 3, seed=1), "B": rand(5, seed=2), **_bn_inits(5)}
+    nodes = [helper.make_node("ConvTranspose", ["X", "W", "B"], ["c"], strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["c", "sc", "bb", "mu", "var"], ["Y"])]
+    model = graph_model(nodes, {"X": rand(1, 3, 4, 4)}, ["Y"], inits)
+    _, saved = agree(model, {"X": rand(1, 3, 4, 4)}, tmp_path)
+    assert ops(saved) == ["ConvTranspose"]
+
+
 @pytest.mark.parametrize("trans_b", [0, 1])
 def test_batch_norm_folds_into_gemm(tmp_path, trans_b):
     inits = {"W": rand(*((5, 4) if trans_b else (4, 5)), seed=1), "C": rand(5, seed=2), **_bn_inits(5)}

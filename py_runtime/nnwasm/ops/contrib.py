@@ -12,6 +12,7 @@ import math
 from . import activations, conv, linalg, norm
 from .elementwise import infer_unary
 from .registry import register
+from .shapes import unsupported
 
 MS = "com.microsoft"
 
@@ -33,17 +34,16 @@ def apply_activation(np, name, params, y):
     raise ValueError(f"unknown activation {name!r}")
 
 
-def _check_activation(node, params_attr):
-    name = node.attr("activation", "")
-    need = {"Relu": 0, "Sigmoid": 0, "Tanh": 0, "LeakyRelu": 1, "HardSigmoid": 2, "Clip": 2}
-    if name not in need:
-        from .shapes import unsupported
-        unsupported(node, f"activation {name!r}")
-    return name
+ACTIVATIONS = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
+
+
+def _check_activation(node):
+    if node.attr("activation", "") not in ACTIVATIONS:
+        unsupported(node, f"activation {node.attr('activation', '')!r}")
 
 
 def infer_fused_conv(node, inputs, consts):
-    _check_activation(node, "activation_params")
+    _check_activation(node)
     return conv.infer_conv(node, inputs[:3], consts[:3])
 
 
@@ -56,7 +56,7 @@ def fused_conv(node, x, w, b=None, z=None):
 
 
 def infer_fused_gemm(node, inputs, consts):
-    _check_activation(node, None)
+    _check_activation(node)
     return linalg.infer_gemm(node, inputs, consts)
 
 

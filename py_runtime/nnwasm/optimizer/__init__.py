@@ -84,11 +84,11 @@ def optimize(graph, phase, level, providers=(), static=True):
             n = p.run(ctx)
             changed += n
             if n and phase == "shaped":
-                passes.infer_shapes(graph, ctx_shapes(graph))
+                passes.infer_shapes(graph, _bound_shapes(graph))
     return graph
 
 
-def ctx_shapes(graph):
+def _bound_shapes(graph):
     """The input shapes the graph's values were inferred for (bound symbolic dims stay bound)."""
     return {v.name: graph.values[v.name].shape for v in graph.inputs
             if v.name in graph.values and graph.values[v.name].shape is not None}

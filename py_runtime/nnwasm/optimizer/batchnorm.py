@@ -1,4 +1,4 @@
-"""Inference BatchNormalization folded into the Conv or Gemm before it (onnxruntime's
+"""Inference BatchNormalization folded into the Conv, ConvTranspose (group 1) or Gemm before it (onnxruntime's
 ConvBNFusion): y = (conv(x) - mean) * s + bias with s = scale / sqrt(var + eps) becomes a Conv
 with weights W * s (per output channel) and bias b * s + bias - mean * s. The per-channel numbers
 are computed here in Python (M values); the weights, the big part, are multiplied by a Mul node
@@ -57,7 +57,7 @@ def _scaled_weight(ctx, w, s_shape, s):
 def fuse_batch_norm(ctx):
     g, r, n = ctx.graph, Readers(ctx.graph), 0
     for node in list(g.nodes):
-        if node.domain != "" or node.op_type not in ("Conv", "Gemm") or not is_f32(g, node.outputs[0]):
+        if node.domain != "" or node.op_type not in ("Conv", "ConvTranspose", "Gemm") or not is_f32(g, node.outputs[0]):
             continue
         bn = r.only(node.outputs[0])
         if bn is None or bn.op_type != "BatchNormalization" or bn.domain != "":
@@ -73,12 +73,16 @@ def fuse_batch_norm(ctx):
             continue
         s, t = affine
         bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
-        if node.op_type == "Conv":
-            if wt.shape[0] != m or (bias and (bias not in g.initializers or g.initializers[bias].shape != (m,))):
+        if node.op_type in ("Conv", "ConvTranspose"):
+            # Conv weights are [M, C/group, k...]; ConvTranspose's [C, M/group, k...] (group 1 here)
+            axis = 0 if node.op_type == "Conv" else 1
+            if wt.shape[axis] != m or (axis and node.attr("group", 1) != 1) \
+                    or (bias and (bias not in g.initializers or g.initializers[bias].shape != (m,))):
                 continue
             old = _f32(g.initializers[bias]) if bias else [0.0] * m
             new_b = [b * k + c for b, k, c in zip(old, s, t)]
-            s_shape, attrs = (m,) + (1,) * (len(wt.shape) - 1), node.attrs
+            s_shape = tuple(m if i == axis else 1 for i in range(len(wt.shape)))
+            attrs = node.attrs
         else:
             beta, tb = float(node.attr("beta", 1.0)), node.attr("transB", 0)
             ct = g.initializers.get(bias) if bias else None

@@ -53,10 +53,9 @@ def close(a, b, rel=1e-3):
 
 
 def ms_node(ctx, op_type, inputs, outputs, name, **attrs):
-    """A com.microsoft node; the graph then imports that domain (version 1)."""
-    ctx.graph.opsets.setdefault(MS, 1)
+    """A com.microsoft node (version 1; splice makes the graph import the domain)."""
     return Node(op_type, list(inputs), list(outputs), name=name, domain=MS, attrs=attrs,
-                opset=ctx.graph.opsets[MS])
+                opset=ctx.graph.opsets.get(MS, 1))
 
 
 def accept(ctx, new, old):
@@ -84,4 +83,6 @@ def splice(g, old, new):
         elif id(n) not in ids:
             out.append(n)
     g.nodes = out
+    for n in new:
+        g.opsets.setdefault(n.domain, n.opset)
     return True
