@@ -412,3 +412,29 @@ def test_float16_data_movement_stays_float16(tmp_path):
     assert ops(saved) == ["Transpose", "Reshape"] and by_provider(sess) == ["WasmExecutionProvider"]
     _, numpy_only = optimized(model, tmp_path, providers=NUMPY)
     assert ops(numpy_only) == ["Cast", "Transpose", "Reshape", "Cast"]
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_torch_transformer_block_patterns(tmp_path, opset):
+    """LayerNorm and both GELUs as torch's TorchScript exporter writes them (decomposed before
+    opset 17), fused with the numpy provider alone, matching onnxruntime."""
+    torch = pytest.importorskip("torch")
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = torch.nn.LayerNorm(16), torch.nn.LayerNorm(16)
+            self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
+            self.gelu, self.fast = torch.nn.GELU(), torch.nn.GELU(approximate="tanh")
+
+        def forward(self, x):
+            return self.ln2(x + self.fast(self.fc2(self.gelu(self.fc1(self.ln1(x))))))
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 16)
+    path = tmp_path / "block.onnx"
+    torch.onnx.export(Block().eval(), (x,), str(path), input_names=["x"], output_names=["y"], opset_version=opset,
+                      dynamo=False)
+    _, saved = agree(path.read_bytes(), {"x": x.numpy()}, tmp_path, providers=NUMPY)
+    assert sorted(ops(saved)) == sorted(["LayerNormalization"] * 2 + ["MatMul", "Add"] * 2
+                                        + ["Add", "Gelu", "FastGelu"])
