@@ -438,3 +438,18 @@ def test_torch_transformer_block_patterns(tmp_path, opset):
     _, saved = agree(path.read_bytes(), {"x": x.numpy()}, tmp_path, providers=NUMPY)
     assert sorted(ops(saved)) == sorted(["LayerNormalization"] * 2 + ["MatMul", "Add"] * 2
                                         + ["Add", "Gelu", "FastGelu"])
+
+
+def test_float16_model_with_symbolic_batch(tmp_path):
+    float16 = pytest.importorskip("onnxconverter_common.float16")
+    model = onnx.load_from_string(_small_cnn())
+    for v in (model.graph.input[0], model.graph.output[0]):
+        v.type.tensor_type.shape.dim[0].dim_param = "N"
+    data = float16.convert_float_to_float16(model).SerializeToString()
+    sess = nnwasm.InferenceSession(data)
+    for n in (1, 2):
+        x = rand(n, 3, 8, 8).astype(np.float16)
+        got, want = sess.run(None, {"X": x})[0], ort_run(data, {"X": x})[0]
+        assert got.dtype == np.float16 and got.shape == want.shape
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+        assert {p for _, op, p in sess.get_provider_assignment() if op != "Cast"} == {"WasmExecutionProvider"}
