@@ -89,7 +89,8 @@ def matmul_add_to_gemm(ctx):
     N-D MatMul + Add stay as they are."""
     g, r, n = ctx.graph, Readers(ctx.graph), 0
     for mm in list(g.nodes):
-        if mm.op_type != "MatMul" or mm.domain != "" or not is_f32(g, *mm.inputs, mm.outputs[0]):
+        # Gemm before opset 7 broadcasts C only with its broadcast attribute: leave those
+        if mm.op_type != "MatMul" or mm.domain != "" or mm.opset < 7 or not is_f32(g, *mm.inputs, mm.outputs[0]):
             continue
         add = r.only(mm.outputs[0])
         if add is None or add.op_type != "Add" or add.domain != "" or len(add.inputs) != 2:
@@ -105,7 +106,7 @@ def matmul_add_to_gemm(ctx):
         if any(not (d == 1 or d == e) for d, e in zip(reversed(sc), reversed(sy))):
             continue
         gemm = replace(mm, op_type="Gemm", inputs=[mm.inputs[0], mm.inputs[1], c], outputs=[add.outputs[0]],
-                       attrs={}, opset=max(mm.opset, 1))
+                       attrs={})
         if not accept(ctx, gemm, [mm, add]):
             continue
         if splice(g, [mm, add], [gemm]):
