@@ -7,8 +7,13 @@ refusal) which is counted, not failed; anything else (a wrong answer, an unexpec
 a failure unless WRONG_EXPECTED lists it with a reason. MIN_PASSING ratchets the pass count up:
 raise it when more ops land, never lower it. The cases are generated in memory by onnx's own
 generators (this onnx wheel ships no backend/test/data/node directory).
+
+The optimizer levels must agree: test_optimizer_levels_agree runs a subset of the cases (every
+LEVEL_STEP-th by name) at ORT_DISABLE_ALL and compares with the default level's (ORT_ENABLE_ALL)
+results; NNWASM_CONFORMANCE_LEVELS=all runs every case so (about 30 s more).
 """
 import collections
+import os
 import warnings
 
 import numpy as np
@@ -29,8 +34,6 @@ WRONG_EXPECTED = {
     "test_resize_downsample_scales_linear_align_corners":
         "onnx's reference divides by scale*size (a float); onnxruntime and nnwasm by the output size",
     "test_resize_downsample_scales_cubic_align_corners": "as above",
-    "test_causal_conv_with_state_silu_fp16_expanded":
-        "fp16 model: nnwasm computes the expanded graph in float16 per node, the reference in float32",
 }
 
 
@@ -39,12 +42,27 @@ def _array(x):
     return numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else np.asarray(x)
 
 
-def run_case(case):
-    sess = nnwasm.InferenceSession(case.model.SerializeToString())
+LEVEL_STEP = 5
+LEVELS_DIFFER = {   # cases whose results depend on the optimization level, and why
+    "test_causal_conv_with_state_silu_fp16_expanded":
+        "fp16 model: ORT_DISABLE_ALL computes it in float16 node by node, outside the reference's "
+        "tolerance; from ORT_ENABLE_BASIC, float16_to_float32 computes it in float32",
+}
+
+
+def run_case(case, level=None, results=None):
+    """Runs every data set of a case against its expected outputs; returns the providers used.
+    results (a list), if given, receives the outputs."""
+    so = nnwasm.SessionOptions()
+    if level is not None:
+        so.graph_optimization_level = level
+    sess = nnwasm.InferenceSession(case.model.SerializeToString(), so)
     names = [i.name for i in case.model.graph.input]
     outs = [o.name for o in case.model.graph.output]
     for inputs, expected in case.data_sets:
         got = sess.run(outs[:len(expected)], {n: _array(x) for n, x in zip(names, inputs)})
+        if results is not None:
+            results.append(got)
         for g, e in zip(got, expected):
             e = _array(e)
             assert g.dtype == e.dtype and g.shape == e.shape, f"got {g.dtype}{g.shape}, expected {e.dtype}{e.shape}"
@@ -56,10 +74,14 @@ def run_case(case):
 
 
 @pytest.fixture(scope="module")
-def outcomes():
+def cases():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cases = onnx_node_cases.collect_testcases()
+        return onnx_node_cases.collect_testcases()
+
+
+@pytest.fixture(scope="module")
+def outcomes(cases):
     result = {}
     for case in cases:
         try:
@@ -91,3 +113,30 @@ def test_pass_count_ratchet(outcomes):
     passing = sum(1 for o in outcomes.values() if o[0] == "pass")
     on_wasm = sum(1 for o in outcomes.values() if o[0] == "pass" and o[1])
     assert passing >= MIN_PASSING and on_wasm >= MIN_ON_WASM, (passing, on_wasm)
+
+
+def test_optimizer_levels_agree(cases, outcomes):
+    """Cases that pass at the default level (ORT_ENABLE_ALL) pass at ORT_DISABLE_ALL too, with
+    outputs equal within the case's tolerance."""
+    every = os.environ.get("NNWASM_CONFORMANCE_LEVELS") == "all"
+    chosen = sorted((c for c in cases if outcomes[c.name][0] == "pass" and c.name not in LEVELS_DIFFER),
+                    key=lambda c: c.name)
+    chosen = chosen if every else chosen[::LEVEL_STEP]
+    bad = []
+    for case in chosen:
+        full, off = [], []
+        try:
+            run_case(case, nnwasm.GraphOptimizationLevel.ORT_ENABLE_ALL, full)
+            run_case(case, nnwasm.GraphOptimizationLevel.ORT_DISABLE_ALL, off)
+            for a, b in zip(full, off):
+                for x, y in zip(a, b):
+                    assert x.dtype == y.dtype and x.shape == y.shape
+                    if x.dtype.kind in "fc":
+                        np.testing.assert_allclose(x, y, rtol=case.rtol, atol=case.atol)
+                    else:
+                        np.testing.assert_array_equal(x, y)
+        except Exception as e:  # noqa: BLE001 - collected and reported together
+            bad.append(f"{case.name}: {type(e).__name__}: {str(e)[:300]}")
+    print(f"\noptimizer levels compared on {len(chosen)} passing cases")
+    assert len(chosen) >= (1000 if every else 200)
+    assert not bad, "levels disagree:\n" + "\n".join(bad)

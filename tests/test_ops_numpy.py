@@ -457,7 +457,8 @@ def test_registry_covers_opsets_7_to_21():
     assert registry.lookup("", "Add", 6).since == 1   # opset < 7: the cases numpy broadcasting covers
     assert registry.lookup("ai.onnx", "Squeeze", 13).since == 13
     assert registry.lookup("", "Squeeze", 12).since == 1
-    assert registry.lookup("com.microsoft", "Gelu", 1) is None
+    assert registry.lookup("com.microsoft", "Relu", 1) is None   # domains are apart
+    assert registry.lookup("com.microsoft", "Gelu", 1).domain == "com.microsoft"   # ops/contrib.py
 
 
 @pytest.mark.parametrize("attrs,ok", [({}, False), ({"broadcast": 1}, True), ({"broadcast": 1, "axis": 1}, True),

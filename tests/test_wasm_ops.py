@@ -11,14 +11,16 @@ from onnx import helper
 WASM_ONLY = ["WasmExecutionProvider"]
 
 
-def wasm_only_options():
+def wasm_only_options(level=None):
     so = nnwasm.SessionOptions()
+    if level is not None:
+        so.graph_optimization_level = level
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     return so
 
 
-def check(model, feeds, rtol=1e-5, atol=1e-5):
-    wasm = nnwasm.InferenceSession(model, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
+def check(model, feeds, rtol=1e-5, atol=1e-5, level=None):
+    wasm = nnwasm.InferenceSession(model, wasm_only_options(level), providers=WASM_ONLY + ["NumpyExecutionProvider"])
     assert {p for _, _, p in wasm.get_provider_assignment()} == {"WasmExecutionProvider"}
     ref = nnwasm.InferenceSession(model, providers=["NumpyExecutionProvider"])
     got, want, oracle = wasm.run(None, feeds), ref.run(None, feeds), ort_run(model, feeds)
@@ -70,8 +72,12 @@ def test_conv_fused_activation(act):
     else:
         opset = 10
         nodes.append(helper.make_node("Clip", ["T"], ["Y"], min=-0.5, max=0.5))
-    sess = check(graph_model(nodes, {"X": x}, ["Y"], inits, opset=opset), {"X": x}, atol=1e-4)
+    model = graph_model(nodes, {"X": x}, ["Y"], inits, opset=opset)
+    # the plan compiler's own epilogue fusion, without the optimizer's FusedConv
+    sess = check(model, {"X": x}, atol=1e-4, level=nnwasm.GraphOptimizationLevel.ORT_ENABLE_BASIC)
     assert len(sess.get_provider_assignment()) == 2
+    sess = check(model, {"X": x}, atol=1e-4)
+    assert [op for _, op, _ in sess.get_provider_assignment()] == ["FusedConv"]
 
 
 @pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])

@@ -1,6 +1,6 @@
-"""Graph passes run at session creation, in this order (see PIPELINE). Each takes and returns an
-ir.Graph; none needs numpy. Shape inference is the last pass because the partitioner and the
-WASM provider's capability checks read its results."""
+"""Shape inference, between the optimizer's two phases (optimizer/__init__.py): the partitioner,
+the WASM provider's capability checks and the shape-dependent optimizer passes read its
+results. It needs no numpy."""
 
 from collections import ChainMap, deque
 from dataclasses import replace
@@ -8,40 +8,6 @@ from dataclasses import replace
 from .errors import InvalidModel, NnwasmError
 from .ir import Graph, Node, UnusableBody, ValueInfo, implicit_inputs, subgraphs
 from .ops.registry import lookup
-
-
-def constants_to_initializers(graph):
-    """Constant nodes become initializers, so providers see their values as weights."""
-    keep = []
-    for node in graph.nodes:
-        if node.op_type == "Constant" and node.domain == "" and len(node.attrs) == 1 and "value" in node.attrs:
-            graph.initializers[node.outputs[0]] = node.attrs["value"]
-        else:
-            keep.append(node)
-    graph.nodes = keep
-    return graph
-
-
-def drop_identities(graph):
-    """Identity and inference-mode Dropout forward their input; rename their consumers' inputs.
-    A node whose output is a graph output keeps running (the output's name must exist). A
-    Dropout whose mask output nobody reads counts as inference mode too (old exporters name it)."""
-    graph_outputs = {v.name for v in graph.outputs}
-    # A value a subgraph reads by name keeps its name: renaming would have to reach into bodies.
-    graph_outputs |= {i for node in graph.nodes for i in implicit_inputs(node)}
-    read = {i for node in graph.nodes for i in node.inputs} | graph_outputs
-    rename, keep = {}, []
-    for node in graph.nodes:
-        node.inputs = [rename.get(i, i) for i in node.inputs]
-        passthrough = node.op_type == "Identity" or (
-            node.op_type == "Dropout" and (len(node.outputs) < 2 or not node.outputs[1] or node.outputs[1] not in read)
-            and (len(node.inputs) < 3 or not node.inputs[2]))
-        if node.domain == "" and passthrough and node.outputs[0] not in graph_outputs:
-            rename[node.outputs[0]] = node.inputs[0]
-        else:
-            keep.append(node)
-    graph.nodes = keep
-    return graph
 
 
 def infer_shapes(graph, input_shapes=None, outer=None):
@@ -169,18 +135,3 @@ class BodyScope:
         spec.outputs = outs
         self.node.attrs[attr] = spec
         return spec
-
-
-PIPELINE = [constants_to_initializers, drop_identities]
-
-
-def optimize(graph):
-    for node in graph.nodes:
-        for _, g in subgraphs(node):
-            optimize(g)
-    for p in PIPELINE:
-        graph = p(graph)
-    return graph
-
-
-

@@ -1,17 +1,20 @@
 """InferenceSession: the path of one run() through nnwasm.
 
-create: load_model (onnx_io) -> passes.optimize -> passes.infer_shapes -> partition (providers'
-capability) -> provider.compile per partition (WASM: one plan loaded into kernels.wasm).
+create: load_model (onnx_io) -> optimizer ("graph" passes) -> passes.infer_shapes -> optimizer
+("shaped" passes: constant folding, fusions) -> partition (providers' capability) ->
+provider.compile per partition (WASM: one plan loaded into kernels.wasm).
 run:    validate feeds -> for each partition in order, runner.run(env) -> outputs.
 Models whose input shapes have symbolic dims are prepared (shape inference, partitioning,
-compiling) per concrete input shape at the first run with it, and cached.
+compiling, and the optimizer passes that need concrete shapes) per concrete input shape at the
+first run with it, and cached.
 """
 from collections import OrderedDict
 
-from . import passes
+from . import optimizer, passes
 from .errors import InvalidArgument, Unsupported
 from .ir import Graph
 from .onnx_io.load import load_model
+from .onnx_io.save import save_model
 from .options import SessionOptions
 from .partition import assign, partition
 from .providers import DEFAULT_ORDER, PROVIDERS
@@ -83,13 +86,18 @@ class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._sess_options = sess_options or SessionOptions()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
-        graph = passes.optimize(load_model(path_or_bytes))
+        self._level = int(self._sess_options.graph_optimization_level)
+        graph = optimizer.optimize(load_model(path_or_bytes), "graph", self._level, self._providers)
         self._graph = passes.infer_shapes(graph)
+        static = all(v.is_static() for v in graph.inputs)
+        optimizer.optimize(self._graph, "shaped", self._level, self._providers, static)
+        if self._sess_options.optimized_model_filepath:
+            save_model(self._graph, self._sess_options.optimized_model_filepath)
         self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in graph.inputs]
         self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape))
                          for v in graph.outputs]
         self._cache = OrderedDict()
-        if all(v.is_static() for v in graph.inputs):
+        if static:
             key = tuple(tuple(v.shape) for v in graph.inputs)
             self._cache[key] = _Prepared(self._graph, self._providers)
         else:
@@ -220,8 +228,9 @@ class InferenceSession:
             self._cache.move_to_end(key)
             return hit
         g = self._graph
-        spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, g.opsets, g.name)
-        prepared = _Prepared(passes.infer_shapes(spec, shapes), self._providers)
+        spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
+        spec = passes.infer_shapes(spec, shapes)
+        prepared = _Prepared(optimizer.optimize(spec, "shaped", self._level, self._providers), self._providers)
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:
             self._cache.popitem(last=False)

@@ -1,12 +1,13 @@
 """LOWERINGS: the WASM capability table, the one hand-edited list of the ONNX ops kernels.wasm
-runs. Each row is op type -> (check, lower); the functions live in lower/<family>.py.
+runs. Each row is op type -> (check, lower); the functions live in lower/<family>.py. Ops of
+other domains than ai.onnx are keyed "domain.OpType" (lowering_key).
 
 check(node, graph) returns None when kernels.wasm can run the node, else the reason it can't
 (shown by get_provider_assignment() and `python -m nnwasm inspect`). A check also states the
 dtypes it takes: f32(...) for float32 compute kernels, any_dtype(...) for byte movers; the
 reductions (check_reduce, check_arg) check their own, as some take int32/int64 too. The
-provider has already checked what every row needs: ai.onnx domain, static shapes, no empty
-tensors, and only types of a fixed size.
+provider has already checked what every row needs: an op the registry knows at the node's opset,
+static shapes, no empty tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
 from .lower.cast import lower_cast
@@ -16,6 +17,7 @@ from .lower.elementwise import (check_arith, check_batch_norm, check_binary, che
                                 lower_batch_norm, lower_binary, lower_unary, lower_variadic)
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
                           lower_where)
+from .lower.fused import check_fused_conv, check_fused_gemm, lower_fused_conv, lower_fused_gemm
 from .lower.gather import check_gather, check_gather_elements, lower_gather, lower_gather_elements
 from .lower.linalg import check_einsum, check_gemm, check_matmul, lower_einsum, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
@@ -116,4 +118,12 @@ LOWERINGS = {
     "SpaceToDepth": (any_dtype(check_space_depth), lower_space_depth),
     "Resize": (check_resize, lower_resize),
     "Upsample": (check_resize, lower_resize),
+    # onnxruntime's contrib ops the optimizer emits (lower/fused.py)
+    "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),
+    "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),
 }
+
+
+def lowering_key(node):
+    """LOWERINGS' key of a node: its op type, prefixed by its domain outside ai.onnx."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"

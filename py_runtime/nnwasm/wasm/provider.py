@@ -8,7 +8,7 @@ from ..ops.registry import lookup
 from ..partition import Deferred
 from ..tensor import numel
 from .control import compile_nodes, control_refusal, host_op_refusal
-from .lowering import LOWERINGS
+from .lowering import LOWERINGS, lowering_key
 from .plan import PlanBuilder
 from .runner import WasmRunner
 
@@ -25,8 +25,6 @@ class WasmExecutionProvider:
         self.options = dict(options or {})
 
     def capability(self, node, graph):
-        if node.domain not in ("", "ai.onnx"):
-            return f"domain {node.domain} has no WASM kernels"
         if lookup(node.domain, node.op_type, node.opset) is None:
             # LOWERINGS rows follow the registry's semantics, which start at its since-versions
             # (opset 6 PRelu broadcasts its slope per channel, not as numpy does)
@@ -38,9 +36,9 @@ class WasmExecutionProvider:
 
     def plan_refusal(self, node, graph):
         """None if the node lowers to plan ops, else why not."""
-        entry = LOWERINGS.get(node.op_type)
+        entry = LOWERINGS.get(lowering_key(node))
         if entry is None:
-            return f"no WASM kernel for {node.op_type}"
+            return f"no WASM kernel for {lowering_key(node)}"
         names = [n for n in node.inputs if n] + [n for n in node.outputs if n]
         for name in names:
             vi = graph.values.get(name)
@@ -66,7 +64,7 @@ class WasmExecutionProvider:
         op_nodes = []
         for node in nodes:
             if id(node) not in b.fused:
-                LOWERINGS[node.op_type][1](node, b)
+                LOWERINGS[lowering_key(node)][1](node, b)
                 op_nodes += [node] * (len(b.ops) - len(op_nodes))
         plan, arena, io = b.finish(MAX_ARENA_BYTES)
         ins = [(n, io[n], b.nbytes(n)) for n in inputs]

@@ -12,7 +12,7 @@ from .epilogue import fuse_activation
 def _geometry(node, g):
     """(x shape, y shape, kernel, strides, dilations, pads [begins..., ends...]) after auto_pad."""
     x, y = g.values[node.inputs[0]].shape, g.values[node.outputs[0]].shape
-    if node.op_type == "Conv":
+    if node.op_type in ("Conv", "FusedConv"):
         kernel = list(g.values[node.inputs[1]].shape[2:])
     else:
         kernel = list(node.attr("kernel_shape"))
@@ -68,16 +68,20 @@ def check_conv(node, g):
     return None
 
 
-def lower_conv(node, b):
+def conv_args(node, b, y):
+    """conv2d's arguments but the clamp, writing Ref y (Conv and com.microsoft FusedConv)."""
     n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(node, b.graph)
     m = b.shape(node.inputs[1])[0]
-    group = node.attr("group", 1)
     scratch = _conv_scratch(node, b.graph, b.host)
-    y, lo, hi = fuse_activation(node, b)
     bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
-    b.emit("conv2d", x=b.ref(node.inputs[0]), weight=b.ref(node.inputs[1]), b=b.ref(bias) if bias else None,
-           y=b.ref(y), scratch=b.scratch(scratch), n=n, c=c, h=h, w=w, m=m, oh=oh, ow=ow, kh=kh, kw=kw,
-           sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, group=group, act_min=lo, act_max=hi)
+    return dict(x=b.ref(node.inputs[0]), weight=b.ref(node.inputs[1]), b=b.ref(bias) if bias else None,
+                y=y, scratch=b.scratch(scratch), n=n, c=c, h=h, w=w, m=m, oh=oh, ow=ow, kh=kh, kw=kw,
+                sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, group=node.attr("group", 1))
+
+
+def lower_conv(node, b):
+    y, lo, hi = fuse_activation(node, b)
+    b.emit("conv2d", **conv_args(node, b, b.ref(y)), act_min=lo, act_max=hi)
 
 
 def check_pool(node, g):

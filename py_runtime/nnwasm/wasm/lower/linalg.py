@@ -13,7 +13,8 @@ def check_gemm(node, g):
     return None
 
 
-def lower_gemm(node, b):
+def gemm_args(node, b):
+    """gemm's arguments but y and the clamp (Gemm and com.microsoft FusedGemm)."""
     a, w = node.inputs[:2]
     c = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
     ta, tb = node.attr("transA", 0), node.attr("transB", 0)
@@ -25,10 +26,13 @@ def lower_gemm(node, b):
         cs = (1,) * (2 - len(b.shape(c))) + tuple(b.shape(c))
         c_rs = cs[1] if cs[0] != 1 else 0
         c_cs = 1 if cs[1] != 1 else 0
+    return dict(a=b.ref(a), b=b.ref(w), c=b.ref(c) if c else None, m=m, n=n, k=k, trans_a=ta, trans_b=tb,
+                alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), c_rs=c_rs, c_cs=c_cs)
+
+
+def lower_gemm(node, b):
     y, lo, hi = fuse_activation(node, b)
-    b.emit("gemm", a=b.ref(a), b=b.ref(w), c=b.ref(c) if c else None, y=b.ref(y), m=m, n=n, k=k,
-           trans_a=ta, trans_b=tb, alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)),
-           c_rs=c_rs, c_cs=c_cs, act_min=lo, act_max=hi)
+    b.emit("gemm", **gemm_args(node, b), y=b.ref(y), act_min=lo, act_max=hi)
 
 
 def _matmul_dims(g, node):

@@ -69,7 +69,7 @@ def lower_transpose(node, b):
 
 
 def check_dropout(node, g):
-    """Inference Dropout is a copy (passes.drop_identities bypasses it unless it makes a graph
+    """Inference Dropout is a copy (optimizer.cleanup.drop_identities bypasses it unless it makes a graph
     output); its mask must be unread and training mode off."""
     if len(node.inputs) > 2 and node.inputs[2]:
         return "Dropout with a training_mode input"

@@ -1,0 +1,260 @@
+"""Transformer fusions, as onnxruntime's: LayerNormalization from its decomposed form, and GELU
+from its Erf form or its Tanh approximation.
+
+LayerNorm:  m = ReduceMean(x); d = Sub(x, m); v = ReduceMean(Pow(d, 2) | Mul(d, d));
+            y = Div(d, Sqrt(Add(v, eps))) | Mul(d, Reciprocal(Sqrt(...)));  [Mul(y, gamma)] [Add(., beta)]
+            -> LayerNormalization(x, gamma, beta, axis, epsilon) (ai.onnx; before opset 17 it is
+               onnxruntime's contrib registration of the same op in that domain)
+GELU (erf): Erf(Div(x, sqrt 2) | Mul(x, 1/sqrt 2)) -> Add 1 -> times x and 0.5 in any order
+            -> Gelu (ai.onnx from opset 20, else com.microsoft Gelu)
+GELU (tanh): Tanh(Mul(Add(x, Mul(Pow(x, 3) | Mul(x, Mul(x, x)), 0.044715)), sqrt(2/pi))) -> Add 1
+            -> times x and 0.5 -> Gelu(approximate="tanh") from opset 20, else com.microsoft FastGelu
+"""
+import math
+import struct
+
+from ..dtypes import FLOAT32
+from ..ir import Node, ValueInfo
+from ..tensor import TensorData
+from .rewrite import Readers, accept, close, const_scalar, const_values, is_f32, ms_node, splice
+
+
+class _Match:
+    """Walks a pattern: nodes seen so far, each intermediate value read only inside it."""
+
+    def __init__(self, g, r):
+        self.g, self.r, self.nodes = g, r, []
+        self.producers = g.producers()
+
+    def op(self, name, *types):
+        """The node producing `name` if it is one of types (ai.onnx), else None."""
+        n = self.producers.get(name)
+        return n if n is not None and n.domain == "" and n.op_type in types else None
+
+    def reader(self, name, *types):
+        n = self.r.only(name)
+        return n if n is not None and n.domain == "" and n.op_type in types else None
+
+    @staticmethod
+    def other(node, name):
+        """node's input that is not `name` (binary ops), or None if both are."""
+        a, b = node.inputs[:2]
+        return b if a == name else a if b == name else None
+
+
+def _reduce_axes(g, node, rank):
+    if node.attr("keepdims", 1) != 1:
+        return None
+    if node.opset >= 18:
+        vals = const_values(g, node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    else:
+        vals = node.attr("axes")
+    if not vals:
+        return None
+    axes = sorted(a % rank for a in vals)
+    return axes if axes == list(range(axes[0], rank)) else None
+
+
+def _tensor_f32(ctx, hint, shape, values):
+    name = ctx.fresh(hint)
+    ctx.graph.initializers[name] = TensorData(FLOAT32, shape, struct.pack(f"<{len(values)}f", *values))
+    ctx.graph.values[name] = ValueInfo(name, FLOAT32, tuple(shape))
+    return name
+
+
+def _layer_norm_at(ctx, mean1, m):
+    g = ctx.graph
+    x = mean1.inputs[0]
+    xs = g.values[x].shape if x in g.values else None
+    if xs is None or not is_f32(g, x):
+        return None
+    axes = _reduce_axes(g, mean1, len(xs))
+    if axes is None or any(not isinstance(xs[a], int) for a in axes):
+        return None
+    sub = m.reader(mean1.outputs[0], "Sub")
+    if sub is None or sub.inputs[0] != x:
+        return None
+    d = sub.outputs[0]
+    readers = m.r.of(d)
+    if len(readers) != 2 or d in m.r.outputs:
+        return None
+    sq = next((n for n in readers if n.op_type == "Pow" or (n.op_type == "Mul" and n.inputs[0] == n.inputs[1] == d)), None)
+    if sq is None or (sq.op_type == "Pow" and not close(const_scalar(g, sq.inputs[1]), 2.0, 1e-6)):
+        return None
+    mean2 = m.reader(sq.outputs[0], "ReduceMean")
+    if mean2 is None or _reduce_axes(g, mean2, len(xs)) != axes:
+        return None
+    add = m.reader(mean2.outputs[0], "Add")
+    eps = const_scalar(g, m.other(add, mean2.outputs[0])) if add is not None else None
+    sqrt = m.reader(add.outputs[0], "Sqrt") if eps is not None else None
+    if sqrt is None:
+        return None
+    div = next((n for n in readers if n is not sq), None)
+    pattern = [mean1, sub, sq, mean2, add, sqrt, div]
+    if div.op_type == "Div" and div.inputs == [d, sqrt.outputs[0]] and m.r.only(sqrt.outputs[0]) is div:
+        y = div.outputs[0]
+    elif div.op_type == "Mul" and m.reader(sqrt.outputs[0], "Reciprocal") is not None:
+        rec = m.r.only(sqrt.outputs[0])
+        if m.other(div, d) != rec.outputs[0] or m.r.only(rec.outputs[0]) is not div:
+            return None
+        pattern.append(rec)
+        y = div.outputs[0]
+    else:
+        return None
+    norm_shape = tuple(xs[axes[0]:])
+    gamma = beta = None
+    mul = m.reader(y, "Mul")
+    if mul is not None:
+        gname = m.other(mul, y)
+        gt = g.initializers.get(gname)
+        if gt is not None and gt.dtype == FLOAT32 and _squeeze(gt.shape) == _squeeze(norm_shape):
+            gamma, y = gname, mul.outputs[0]
+            pattern.append(mul)
+            badd = m.reader(y, "Add")
+            bname = m.other(badd, y) if badd is not None else None
+            bt = g.initializers.get(bname) if bname else None
+            if bt is not None and bt.dtype == FLOAT32 and _squeeze(bt.shape) == _squeeze(norm_shape):
+                beta, y = bname, badd.outputs[0]
+                pattern.append(badd)
+    n = 1
+    for s in norm_shape:
+        n *= s
+    gamma = _reshaped(ctx, gamma, norm_shape) if gamma else _tensor_f32(ctx, "ln_gamma", norm_shape, [1.0] * n)
+    inputs = [x, gamma] + ([_reshaped(ctx, beta, norm_shape)] if beta else [])
+    ln = Node("LayerNormalization", inputs, [y], name=mean1.name,
+              attrs={"axis": axes[0], "epsilon": float(eps)}, opset=g.opsets.get("", 17))
+    return pattern, ln
+
+
+def _squeeze(shape):
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+def _reshaped(ctx, name, shape):
+    """The constant `name` with exactly `shape` (its leading 1s dropped or added)."""
+    t = ctx.graph.initializers[name]
+    if t.shape == shape:
+        return name
+    new = ctx.fresh(name + "_ln")
+    ctx.graph.initializers[new] = TensorData(t.dtype, shape, t.data)
+    ctx.graph.values[new] = ValueInfo(new, t.dtype, shape)
+    return new
+
+
+def fuse_layer_norm(ctx):
+    g, r, count, used = ctx.graph, Readers(ctx.graph), 0, set()
+    for node in list(g.nodes):
+        if node.op_type != "ReduceMean" or node.domain != "" or id(node) in used:
+            continue
+        m = _Match(g, r)
+        found = _layer_norm_at(ctx, node, m)
+        if found is None:
+            continue
+        pattern, ln = found
+        if any(id(n) in used for n in pattern) or not accept(ctx, ln, pattern):
+            continue
+        used.update(id(n) for n in pattern)
+        if splice(g, pattern, [ln]):
+            count += 1
+    return count
+
+
+def _gelu_tail(g, m, x, one_plus):
+    """The nodes after Add(., 1) that multiply by x and 0.5, and the output; or None."""
+    m1 = m.reader(one_plus, "Mul")
+    if m1 is None:
+        return None
+    other = m.other(m1, one_plus)
+    if other == x:                                   # (x * (1 + e)) * 0.5
+        m2 = m.reader(m1.outputs[0], "Mul")
+        if m2 is not None and close(const_scalar(g, m.other(m2, m1.outputs[0])), 0.5):
+            return [m1, m2], m2.outputs[0]
+        return None
+    if close(const_scalar(g, other), 0.5):            # ((1 + e) * 0.5) * x
+        m2 = m.reader(m1.outputs[0], "Mul")
+        if m2 is not None and m.other(m2, m1.outputs[0]) == x:
+            return [m1, m2], m2.outputs[0]
+        return None
+    half = m.op(other, "Mul")                         # (x * 0.5) * (1 + e)
+    if half is not None and m.r.only(other) is m1 and m.other(half, x) is not None \
+            and close(const_scalar(g, m.other(half, x)), 0.5):
+        return [half, m1], m1.outputs[0]
+    return None
+
+
+def _plus_one(g, m, name):
+    add = m.reader(name, "Add")
+    return add if add is not None and close(const_scalar(g, m.other(add, name)), 1.0) else None
+
+
+def _gelu_erf(g, m, erf):
+    scaled = m.op(erf.inputs[0], "Div", "Mul")
+    if scaled is None or m.r.only(erf.inputs[0]) is not erf:
+        return None
+    x, k = scaled.inputs[0], const_scalar(g, scaled.inputs[1])
+    if not (close(k, math.sqrt(2)) if scaled.op_type == "Div" else close(k, 1 / math.sqrt(2))):
+        return None
+    add = _plus_one(g, m, erf.outputs[0])
+    tail = _gelu_tail(g, m, x, add.outputs[0]) if add is not None else None
+    return None if tail is None else (x, [scaled, erf, add] + tail[0], tail[1])
+
+
+def _gelu_tanh(g, m, tanh):
+    s = m.op(tanh.inputs[0], "Mul")
+    if s is None or m.r.only(tanh.inputs[0]) is not tanh:
+        return None
+    inner = next((i for i in s.inputs if close(const_scalar(g, m.other(s, i)), math.sqrt(2 / math.pi))), None)
+    r = m.op(inner, "Add") if inner else None
+    if r is None or m.r.only(inner) is not s:
+        return None
+    for x in r.inputs:
+        q = m.op(m.other(r, x) or "", "Mul")
+        if q is None or m.r.only(q.outputs[0]) is not r:
+            continue
+        cube_name = next((i for i in q.inputs if close(const_scalar(g, m.other(q, i)), 0.044715)), None)
+        cube = m.op(cube_name, "Pow", "Mul") if cube_name else None
+        if cube is None or m.r.only(cube_name) is not q:
+            continue
+        extra = []
+        if cube.op_type == "Pow":
+            if cube.inputs[0] != x or not close(const_scalar(g, cube.inputs[1]), 3.0, 1e-6):
+                continue
+        else:
+            sq_name = m.other(cube, x)
+            sq = m.op(sq_name or "", "Mul")
+            if sq is None or sq.inputs != [x, x] or m.r.only(sq_name) is not cube:
+                continue
+            extra = [sq]
+        add = _plus_one(g, m, tanh.outputs[0])
+        tail = _gelu_tail(g, m, x, add.outputs[0]) if add is not None else None
+        if tail is not None:
+            return x, extra + [cube, q, r, s, tanh, add] + tail[0], tail[1]
+    return None
+
+
+def fuse_gelu(ctx):
+    g, r, count, used = ctx.graph, Readers(ctx.graph), 0, set()
+    opset = g.opsets.get("", 0)
+    for node in list(g.nodes):
+        if node.domain != "" or node.op_type not in ("Erf", "Tanh") or id(node) in used:
+            continue
+        m = _Match(g, r)
+        found = (_gelu_erf if node.op_type == "Erf" else _gelu_tanh)(g, m, node)
+        if found is None or not is_f32(g, found[0]):
+            continue
+        x, pattern, y = found
+        name = node.name
+        if opset >= 20:
+            attrs = {"approximate": "tanh"} if node.op_type == "Tanh" else {}
+            gelu = Node("Gelu", [x], [y], name=name, attrs=attrs, opset=opset)
+        else:
+            gelu = ms_node(ctx, "Gelu" if node.op_type == "Erf" else "FastGelu", [x], [y], name)
+        if any(id(n) in used for n in pattern) or not accept(ctx, gelu, pattern):
+            continue
+        used.update(id(n) for n in pattern)
+        if splice(g, pattern, [gelu]):
+            count += 1
+    return count
