@@ -1,13 +1,15 @@
 """What runs where, and why: the partitioning of a model for given input shapes, without running
-it (no numpy, no kernels.wasm). `python -m nnwasm inspect MODEL` prints it; report() returns it.
+it, without numpy (kernels.wasm only folds constants, as at session creation). `python -m nnwasm
+inspect MODEL` prints it; report() returns it.
 
-The session's own pipeline is followed (load, optimize, infer_shapes with the input shapes,
+The session's own pipeline is followed (load, the optimizer at the default level, infer_shapes
+with the input shapes,
 partition over the default providers), so the answer is the one a session would get.
 """
 import os
 from collections import Counter
 
-from . import passes
+from . import optimizer, passes
 from .errors import InvalidArgument, NnwasmError
 from .onnx_io.load import load_model
 from .options import SessionOptions
@@ -77,12 +79,14 @@ def report(model, input_shapes=None):
     partitions in order with the bytes that cross into/out of each, and the share on WASM."""
     if isinstance(model, (str, os.PathLike)) and not os.path.isfile(model):
         raise InvalidArgument(f"no such model file: {os.fspath(model)}")
-    graph = passes.optimize(load_model(model))
+    options = SessionOptions()   # as a session with the defaults: the optimizer at ORT_ENABLE_ALL
+    providers = _resolve_providers(None, None, options)
+    level = int(options.graph_optimization_level)
+    graph = optimizer.optimize(load_model(model), "graph", level, providers)
     shapes = _bind_shapes(graph, dict(input_shapes or {}))
-    graph = passes.infer_shapes(graph, shapes)
-    providers = _resolve_providers(None, None, SessionOptions()) + [_Nobody()]
+    graph = optimizer.optimize(passes.infer_shapes(graph, shapes), "shaped", level, providers)
     reasons = {}
-    parts = partition(graph, providers, reasons)
+    parts = partition(graph, providers + [_Nobody()], fallback_reasons=reasons)
     made_in = {o: k for k, p in enumerate(parts) for n in p.nodes for o in n.outputs if o}
     graph_outputs = {v.name for v in graph.outputs}
     by_provider, fallback, rows = {}, [], []
