@@ -10,8 +10,8 @@ tensors, and only types of a fixed size.
 from .lower.common import any_dtype, f32, ok, single_output
 from .lower.cast import lower_cast
 from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
-from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_mod,
-                                lower_batch_norm, lower_binary, lower_unary, lower_variadic)
+from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_neg,
+                                lower_batch_norm, lower_binary, lower_neg, lower_unary, lower_variadic)
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
                           lower_where)
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
@@ -30,10 +30,11 @@ LOWERINGS = {
     "Mean": (check_arith, lower_variadic),
     "Pow": (f32(check_binary), lower_binary),
     "PRelu": (f32(check_binary), lower_binary),
-    "Mod": (f32(check_mod), lower_binary),
+    "Mod": (check_arith, lower_binary),
+    "Neg": (check_neg, lower_neg),
     "BatchNormalization": (f32(check_batch_norm), lower_batch_norm),
     **{op: (f32(ok), lower_unary) for op in (
-        "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Erf", "HardSigmoid",
+        "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Abs", "Erf", "HardSigmoid",
         "HardSwish", "LeakyRelu", "Elu", "Softplus", "Selu", "Softsign", "Sign", "Floor", "Ceil", "Round",
         "Sin", "Cos")},
     "Clip": (f32(check_clip), lower_unary),

@@ -4,15 +4,15 @@ BatchNormalization as a per-channel multiply-add. Comparisons, logic, Where and 
 logic.py and cast.py."""
 import math
 
-from ...tensor import numel
+from ...tensor import TensorData, numel
 from .common import broadcast_args, dtype_of, f32_tensor, out_rank_at_most_6, tensors
 from .epilogue import clip_bounds
 from .movement import lower_copy
 
 
 BINARY_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Pow": 4, "Max": 5, "Min": 6, "PRelu": 7, "Mod": 8}
-INT_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5}
-INT_DTYPES = {"int32": 6, "int64": 7}
+INT_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "Mod": 6, "FMod": 7}
+INT_DTYPES = {"uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "uint32": 12, "uint64": 13}
 
 
 def check_binary(node, g):
@@ -20,8 +20,8 @@ def check_binary(node, g):
 
 
 def check_arith(node, g):
-    """Add/Sub/Mul/Div/Max/Min/Sum/Mean: float32 (binary) or, but for Sum and Mean (float-only in
-    ONNX), int32/int64 (binary_int); every input and the output of that one type."""
+    """Add/Sub/Mul/Div/Max/Min/Mod/Sum/Mean: float32 (binary) or, but for Sum and Mean (float-only
+    in ONNX), any integer type (binary_int); every input and the output of that one type."""
     xs = tensors(node)
     kinds = {dtype_of(g, n) for n in xs}
     if len(kinds) != 1:
@@ -30,15 +30,19 @@ def check_arith(node, g):
     if dt in INT_DTYPES and node.op_type in INT_KIND:
         return out_rank_at_most_6(node, g)
     if dt != "float32":
-        ints = "" if node.op_type not in INT_KIND else ", int32 or int64"
+        ints = "" if node.op_type not in INT_KIND else " or integers"
         return f"{node.op_type} on {dt}; the WASM kernels take float32{ints}"
+    if node.op_type == "Mod" and dt == "float32" and not node.attr("fmod", 0):
+        return "Mod of floats with fmod=0"
     return out_rank_at_most_6(node, g)
 
 
-def check_mod(node, g):
-    if not node.attr("fmod", 0):
-        return "Mod with fmod=0 (only fmod=1 runs on WASM)"
-    return out_rank_at_most_6(node, g)
+def check_neg(node, g):
+    """Neg: float32 (unary) or a signed integer type (binary_int: 0 - x)."""
+    dt = dtype_of(g, node.inputs[0])
+    if dt in ("int8", "int16", "int32", "int64", "float32"):
+        return None
+    return f"Neg on {dt}; the WASM kernels take float32 or signed integers"
 
 
 def emit_binary(b, kind, a, c, y):
@@ -54,7 +58,19 @@ def emit_binary(b, kind, a, c, y):
 
 def lower_binary(node, b):
     a, c = node.inputs
-    emit_binary(b, node.op_type, b.ref(a), b.ref(c), b.ref(node.outputs[0]))
+    op = node.op_type
+    if op == "Mod" and node.attr("fmod", 0) and b.dtype(a).name in INT_DTYPES:
+        op = "FMod"   # integer C remainder; float Mod is fmod=1 only (binary kind 8)
+    emit_binary(b, op, b.ref(a), b.ref(c), b.ref(node.outputs[0]))
+
+
+def lower_neg(node, b):
+    x, y = node.inputs[0], node.outputs[0]
+    dt = b.dtype(x)
+    if dt.name == "float32":
+        return lower_unary(node, b)
+    zero = b.constant(TensorData(dt, (), bytes(dt.size)))
+    emit_binary(b, "Sub", zero, b.ref(x), b.ref(y))
 
 
 def lower_variadic(node, b):
