@@ -282,3 +282,20 @@ def test_refusals_fall_back():
     assert assignment(single_node("Mean", {"A": i, "B": i}, ["Y"]))["Mean"] == "NumpyExecutionProvider"
     d = np.ones((2, 3), np.float64)
     assert assignment(single_node("IsNaN", {"X": d}, ["Y"]))["IsNaN"] == "NumpyExecutionProvider"
+
+
+def test_opset6_semantics_refused():
+    """PRelu-6 applied a [C] slope along axis 1 and binary ops before 7 could broadcast along an
+    axis: not numpy broadcasting, so the WASM checks refuse them (clearly, at creation)."""
+    x = sample((2, 3, 4), specials=False)
+    with pytest.raises(nnwasm.Unsupported, match="PRelu-6 with a per-channel slope"):
+        nnwasm.InferenceSession(single_node("PRelu", {"X": x}, ["Y"], opset=6,
+                                            initializers={"S": np.ones(3, np.float32)}))
+    graph = helper.make_graph([helper.make_node("Add", ["X", "S"], ["Y"], broadcast=1, axis=1)], "g",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor("S", TensorProto.FLOAT, [3], [1, 2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)])
+    model.ir_version = 8
+    with pytest.raises(nnwasm.Unsupported, match="opset-6 broadcasting along an axis"):
+        nnwasm.InferenceSession(model.SerializeToString())

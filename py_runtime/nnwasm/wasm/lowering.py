@@ -11,7 +11,7 @@ from .lower.common import any_dtype, f32, ok, single_output
 from .lower.cast import lower_cast
 from .lower.conv import check_conv, check_pool, lower_average_pool, lower_conv, lower_max_pool
 from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_neg,
-                                lower_batch_norm, lower_binary, lower_neg, lower_unary, lower_variadic)
+                                check_prelu, lower_batch_norm, lower_binary, lower_neg, lower_unary, lower_variadic)
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
                           lower_where)
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
@@ -29,7 +29,7 @@ LOWERINGS = {
     "Sum": (check_arith, lower_variadic),
     "Mean": (check_arith, lower_variadic),
     "Pow": (f32(check_binary), lower_binary),
-    "PRelu": (f32(check_binary), lower_binary),
+    "PRelu": (f32(check_prelu), lower_binary),
     "Mod": (check_arith, lower_binary),
     "Neg": (check_neg, lower_neg),
     "BatchNormalization": (f32(check_batch_norm), lower_batch_norm),
