@@ -36,7 +36,7 @@ LOWERINGS = {
     **{op: (f32(ok), lower_unary) for op in (
         "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Abs", "Erf", "HardSigmoid",
         "HardSwish", "LeakyRelu", "Elu", "Softplus", "Selu", "Softsign", "Sign", "Floor", "Ceil", "Round",
-        "Sin", "Cos")},
+        "Sin", "Cos", "Mish")},
     "Clip": (f32(check_clip), lower_unary),
     "Gelu": (f32(check_gelu), lower_unary),
     # comparisons, logic, Where (lower/logic.py): bool outputs; check_* state the input types

@@ -153,7 +153,7 @@ UNARY = {
     "Softplus": (16, None),
     "Selu": (17, lambda n: (n.attr("alpha", _SELU_ALPHA), n.attr("gamma", _SELU_GAMMA))),
     "Softsign": (18, None), "Sign": (19, None), "Floor": (20, None), "Ceil": (21, None),
-    "Round": (22, None), "Sin": (23, None), "Cos": (24, None),
+    "Round": (22, None), "Sin": (23, None), "Cos": (24, None), "Mish": (25, None),
 }
 
 
