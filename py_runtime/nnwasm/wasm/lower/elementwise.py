@@ -12,6 +12,8 @@ from .movement import lower_copy
 
 BINARY_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Pow": 4, "Max": 5, "Min": 6, "PRelu": 7, "Mod": 8}
 INT_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "Mod": 6, "FMod": 7}
+# binary's kinds that binary_int has too (Mod fmod=1 is both's C remainder)
+INT_OF_BINARY = {0: 0, 1: 1, 2: 2, 3: 3, 5: 4, 6: 5, 8: 7}
 INT_DTYPES = {"uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "uint32": 12, "uint64": 13}
 
 
@@ -53,22 +55,26 @@ def check_neg(node, g):
 
 
 def emit_binary(b, kind, a, c, y):
-    """y = a OP c, a and c (Refs) broadcast to y's shape. y may be a itself when a has y's shape.
-    The op follows y's dtype: float32 -> binary, int32/int64 -> binary_int (kind names the op)."""
-    args = broadcast_args(b, y.name, (a, c), ("as", "bs"))
+    """y = a OP c, a and c (Refs) broadcast to y's shape; kind is a BINARY_KIND value. y may be a
+    itself when a has y's shape. Integer y runs the same kind on binary_int."""
     dt = b.dtype(y.name).name
     if dt in INT_DTYPES:
-        b.emit("binary_int", kind=INT_KIND[kind], dtype=INT_DTYPES[dt], a=a, b=c, y=y, **args)
-    else:
-        b.emit("binary", kind=BINARY_KIND[kind], a=a, b=c, y=y, **args)
+        return emit_binary_int(b, INT_OF_BINARY[kind], a, c, y)
+    b.emit("binary", kind=kind, a=a, b=c, y=y, **broadcast_args(b, y.name, (a, c), ("as", "bs")))
+
+
+def emit_binary_int(b, kind, a, c, y):
+    """binary_int of INT_KIND `kind` at y's integer type."""
+    b.emit("binary_int", kind=kind, dtype=INT_DTYPES[b.dtype(y.name).name], a=a, b=c, y=y,
+           **broadcast_args(b, y.name, (a, c), ("as", "bs")))
 
 
 def lower_binary(node, b):
-    a, c = node.inputs
-    op = node.op_type
-    if op == "Mod" and node.attr("fmod", 0) and b.dtype(a).name in INT_DTYPES:
-        op = "FMod"   # integer C remainder; float Mod is fmod=1 only (binary kind 8)
-    emit_binary(b, op, b.ref(a), b.ref(c), b.ref(node.outputs[0]))
+    a, c = (b.ref(n) for n in node.inputs[:2])
+    y = b.ref(node.outputs[0])
+    if node.op_type == "Mod" and not node.attr("fmod", 0):   # integers only (check_arith)
+        return emit_binary_int(b, INT_KIND["Mod"], a, c, y)
+    emit_binary(b, BINARY_KIND[node.op_type], a, c, y)
 
 
 def lower_neg(node, b):
@@ -77,7 +83,7 @@ def lower_neg(node, b):
     if dt.name == "float32":
         return lower_unary(node, b)
     zero = b.constant(TensorData(dt, (), bytes(dt.size)))
-    emit_binary(b, "Sub", zero, b.ref(x), b.ref(y))
+    emit_binary_int(b, INT_KIND["Sub"], zero, b.ref(x), b.ref(y))
 
 
 def lower_variadic(node, b):
@@ -87,12 +93,12 @@ def lower_variadic(node, b):
     y = b.ref(node.outputs[0])
     if len(xs) == 1:
         return lower_copy(node, b)
-    op = "Add" if node.op_type in ("Sum", "Mean") else node.op_type
-    emit_binary(b, op, b.ref(xs[0]), b.ref(xs[1]), y)
+    kind = BINARY_KIND["Add" if node.op_type in ("Sum", "Mean") else node.op_type]
+    emit_binary(b, kind, b.ref(xs[0]), b.ref(xs[1]), y)
     for x in xs[2:]:
-        emit_binary(b, op, y, b.ref(x), y)
+        emit_binary(b, kind, y, b.ref(x), y)
     if node.op_type == "Mean":
-        emit_binary(b, "Div", y, b.constant(f32_tensor((), [float(len(xs))])), y)
+        emit_binary(b, BINARY_KIND["Div"], y, b.constant(f32_tensor((), [float(len(xs))])), y)
 
 
 def batch_norm_affine(node, g):
@@ -122,8 +128,8 @@ def lower_batch_norm(node, b):
     rank = len(b.shape(node.inputs[0]))
     per_channel = (len(s),) + (1,) * (rank - 2)
     y = b.ref(node.outputs[0])
-    emit_binary(b, "Mul", b.ref(node.inputs[0]), b.constant(f32_tensor(per_channel, s)), y)
-    emit_binary(b, "Add", y, b.constant(f32_tensor(per_channel, t)), y)
+    emit_binary(b, BINARY_KIND["Mul"], b.ref(node.inputs[0]), b.constant(f32_tensor(per_channel, s)), y)
+    emit_binary(b, BINARY_KIND["Add"], y, b.constant(f32_tensor(per_channel, t)), y)
 
 
 def check_clip(node, g):
