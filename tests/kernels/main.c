@@ -17,6 +17,7 @@ static const struct {
     {"unary_math", test_unary_math}, {"binary_math", test_binary_math},
     {"binary_int", test_binary_int}, {"compare", test_compare}, {"unary_bool", test_unary_bool},
     {"cast", test_cast},             {"where", test_where},     {"logic_refusals", test_logic_refusals},
+    {"logic_fuzz", test_logic_fuzz},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
 };

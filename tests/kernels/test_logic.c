@@ -774,3 +774,56 @@ void test_logic_refusals(void) {
   expect(load_status(NNW_OP_UNARY, un, NNW_UNARY_NARGS, 32) == NNW_OK, "unary cos refused");
   REFUSED(NNW_OP_UNARY, un, NNW_UNARY_NARGS, 32, NNW_UNARY_KIND, 26, NNW_BAD_ARGS);
 }
+
+/* random mutations of each op's valid arguments: whatever loads must also run cleanly (the
+ * sanitizers and the arena's exact size catch any access outside it) */
+void test_logic_fuzz(void) {
+  enum { ARENA_BYTES = 96, ROUNDS = 1500 };
+  static const int32_t specials[] = {0, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 24, 25,
+                                     64, 88, 95, 96, 1 << 16, 1 << 30, INT32_MAX, INT32_MIN, -8};
+  struct {
+    int opcode, n;
+    int32_t args[32];
+  } ops[] = {
+      {NNW_OP_BINARY_INT, NNW_BINARY_INT_NARGS, {3, 7, 0, 24, 48, 1, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}},
+      {NNW_OP_COMPARE, NNW_COMPARE_NARGS, {1, 1, 0, 12, 24, 2, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+      {NNW_OP_UNARY_BOOL, NNW_UNARY_BOOL_NARGS, {2, 0, 16, 4}},
+      {NNW_OP_CAST, NNW_CAST_NARGS, {1, 10, 0, 16, 4}},
+      {NNW_OP_WHERE, NNW_WHERE_NARGS, {8, 0, 8, 40, 48, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0,
+                                       1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {NNW_OP_UNARY, NNW_UNARY_NARGS, {9, 0, 16, 4, 0, 0}},
+      {NNW_OP_BINARY, NNW_BINARY_NARGS, {7, 0, 16, 32, 2, 2, 2, 1, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+  };
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    expect(load_status(ops[k].opcode, ops[k].args, ops[k].n, ARENA_BYTES) == NNW_OK, "fuzz base %zu refused", k);
+    unsigned loaded = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+      int32_t a[32];
+      memcpy(a, ops[k].args, sizeof a);
+      int edits = 1 + (int)(rng_u32() % 3);
+      for (int e = 0; e < edits; e++) {
+        int i = (int)(rng_u32() % (uint32_t)ops[k].n);
+        switch (rng_u32() % 3) {
+          case 0: a[i] = specials[rng_u32() % (sizeof specials / sizeof specials[0])]; break;
+          case 1: a[i] = (int32_t)((uint32_t)a[i] + (rng_u32() % 9) - 4u); break;
+          default: a[i] = (int32_t)rng_u32(); break;
+        }
+      }
+      int32_t words[64];
+      int n = op_words(words, ops[k].opcode, a, ops[k].n);
+      struct plan p = plan_build(NULL, 0, words, (uint32_t)n, ARENA_BYTES, NULL, 0);
+      uint8_t *arena = arena_new(ARENA_BYTES);
+      for (int i = 0; i < ARENA_BYTES; i++) arena[i] = (uint8_t)rng_u32();
+      int status = nnw_plan_load(p.bytes, p.size, arena, ARENA_BYTES, NULL);
+      if (status == NNW_OK) {
+        loaded++;
+        nnw_plan_run(p.bytes, arena);
+      } else if (status != NNW_BAD_ARGS && status != NNW_OUT_OF_BOUNDS) {
+        expect(0, "fuzz op %d: status %d", ops[k].opcode, status);
+      }
+      free(arena);
+      plan_free(&p);
+    }
+    expect(loaded > 0 && loaded < ROUNDS, "fuzz op %d: %u of %d loaded", ops[k].opcode, loaded, ROUNDS);
+  }
+}

@@ -25,5 +25,6 @@ void test_unary_bool(void);
 void test_cast(void);
 void test_where(void);
 void test_logic_refusals(void);
+void test_logic_fuzz(void);
 
 #endif
