@@ -19,7 +19,7 @@ from .lower.movement import check_dropout, check_transpose, lower_concat, lower_
 from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
 
 LOWERINGS = {
-    # elementwise (lower/elementwise.py): float32, and int32/int64 where check_arith says so
+    # elementwise (lower/elementwise.py): float32; check_arith and check_neg also take integers
     "Add": (check_arith, lower_binary),
     "Sub": (check_arith, lower_binary),
     "Mul": (check_arith, lower_binary),
