@@ -35,6 +35,24 @@ static float half_to_float(uint16_t h) {
   return f;
 }
 
+/* float32 -> float16 in float arithmetic (Marat Dukhan's FP16 library): scaling by 2^112 then
+ * 2^-110 rounds to half precision in the default mode (nearest even), subnormals included, and
+ * adding 2^(e+...) moves the rounded significand into the low bits. */
+static uint16_t half_from_float(float f) {
+  float base = (fabsf(f) * 0x1p112f) * 0x1p-110f;
+  uint32_t w, bits;
+  memcpy(&w, &f, 4);
+  uint32_t shl1_w = w + w, sign = w & 0x80000000u, bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  uint32_t bias_bits = (bias >> 1) + 0x07800000u;
+  float b;
+  memcpy(&b, &bias_bits, 4);
+  base = b + base;
+  memcpy(&bits, &base, 4);
+  uint32_t nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);
+  return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
 static uint16_t half_from_double(double d) {
   uint64_t b;
   memcpy(&b, &d, 8);
@@ -140,6 +158,15 @@ void nnw_run_cast(const int32_t *v, uint8_t *arena) {
       memcpy(&h, x + 2 * i, 2);
       float f = half_to_float(h);
       memcpy(y + 4 * i, &f, 4);
+    }
+    return;
+  }
+  if (from == NNW_F32 && to == NNW_F16) {
+    for (int32_t i = 0; i < count; i++) {
+      float f;
+      memcpy(&f, x + 4 * i, 4);
+      uint16_t h = half_from_float(f);
+      memcpy(y + 2 * i, &h, 2);
     }
     return;
   }

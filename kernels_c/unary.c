@@ -3,7 +3,7 @@
  * overflows and both stay within a few ulp, tiny and huge inputs included:
  *   sigmoid(x) = (x >= 0 ? 1 : z) / (1 + z), z = exp(-|x|)
  *   tanh(x) = sign(x) * -u / (2 + u),         u = expm1(-2|x|)  (exact near 0, unlike via exp)
- * elu and selu take expm1 of min(x, 0) likewise; exp, erf and both gelus are vectorised
+ * elu and selu take expm1 of min(x, 0) likewise; exp, erf, both gelus and mish are vectorised
  * (vmath.h); the rest are plain loops over libm or single instructions. */
 #include <math.h>
 
@@ -14,7 +14,7 @@
 enum {
   CLAMP, SIGMOID, TANH, EXP, LOG, SQRT, RECIPROCAL, NEG, ABS, ERF, GELU, GELU_TANH,
   HARD_SIGMOID, HARD_SWISH, LEAKY_RELU, ELU, SOFTPLUS, SELU, SOFTSIGN, SIGN, FLOOR, CEIL, ROUND,
-  SIN, COS, KINDS
+  SIN, COS, MISH, KINDS
 };
 
 int nnw_validate_unary(const int32_t *v, uint32_t arena_bytes) {
@@ -56,6 +56,14 @@ static inline v4 gelu_tanh4(v4 x) {
   return v4_mul(x, sigmoid4(v4_mul(v4_set1(1.595769121605730711f), u)));
 }
 
+/* x tanh(softplus(x)) = x n / (n + 2), n = e (e + 2), e = exp(x): no log, and exact in the
+ * tails (n/(n+2) is 1 in float from x = 20 up; for very negative x, n ~ 2e) */
+static inline v4 mish4(v4 x) {
+  v4 e = v4_exp(v4_min(x, v4_set1(20.0f)));
+  v4 n = v4_mul(e, v4_add(e, v4_set1(2.0f)));
+  return v4_mul(x, v4_div(n, v4_add(n, v4_set1(2.0f))));
+}
+
 static inline v4 hard_sigmoid4(v4 x, v4 alpha, v4 beta) {
   return v4_clamp(v4_madd(beta, alpha, x), v4_set1(0.0f), v4_set1(1.0f));
 }
@@ -74,6 +82,7 @@ static inline v4 apply(int32_t kind, v4 x, v4 p0, v4 p1) {
     case LEAKY_RELU: return v4_select_nonneg(x, x, v4_mul(x, p0));
     case ELU: return elu4(x, p0);
     case SELU: return v4_mul(p1, elu4(x, p0));
+    case MISH: return mish4(x);
     default: return v4_div(x, v4_add(v4_set1(1.0f), v4_abs(x))); /* SOFTSIGN */
   }
 }

@@ -69,4 +69,4 @@ def test_stored_models_pass_or_are_refused_clearly():
         passed += 1
     print(f"\nstored-output models: {passed} ran, {refused} refused as unsupported")
     assert not wrong, "\n".join(wrong)
-    assert passed >= 105    # measured 2026-11-22: 105 run, 35 refused (opset-6 broadcasting, sequences, strings)
+    assert passed >= 109    # measured 2026-11-23: 109 run, 31 refused (opset-6 broadcasting, sequences, strings)

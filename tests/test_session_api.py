@@ -93,28 +93,29 @@ def test_truncated_model(add_model):
             nnwasm.InferenceSession(add_model[:cut])
 
 
-def _asinh_model():
+def _atan_model():
+    """Relu, then Atan (no WASM kernel: it falls back to numpy), then Relu."""
     x = rand(2, 3)
-    nodes = [helper.make_node("Relu", ["X"], ["a"], name="relu0"), helper.make_node("Asinh", ["a"], ["b"], name="asinh1"),
+    nodes = [helper.make_node("Relu", ["X"], ["a"], name="relu0"), helper.make_node("Atan", ["a"], ["b"], name="atan1"),
              helper.make_node("Relu", ["b"], ["Y"], name="relu2")]
     return graph_model(nodes, {"X": x}, ["Y"]), x
 
 
 def test_fallback_partitions_and_assignment():
-    model, x = _asinh_model()
+    model, x = _atan_model()
     sess = nnwasm.InferenceSession(model)
     assert sess.get_provider_assignment() == [("relu0", "Relu", "WasmExecutionProvider"),
-                                              ("asinh1", "Asinh", "NumpyExecutionProvider"),
+                                              ("atan1", "Atan", "NumpyExecutionProvider"),
                                               ("relu2", "Relu", "WasmExecutionProvider")]
-    want = np.maximum(np.arcsinh(np.maximum(x, 0)), 0).astype(np.float32)
+    want = np.maximum(np.arctan(np.maximum(x, 0)), 0).astype(np.float32)
     np.testing.assert_allclose(sess.run(None, {"X": x})[0], want, atol=1e-6)
 
 
 def test_disable_cpu_ep_fallback_names_the_nodes():
-    model, _ = _asinh_model()
+    model, _ = _atan_model()
     so = nnwasm.SessionOptions()
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    with pytest.raises(nnwasm.NotImplementedOp, match=r"asinh1.*Asinh"):
+    with pytest.raises(nnwasm.NotImplementedOp, match=r"atan1.*Atan"):
         nnwasm.InferenceSession(model, so)
 
 
@@ -127,7 +128,7 @@ def test_unknown_op_fails_at_creation():
 
 
 def test_unknown_provider():
-    model, _ = _asinh_model()
+    model, _ = _atan_model()
     with pytest.raises(ValueError, match="unknown provider 'CUDAExecutionProvider'"):
         nnwasm.InferenceSession(model, providers=["CUDAExecutionProvider"])
 

@@ -20,6 +20,7 @@ static const struct {
     {"transpose", test_transpose},   {"gather_axes", test_gather_axes}, {"gather", test_gather},
     {"gather_elements", test_gather_elements}, {"resize_linear", test_resize_linear},
     {"conv_transpose2d", test_conv_transpose2d}, {"recurrent", test_recurrent},
+    {"logic_fuzz", test_logic_fuzz},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
     {"reduce", test_reduce},         {"argreduce", test_argreduce}, {"norm", test_norm},

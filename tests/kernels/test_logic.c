@@ -59,7 +59,7 @@ static void close_nan(const char *what, const float *got, const double *want, co
 /* ---- unary math kinds ------------------------------------------------------------------ */
 
 enum { EXP = 3, LOG, SQRT, RECIPROCAL, NEG, ABS, ERF, GELU, GELU_TANH, HARD_SIGMOID, HARD_SWISH,
-       LEAKY_RELU, ELU, SOFTPLUS, SELU, SOFTSIGN, SIGN, FLOOR, CEIL, ROUND, SIN, COS, LAST_KIND };
+       LEAKY_RELU, ELU, SOFTPLUS, SELU, SOFTSIGN, SIGN, FLOOR, CEIL, ROUND, SIN, COS, MISH, LAST_KIND };
 
 static double unary_ref(int kind, double x, double p0, double p1) {
   switch (kind) {
@@ -84,6 +84,7 @@ static double unary_ref(int kind, double x, double p0, double p1) {
     case CEIL: return ceil(x);
     case ROUND: return nearbyint(x);
     case SIN: return sin(x);
+    case MISH: return x * tanh(x > 30 ? x : log1p(exp(x)));
     default: return cos(x);
   }
 }
@@ -98,6 +99,7 @@ static void unary_math_case(int kind, const float *x, int count, float p0, float
     if (kind == SIN || kind == COS) mag[i] = 1;
   }
   double rtol = kind == GELU || kind == GELU_TANH ? 1e-6 : 2e-6;
+  double atol = kind == MISH ? 1e-38 : 3e-45; /* mish = x n/(n+2) rounds n/(n+2) when subnormal */
   char name[48];
   snprintf(name, sizeof name, "unary kind%d count%d", kind, count);
   for (int order = 0; order < 2; order++) {
@@ -108,10 +110,10 @@ static void unary_math_case(int kind, const float *x, int count, float p0, float
     memcpy(at(arena, off[0]), x, 4 * (size_t)count);
     int32_t args[NNW_UNARY_NARGS] = {kind, off[0], off[1], count, f32_bits(p0), f32_bits(p1)};
     if (run_op(NNW_OP_UNARY, args, NNW_UNARY_NARGS, arena, arena_bytes) == NNW_OK)
-      close_nan(name, at(arena, off[1]), want, mag, (size_t)count, 3e-45, rtol);
+      close_nan(name, at(arena, off[1]), want, mag, (size_t)count, atol, rtol);
     args[NNW_UNARY_Y] = off[0]; /* in place */
     if (run_op(NNW_OP_UNARY, args, NNW_UNARY_NARGS, arena, arena_bytes) == NNW_OK)
-      close_nan(name, at(arena, off[0]), want, mag, (size_t)count, 3e-45, rtol);
+      close_nan(name, at(arena, off[0]), want, mag, (size_t)count, atol, rtol);
     free(arena);
   }
   free(want);
@@ -257,6 +259,8 @@ static void bcase_args(const struct bcase *c, int n, int32_t *args) {
   }
 }
 
+static int dsize(int t);
+
 static int64_t pick_int(int64_t lo, int64_t hi) {
   static const int64_t edge[] = {0, 1, -1, 2, -2, 7, -7, INT64_MAX, INT64_MIN, INT32_MAX, INT32_MIN};
   uint32_t r = rng_u32();
@@ -267,62 +271,71 @@ static int64_t pick_int(int64_t lo, int64_t hi) {
   return (int64_t)(rng_u32() % 41) - 20;
 }
 
-static int64_t int_ref(int kind, int64_t a, int64_t b, int bits) {
-  uint64_t ua = (uint64_t)a, ub = (uint64_t)b, r;
-  int64_t min = bits == 32 ? INT32_MIN : INT64_MIN;
-  switch (kind) {
-    case 0: r = ua + ub; break;
-    case 1: r = ua - ub; break;
-    case 2: r = ua * ub; break;
-    case 3:
-      if (b == 0) return a;
-      if (b == -1) return a == min ? a : -a;
-      return a / b;
-    case 4: return a > b ? a : b;
-    default: return a < b ? a : b;
+/* the reference, in the widest types: signed values as int64, unsigned as uint64 (bits) */
+static uint64_t int_ref(int kind, uint64_t ua, uint64_t ub, int is_signed, int64_t min) {
+  int64_t a = (int64_t)ua, b = (int64_t)ub;
+  if (!is_signed) {
+    switch (kind) {
+      case 0: return ua + ub;
+      case 1: return ua - ub;
+      case 2: return ua * ub;
+      case 3: return ub == 0 ? ua : ua / ub;
+      case 4: return ua > ub ? ua : ub;
+      case 5: return ua < ub ? ua : ub;
+      default: return ub == 0 ? 0 : ua % ub;
+    }
   }
-  if (bits == 32) return (int32_t)(uint32_t)r;
-  return (int64_t)r;
+  switch (kind) {
+    case 0: return ua + ub;
+    case 1: return ua - ub;
+    case 2: return ua * ub;
+    case 3:
+      if (b == 0) return ua;
+      if (b == -1) return a == min ? ua : (uint64_t)-a;
+      return (uint64_t)(a / b);
+    case 4: return (uint64_t)(a > b ? a : b);
+    case 5: return (uint64_t)(a < b ? a : b);
+    default: {
+      if (b == 0 || b == -1) return 0;
+      int64_t q = a / b, r = a - q * b;
+      if (kind == 6 && r != 0 && ((r < 0) != (b < 0))) r += b;   /* floor mod, as Python's % */
+      return (uint64_t)r;
+    }
+  }
+}
+
+static uint64_t load_elem(const uint8_t *p, int size, int is_signed) {
+  uint64_t u = 0;
+  memcpy(&u, p, (size_t)size);
+  if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1) u |= ~(uint64_t)0 << (8 * size);
+  return u;
 }
 
 static void binary_int_case(const struct bcase *c, int kind, int dtype) {
-  int size = dtype == 6 ? 4 : 8, bits = 8 * size;
+  int size = dsize(dtype), is_signed = dtype == 3 || dtype == 5 || dtype == 6 || dtype == 7;
+  int64_t min = !is_signed ? 0 : size == 8 ? INT64_MIN : -((int64_t)1 << (8 * size - 1));
+  int64_t max = size == 8 ? INT64_MAX : is_signed ? ((int64_t)1 << (8 * size - 1)) - 1 : ((int64_t)1 << (8 * size)) - 1;
   size_t count = bcase_count(c), na = bcase_extent(c, 0), nb = bcase_extent(c, 1);
-  int64_t *a = malloc(8 * na), *b = malloc(8 * nb), *want = malloc(8 * count);
-  int64_t lo = bits == 32 ? INT32_MIN : INT64_MIN, hi = bits == 32 ? INT32_MAX : INT64_MAX;
-  for (size_t i = 0; i < na; i++) a[i] = pick_int(lo, hi);
-  for (size_t i = 0; i < nb; i++) b[i] = pick_int(lo, hi);
-  for (size_t e = 0; e < count; e++) want[e] = int_ref(kind, a[bcase_at(c, 0, e)], b[bcase_at(c, 1, e)], bits);
+  uint8_t *a = malloc(8 * na), *b = malloc(8 * nb), *want = malloc(8 * count);
+  for (size_t i = 0; i < na; i++) { int64_t x = pick_int(min, max); memcpy(a + size * i, &x, (size_t)size); }
+  for (size_t i = 0; i < nb; i++) { int64_t x = pick_int(min, max); memcpy(b + size * i, &x, (size_t)size); }
+  for (size_t e = 0; e < count; e++) {
+    uint64_t r = int_ref(kind, load_elem(a + size * bcase_at(c, 0, e), size, is_signed),
+                         load_elem(b + size * bcase_at(c, 1, e), size, is_signed), is_signed, min);
+    memcpy(want + size * e, &r, (size_t)size);
+  }
   for (int order = 0; order < 2; order++) {
     uint64_t bytes[3] = {size * na, size * nb, size * count};
     int32_t off[3];
     uint32_t arena_bytes = layout8(bytes, 3, order, off);
     uint8_t *arena = arena_new(arena_bytes);
-    for (size_t i = 0; i < na; i++) {
-      int32_t v32 = (int32_t)a[i];
-      memcpy(arena + off[0] + size * i, size == 4 ? (void *)&v32 : (void *)&a[i], (size_t)size);
-    }
-    for (size_t i = 0; i < nb; i++) {
-      int32_t v32 = (int32_t)b[i];
-      memcpy(arena + off[1] + size * i, size == 4 ? (void *)&v32 : (void *)&b[i], (size_t)size);
-    }
+    memcpy(arena + off[0], a, size * na);
+    memcpy(arena + off[1], b, size * nb);
     int32_t args[NNW_BINARY_INT_NARGS] = {kind, dtype, off[0], off[1], off[2]};
     bcase_args(c, 2, args + NNW_BINARY_INT_RANK);
-    if (run_op(NNW_OP_BINARY_INT, args, NNW_BINARY_INT_NARGS, arena, arena_bytes) == NNW_OK) {
-      size_t bad = 0;
-      for (size_t e = 0; e < count; e++) {
-        int64_t got;
-        if (size == 4) {
-          int32_t g;
-          memcpy(&g, arena + off[2] + 4 * e, 4);
-          got = g;
-        } else {
-          memcpy(&got, arena + off[2] + 8 * e, 8);
-        }
-        bad += got != want[e];
-      }
-      expect(bad == 0, "binary_int kind%d dtype%d rank%d: %zu wrong", kind, dtype, c->rank, bad);
-    }
+    if (run_op(NNW_OP_BINARY_INT, args, NNW_BINARY_INT_NARGS, arena, arena_bytes) == NNW_OK)
+      expect(memcmp(arena + off[2], want, size * count) == 0, "binary_int kind%d dtype%d rank%d", kind,
+             dtype, c->rank);
     free(arena);
   }
   free(a);
@@ -331,11 +344,10 @@ static void binary_int_case(const struct bcase *c, int kind, int dtype) {
 }
 
 void test_binary_int(void) {
+  static const int int_types[] = {2, 3, 4, 5, 6, 7, 12, 13};
   for (size_t i = 0; i < N_BCASES; i++)
-    for (int kind = 0; kind < 6; kind++) {
-      binary_int_case(&bcases[i], kind, 6);
-      binary_int_case(&bcases[i], kind, 7);
-    }
+    for (int kind = 0; kind < 8; kind++)
+      for (int t = 0; t < 8; t++) binary_int_case(&bcases[i], kind, int_types[t]);
 }
 
 /* compare: operands drawn from a few values per type so that ties happen */
@@ -687,7 +699,9 @@ void test_logic_refusals(void) {
   /* binary_int: int64 a at 0 (3), b at 24 (3), y at 48 (3); arena 72 */
   int32_t bi[NNW_BINARY_INT_NARGS] = {0, 7, 0, 24, 48, 1, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
   expect(load_status(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72) == NNW_OK, "binary_int: valid refused");
-  REFUSED(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72, NNW_BINARY_INT_KIND, 6, NNW_BAD_ARGS);
+  REFUSED(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72, NNW_BINARY_INT_KIND, 8, NNW_BAD_ARGS);
+  REFUSED(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72, NNW_BINARY_INT_DTYPE, 9, NNW_BAD_ARGS);
+  REFUSED(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72, NNW_BINARY_INT_DTYPE, 11, NNW_BAD_ARGS);
   REFUSED(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72, NNW_BINARY_INT_DTYPE, 1, NNW_BAD_ARGS);
   REFUSED(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72, NNW_BINARY_INT_RANK, 7, NNW_BAD_ARGS);
   REFUSED(NNW_OP_BINARY_INT, bi, NNW_BINARY_INT_NARGS, 72, NNW_BINARY_INT_D0, 0, NNW_BAD_ARGS);
@@ -758,5 +772,58 @@ void test_logic_refusals(void) {
   /* unary and binary's new kinds stay in range */
   int32_t un[NNW_UNARY_NARGS] = {24, 0, 16, 4, 0, 0};
   expect(load_status(NNW_OP_UNARY, un, NNW_UNARY_NARGS, 32) == NNW_OK, "unary cos refused");
-  REFUSED(NNW_OP_UNARY, un, NNW_UNARY_NARGS, 32, NNW_UNARY_KIND, 25, NNW_BAD_ARGS);
+  REFUSED(NNW_OP_UNARY, un, NNW_UNARY_NARGS, 32, NNW_UNARY_KIND, 26, NNW_BAD_ARGS);
+}
+
+/* random mutations of each op's valid arguments: whatever loads must also run cleanly (the
+ * sanitizers and the arena's exact size catch any access outside it) */
+void test_logic_fuzz(void) {
+  enum { ARENA_BYTES = 96, ROUNDS = 1500 };
+  static const int32_t specials[] = {0, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 24, 25,
+                                     64, 88, 95, 96, 1 << 16, 1 << 30, INT32_MAX, INT32_MIN, -8};
+  struct {
+    int opcode, n;
+    int32_t args[32];
+  } ops[] = {
+      {NNW_OP_BINARY_INT, NNW_BINARY_INT_NARGS, {3, 7, 0, 24, 48, 1, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}},
+      {NNW_OP_COMPARE, NNW_COMPARE_NARGS, {1, 1, 0, 12, 24, 2, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+      {NNW_OP_UNARY_BOOL, NNW_UNARY_BOOL_NARGS, {2, 0, 16, 4}},
+      {NNW_OP_CAST, NNW_CAST_NARGS, {1, 10, 0, 16, 4}},
+      {NNW_OP_WHERE, NNW_WHERE_NARGS, {8, 0, 8, 40, 48, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0,
+                                       1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {NNW_OP_UNARY, NNW_UNARY_NARGS, {9, 0, 16, 4, 0, 0}},
+      {NNW_OP_BINARY, NNW_BINARY_NARGS, {7, 0, 16, 32, 2, 2, 2, 1, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+  };
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    expect(load_status(ops[k].opcode, ops[k].args, ops[k].n, ARENA_BYTES) == NNW_OK, "fuzz base %zu refused", k);
+    unsigned loaded = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+      int32_t a[32];
+      memcpy(a, ops[k].args, sizeof a);
+      int edits = 1 + (int)(rng_u32() % 3);
+      for (int e = 0; e < edits; e++) {
+        int i = (int)(rng_u32() % (uint32_t)ops[k].n);
+        switch (rng_u32() % 3) {
+          case 0: a[i] = specials[rng_u32() % (sizeof specials / sizeof specials[0])]; break;
+          case 1: a[i] = (int32_t)((uint32_t)a[i] + (rng_u32() % 9) - 4u); break;
+          default: a[i] = (int32_t)rng_u32(); break;
+        }
+      }
+      int32_t words[64];
+      int n = op_words(words, ops[k].opcode, a, ops[k].n);
+      struct plan p = plan_build(NULL, 0, words, (uint32_t)n, ARENA_BYTES, NULL, 0);
+      uint8_t *arena = arena_new(ARENA_BYTES);
+      for (int i = 0; i < ARENA_BYTES; i++) arena[i] = (uint8_t)rng_u32();
+      int status = nnw_plan_load(p.bytes, p.size, arena, ARENA_BYTES, NULL);
+      if (status == NNW_OK) {
+        loaded++;
+        nnw_plan_run(p.bytes, arena);
+      } else if (status != NNW_BAD_ARGS && status != NNW_OUT_OF_BOUNDS) {
+        expect(0, "fuzz op %d: status %d", ops[k].opcode, status);
+      }
+      free(arena);
+      plan_free(&p);
+    }
+    expect(loaded > 0 && loaded < ROUNDS, "fuzz op %d: %u of %d loaded", ops[k].opcode, loaded, ROUNDS);
+  }
 }

@@ -229,7 +229,7 @@ void test_plan_ops(void) {
   }
   PATCH("unary count past the arena", sig_op, NNW_UNARY_COUNT, 0x7FFFFFFF, NNW_OUT_OF_BOUNDS);
   PATCH("unary count 0", sig_op, NNW_UNARY_COUNT, 0, NNW_BAD_ARGS);
-  PATCH("unary kind 25", sig_op, NNW_UNARY_KIND, 25, NNW_BAD_ARGS);
+  PATCH("unary kind 26", sig_op, NNW_UNARY_KIND, 26, NNW_BAD_ARGS);
   PATCH("unary y misaligned", sig_op, NNW_UNARY_Y, Y_SIG + 1, NNW_BAD_ARGS);
   PATCH("pool pad as large as the window", pool_op, NNW_POOL2D_PT, 2, NNW_BAD_ARGS);
   PATCH("pool last window past the image", pool_op, NNW_POOL2D_OH, 5, NNW_BAD_ARGS);

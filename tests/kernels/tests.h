@@ -36,5 +36,6 @@ void test_argreduce(void);
 void test_lp_normalize(void);
 void test_norm(void);
 void test_bmatmul(void);
+void test_logic_fuzz(void);
 
 #endif

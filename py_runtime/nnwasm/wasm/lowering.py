@@ -13,8 +13,8 @@ from .lower.common import any_dtype, f32, ok, single_output
 from .lower.cast import lower_cast
 from .lower.conv import (check_conv, check_conv_transpose, check_pool, lower_average_pool, lower_conv,
                          lower_conv_transpose, lower_max_pool)
-from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_mod,
-                                lower_batch_norm, lower_binary, lower_unary, lower_variadic)
+from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_neg,
+                                check_prelu, lower_batch_norm, lower_binary, lower_neg, lower_unary, lower_variadic)
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
                           lower_where)
 from .lower.fused import check_fused_conv, check_fused_gemm, lower_fused_conv, lower_fused_gemm
@@ -31,7 +31,7 @@ from .lower.reduce import (check_arg, check_global_pool, check_lp_norm, check_re
 from .lower.rnn import check_recurrent, lower_recurrent
 
 LOWERINGS = {
-    # elementwise (lower/elementwise.py): float32, and int32/int64 where check_arith says so
+    # elementwise (lower/elementwise.py): float32; check_arith and check_neg also take integers
     "Add": (check_arith, lower_binary),
     "Sub": (check_arith, lower_binary),
     "Mul": (check_arith, lower_binary),
@@ -41,13 +41,14 @@ LOWERINGS = {
     "Sum": (check_arith, lower_variadic),
     "Mean": (check_arith, lower_variadic),
     "Pow": (f32(check_binary), lower_binary),
-    "PRelu": (f32(check_binary), lower_binary),
-    "Mod": (f32(check_mod), lower_binary),
+    "PRelu": (f32(check_prelu), lower_binary),
+    "Mod": (check_arith, lower_binary),
+    "Neg": (check_neg, lower_neg),
     "BatchNormalization": (f32(check_batch_norm), lower_batch_norm),
     **{op: (f32(ok), lower_unary) for op in (
-        "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Erf", "HardSigmoid",
+        "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Abs", "Erf", "HardSigmoid",
         "HardSwish", "LeakyRelu", "Elu", "Softplus", "Selu", "Softsign", "Sign", "Floor", "Ceil", "Round",
-        "Sin", "Cos")},
+        "Sin", "Cos", "Mish")},
     "Clip": (f32(check_clip), lower_unary),
     "Gelu": (f32(check_gelu), lower_unary),
     # comparisons, logic, Where (lower/logic.py): bool outputs; check_* state the input types

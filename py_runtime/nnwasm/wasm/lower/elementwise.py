@@ -4,15 +4,17 @@ BatchNormalization as a per-channel multiply-add. Comparisons, logic, Where and 
 logic.py and cast.py."""
 import math
 
-from ...tensor import numel
+from ...tensor import TensorData, numel
 from .common import broadcast_args, dtype_of, f32_tensor, out_rank_at_most_6, tensors
 from .epilogue import clip_bounds
 from .movement import lower_copy
 
 
 BINARY_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Pow": 4, "Max": 5, "Min": 6, "PRelu": 7, "Mod": 8}
-INT_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5}
-INT_DTYPES = {"int32": 6, "int64": 7}
+INT_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "Mod": 6, "FMod": 7}
+# binary's kinds that binary_int has too (Mod fmod=1 is both's C remainder)
+INT_OF_BINARY = {0: 0, 1: 1, 2: 2, 3: 3, 5: 4, 6: 5, 8: 7}
+INT_DTYPES = {"uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "uint32": 12, "uint64": 13}
 
 
 def check_binary(node, g):
@@ -20,8 +22,8 @@ def check_binary(node, g):
 
 
 def check_arith(node, g):
-    """Add/Sub/Mul/Div/Max/Min/Sum/Mean: float32 (binary) or, but for Sum and Mean (float-only in
-    ONNX), int32/int64 (binary_int); every input and the output of that one type."""
+    """Add/Sub/Mul/Div/Max/Min/Mod/Sum/Mean: float32 (binary) or, but for Sum and Mean (float-only
+    in ONNX), any integer type (binary_int); every input and the output of that one type."""
     xs = tensors(node)
     kinds = {dtype_of(g, n) for n in xs}
     if len(kinds) != 1:
@@ -30,31 +32,58 @@ def check_arith(node, g):
     if dt in INT_DTYPES and node.op_type in INT_KIND:
         return out_rank_at_most_6(node, g)
     if dt != "float32":
-        ints = "" if node.op_type not in INT_KIND else ", int32 or int64"
+        ints = "" if node.op_type not in INT_KIND else " or integers"
         return f"{node.op_type} on {dt}; the WASM kernels take float32{ints}"
+    if node.op_type == "Mod" and dt == "float32" and not node.attr("fmod", 0):
+        return "Mod of floats with fmod=0"
     return out_rank_at_most_6(node, g)
 
 
-def check_mod(node, g):
-    if not node.attr("fmod", 0):
-        return "Mod with fmod=0 (only fmod=1 runs on WASM)"
-    return out_rank_at_most_6(node, g)
+def check_prelu(node, g):
+    """PRelu-7 broadcasts the slope numpy-style; PRelu-6 applied a [C] slope along axis 1."""
+    if node.opset < 7 and numel(g.values[node.inputs[1]].shape) != 1:
+        return "PRelu-6 with a per-channel slope"
+    return check_binary(node, g)
+
+
+def check_neg(node, g):
+    """Neg: float32 (unary) or a signed integer type (binary_int: 0 - x)."""
+    dt = dtype_of(g, node.inputs[0])
+    if dt in ("int8", "int16", "int32", "int64", "float32"):
+        return None
+    return f"Neg on {dt}; the WASM kernels take float32 or signed integers"
 
 
 def emit_binary(b, kind, a, c, y):
-    """y = a OP c, a and c (Refs) broadcast to y's shape. y may be a itself when a has y's shape.
-    The op follows y's dtype: float32 -> binary, int32/int64 -> binary_int (kind names the op)."""
-    args = broadcast_args(b, y.name, (a, c), ("as", "bs"))
+    """y = a OP c, a and c (Refs) broadcast to y's shape; kind is a BINARY_KIND value. y may be a
+    itself when a has y's shape. Integer y runs the same kind on binary_int."""
     dt = b.dtype(y.name).name
     if dt in INT_DTYPES:
-        b.emit("binary_int", kind=INT_KIND[kind], dtype=INT_DTYPES[dt], a=a, b=c, y=y, **args)
-    else:
-        b.emit("binary", kind=BINARY_KIND[kind], a=a, b=c, y=y, **args)
+        return emit_binary_int(b, INT_OF_BINARY[kind], a, c, y)
+    b.emit("binary", kind=kind, a=a, b=c, y=y, **broadcast_args(b, y.name, (a, c), ("as", "bs")))
+
+
+def emit_binary_int(b, kind, a, c, y):
+    """binary_int of INT_KIND `kind` at y's integer type."""
+    b.emit("binary_int", kind=kind, dtype=INT_DTYPES[b.dtype(y.name).name], a=a, b=c, y=y,
+           **broadcast_args(b, y.name, (a, c), ("as", "bs")))
 
 
 def lower_binary(node, b):
-    a, c = node.inputs
-    emit_binary(b, node.op_type, b.ref(a), b.ref(c), b.ref(node.outputs[0]))
+    a, c = (b.ref(n) for n in node.inputs[:2])
+    y = b.ref(node.outputs[0])
+    if node.op_type == "Mod" and not node.attr("fmod", 0):   # integers only (check_arith)
+        return emit_binary_int(b, INT_KIND["Mod"], a, c, y)
+    emit_binary(b, BINARY_KIND[node.op_type], a, c, y)
+
+
+def lower_neg(node, b):
+    x, y = node.inputs[0], node.outputs[0]
+    dt = b.dtype(x)
+    if dt.name == "float32":
+        return lower_unary(node, b)
+    zero = b.constant(TensorData(dt, (), bytes(dt.size)))
+    emit_binary_int(b, INT_KIND["Sub"], zero, b.ref(x), b.ref(y))
 
 
 def lower_variadic(node, b):
@@ -64,12 +93,12 @@ def lower_variadic(node, b):
     y = b.ref(node.outputs[0])
     if len(xs) == 1:
         return lower_copy(node, b)
-    op = "Add" if node.op_type in ("Sum", "Mean") else node.op_type
-    emit_binary(b, op, b.ref(xs[0]), b.ref(xs[1]), y)
+    kind = BINARY_KIND["Add" if node.op_type in ("Sum", "Mean") else node.op_type]
+    emit_binary(b, kind, b.ref(xs[0]), b.ref(xs[1]), y)
     for x in xs[2:]:
-        emit_binary(b, op, y, b.ref(x), y)
+        emit_binary(b, kind, y, b.ref(x), y)
     if node.op_type == "Mean":
-        emit_binary(b, "Div", y, b.constant(f32_tensor((), [float(len(xs))])), y)
+        emit_binary(b, BINARY_KIND["Div"], y, b.constant(f32_tensor((), [float(len(xs))])), y)
 
 
 def batch_norm_affine(node, g):
@@ -99,8 +128,8 @@ def lower_batch_norm(node, b):
     rank = len(b.shape(node.inputs[0]))
     per_channel = (len(s),) + (1,) * (rank - 2)
     y = b.ref(node.outputs[0])
-    emit_binary(b, "Mul", b.ref(node.inputs[0]), b.constant(f32_tensor(per_channel, s)), y)
-    emit_binary(b, "Add", y, b.constant(f32_tensor(per_channel, t)), y)
+    emit_binary(b, BINARY_KIND["Mul"], b.ref(node.inputs[0]), b.constant(f32_tensor(per_channel, s)), y)
+    emit_binary(b, BINARY_KIND["Add"], y, b.constant(f32_tensor(per_channel, t)), y)
 
 
 def check_clip(node, g):
@@ -130,7 +159,7 @@ UNARY = {
     "Softplus": (16, None),
     "Selu": (17, lambda n: (n.attr("alpha", _SELU_ALPHA), n.attr("gamma", _SELU_GAMMA))),
     "Softsign": (18, None), "Sign": (19, None), "Floor": (20, None), "Ceil": (21, None),
-    "Round": (22, None), "Sin": (23, None), "Cos": (24, None),
+    "Round": (22, None), "Sin": (23, None), "Cos": (24, None), "Mish": (25, None),
 }
 
 
