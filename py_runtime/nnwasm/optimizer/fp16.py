@@ -7,7 +7,7 @@ Graphs with subgraphs are left as they are.
 
 The rewrite is undone if the graph ran entirely on the session's first provider before and no
 longer does: a graph of data movement only (a float16 Transpose, which kernels.wasm moves as
-bytes) would otherwise gain two Casts that kernels.wasm may lack, and need numpy. So it runs
+bytes) would otherwise gain two Casts that need numpy where kernels.wasm lacks Cast. So it runs
 after shape inference, for concrete shapes."""
 import struct
 from dataclasses import replace

@@ -53,12 +53,10 @@ def dtype_of(g, name):
 
 
 def out_rank_at_most_6(node, g):
-    """For the broadcasting kernels: at most 6 output dims, and numpy's broadcasting (before
-    opset 7, `broadcast` with `axis` aligned the second operand elsewhere)."""
+    """For the broadcasting kernels: at most 6 output dims. (Opset < 7 broadcasting that is not
+    numpy's never gets here: the registry refuses it, see ops/elementwise.py.)"""
     if len(g.values[node.outputs[0]].shape) > 6:
         return "more than 6 dimensions"
-    if node.opset < 7 and node.attr("broadcast", 0) and node.attr("axis", None) is not None:
-        return "opset-6 broadcasting along an axis"
     return None
 
 

@@ -39,13 +39,6 @@ def check_arith(node, g):
     return out_rank_at_most_6(node, g)
 
 
-def check_prelu(node, g):
-    """PRelu-7 broadcasts the slope numpy-style; PRelu-6 applied a [C] slope along axis 1."""
-    if node.opset < 7 and numel(g.values[node.inputs[1]].shape) != 1:
-        return "PRelu-6 with a per-channel slope"
-    return check_binary(node, g)
-
-
 def check_neg(node, g):
     """Neg: float32 (unary) or a signed integer type (binary_int: 0 - x)."""
     dt = dtype_of(g, node.inputs[0])
