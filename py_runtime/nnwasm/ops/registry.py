@@ -22,7 +22,7 @@ from ..errors import InvalidArgument, InvalidModel
 
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
-            "reduce", "misc", "resize", "fold")
+            "reduce", "misc", "resize", "quant", "fold")
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False

@@ -13,6 +13,10 @@ from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lowe
                                 lower_sum, lower_unary)
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
+from .lower.quant import (check_conv_integer, check_dynamic_quantize, check_matmul_integer, check_qgemm,
+                          check_qlinear_add, check_qlinear_conv, check_qlinear_matmul, check_quantize,
+                          lower_conv_integer, lower_dynamic_quantize, lower_matmul_integer, lower_qgemm,
+                          lower_qlinear_add, lower_qlinear_conv, lower_qlinear_matmul, lower_quantize)
 from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
 
 LOWERINGS = {
@@ -47,4 +51,19 @@ LOWERINGS = {
     "Dropout": (any_dtype(check_dropout), lower_copy),
     "Concat": (any_dtype(ok), lower_concat),
     "Transpose": (any_dtype(check_transpose), lower_transpose),
+    # int8 (lower/quant.py); each check states its dtypes. "domain:op" rows are other domains' ops.
+    "QuantizeLinear": (check_quantize, lower_quantize),
+    "DequantizeLinear": (check_quantize, lower_quantize),
+    "DynamicQuantizeLinear": (check_dynamic_quantize, lower_dynamic_quantize),
+    "MatMulInteger": (check_matmul_integer, lower_matmul_integer),
+    "QLinearMatMul": (check_qlinear_matmul, lower_qlinear_matmul),
+    "ConvInteger": (check_conv_integer, lower_conv_integer),
+    "QLinearConv": (check_qlinear_conv, lower_qlinear_conv),
+    "com.microsoft:QLinearAdd": (check_qlinear_add, lower_qlinear_add),
+    "com.microsoft:QGemm": (check_qgemm, lower_qgemm),
 }
+
+
+def lowering_key(node):
+    """A node's row in LOWERINGS: its op type, prefixed by "domain:" outside ai.onnx."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}"

@@ -2,7 +2,7 @@
 the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call."""
 from ..host import get_host
 from ..tensor import numel
-from .lowering import LOWERINGS
+from .lowering import LOWERINGS, lowering_key
 from .plan import PlanBuilder
 from .runner import WasmRunner
 
@@ -19,9 +19,9 @@ class WasmExecutionProvider:
         self.options = dict(options or {})
 
     def capability(self, node, graph):
-        if node.domain not in ("", "ai.onnx"):
-            return f"domain {node.domain} has no WASM kernels"
-        entry = LOWERINGS.get(node.op_type)
+        entry = LOWERINGS.get(lowering_key(node))
+        if entry is None and node.domain not in ("", "ai.onnx"):
+            return f"no WASM kernel for {node.domain}:{node.op_type}"
         if entry is None:
             return f"no WASM kernel for {node.op_type}"
         names = [n for n in node.inputs if n] + [n for n in node.outputs if n]
@@ -42,7 +42,7 @@ class WasmExecutionProvider:
         b.members = {id(n) for n in part.nodes}
         for node in part.nodes:
             if id(node) not in b.fused:
-                LOWERINGS[node.op_type][1](node, b)
+                LOWERINGS[lowering_key(node)][1](node, b)
         plan, arena, io = b.finish(MAX_ARENA_BYTES)
         ins = [(n, io[n], b.nbytes(n)) for n in part.inputs]
         outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in part.outputs]
