@@ -226,3 +226,43 @@ def test_qgemm(per_col, out):
     node = helper.make_node("QGemm", ins, ["Y"], domain="com.microsoft", alpha=1.0)
     check_q(model([node], {"A": a}, {"Y": TensorProto.UINT8 if out == "uint8" else TensorProto.FLOAT}, inits,
                   ms=True), {"A": a})
+
+
+# ---- whole models: onnxruntime.quantization outputs ---------------------------------------------
+
+def _ort(model_bytes, feeds, optimized=True):
+    import onnxruntime
+    so = onnxruntime.SessionOptions()
+    if not optimized:
+        so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return onnxruntime.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    from quant_models import cnn_inputs, small_cnn
+    return small_cnn(), cnn_inputs(14)
+
+
+# per_channel without reduce_range is checked against onnxruntime's unoptimized (reference) run:
+# its optimized x86 u8s8 kernels add pairs of products in saturating int16, which 8-bit weights
+# overflow; onnxruntime recommends reduce_range there, and with it the optimized run is exact.
+@pytest.mark.parametrize("per_channel,reduce_range,optimized", [(False, False, True), (True, True, True),
+                                                                 (True, False, False)])
+def test_qdq_cnn_runs_fused_on_wasm(cnn, per_channel, reduce_range, optimized):
+    from quant_models import quantize_static_qdq
+    model, xs = cnn
+    qb = quantize_static_qdq(model, xs[:8], per_channel, reduce_range)
+    sess = nnwasm.InferenceSession(qb, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
+    ops = [(t, p) for _, t, p in sess.get_provider_assignment()]
+    assert {p for _, p in ops} == {"WasmExecutionProvider"}
+    types = [t for t, _ in ops]
+    assert types.count("QLinearConv") == 4 and types.count("QLinearAdd") == 2 and types.count("QGemm") == 1
+    assert "Conv" not in types and "Gemm" not in types
+    import onnx
+    q = onnx.load_from_string(qb)
+    step = float(onnx.numpy_helper.to_array(next(t for t in q.graph.initializer if t.name == "logits_scale")))
+    for x in xs[8:]:
+        got, want = sess.run(None, {"x": x})[0], _ort(qb, {"x": x}, optimized)[0]
+        assert np.abs(got - want).max() <= step * 1.001
+        assert got.argmax() == want.argmax()

@@ -15,6 +15,7 @@ from .onnx_io.load import load_model
 from .options import SessionOptions
 from .partition import assign, partition
 from .providers import DEFAULT_ORDER, PROVIDERS
+from .qdq import fuse_qdq
 from .tensor import TensorData
 
 _PLAN_CACHE_SIZE = 8
@@ -79,6 +80,7 @@ class InferenceSession:
         self._sess_options = sess_options or SessionOptions()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
         graph = passes.optimize(load_model(path_or_bytes))
+        graph = fuse_qdq(graph)   # int8: QDQ groups -> integer ops (lead: move into the optimizer pipeline)
         self._graph = passes.infer_shapes(graph)
         self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in graph.inputs]
         self._outputs = [NodeArg(v.name, v.dtype, self._graph.values.get(v.name, v).shape or v.shape)
