@@ -266,3 +266,45 @@ def test_qdq_cnn_runs_fused_on_wasm(cnn, per_channel, reduce_range, optimized):
         got, want = sess.run(None, {"x": x})[0], _ort(qb, {"x": x}, optimized)[0]
         assert np.abs(got - want).max() <= step * 1.001
         assert got.argmax() == want.argmax()
+
+
+# Float ops of the dynamic-quantization graph that other op families bring to WASM; the lead
+# empties this set as they merge (the whole-graph assertion below then passes, and strict xfail
+# turns that into a failure until the mark goes).
+DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM = {"Cast", "LayerNormalization", "Erf", "Gather", "ReduceMean"}
+
+
+@pytest.fixture(scope="module")
+def bert():
+    from quant_models import quantize_dynamic_bytes, small_bert
+    model = small_bert()
+    ids = [np.random.default_rng(s).integers(0, 50, (1, 8)).astype(np.int64) for s in range(3)]
+    return model, quantize_dynamic_bytes(model), ids
+
+
+def _cosine(a, b):
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_dynamic_bert_int8_ops_on_wasm(bert):
+    """Every int8 node of onnxruntime's quantize_dynamic output runs on WASM; the embedding
+    agrees with onnxruntime's (cosine >= 0.999)."""
+    _, qb, ids = bert
+    sess = nnwasm.InferenceSession(qb, providers=WASM_ONLY + ["NumpyExecutionProvider"])
+    placed = sess.get_provider_assignment()
+    int8_ops = {"MatMulInteger", "DynamicQuantizeLinear", "DequantizeLinear"}
+    assert {t for _, t, _ in placed} >= int8_ops
+    assert {p for _, t, p in placed if t in int8_ops} == {"WasmExecutionProvider"}
+    assert {t for _, t, p in placed if p != "WasmExecutionProvider"} <= DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM
+    for x in ids:
+        got, want = sess.run(None, {"ids": x})[0], _ort(qb, {"ids": x})[0]
+        assert _cosine(got, want) >= 0.999
+
+
+@pytest.mark.xfail(strict=True, reason="float ops in DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM come from other families")
+def test_dynamic_bert_entirely_on_wasm(bert):
+    _, qb, ids = bert
+    sess = nnwasm.InferenceSession(qb, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
+    for x in ids:
+        assert _cosine(sess.run(None, {"ids": x})[0], _ort(qb, {"ids": x})[0]) >= 0.999
