@@ -39,8 +39,8 @@ static int64_t scratch_bytes(const struct q8_conv *p) {
   return bytes > INT32_MAX ? -1 : (int64_t)bytes;
 }
 
-NNW_EXPORT int32_t nnw_q8_conv2d_scratch_bytes(int32_t c, int32_t group, int32_t kh, int32_t kw,
-                                               int32_t oh, int32_t ow, int32_t m, int32_t sh,
+NNW_EXPORT int32_t nnw_q8_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh,
+                                               int32_t kw, int32_t oh, int32_t ow, int32_t sh,
                                                int32_t sw, int32_t dh, int32_t dw, int32_t pt,
                                                int32_t pl, int32_t h, int32_t w) {
   struct q8_conv p = {.c = c, .group = group, .kh = kh, .kw = kw, .oh = oh, .ow = ow, .m = m,

@@ -16,6 +16,8 @@ static const struct {
     {"transpose", test_transpose},
     {"plan_header", test_plan_header}, {"plan_ops", test_plan_ops}, {"plan_fuzz", test_plan_fuzz},
     {"alloc", test_alloc},
+    {"q8_gemm", test_q8_gemm},       {"q8_conv2d", test_q8_conv2d}, {"q8_quantize", test_q8_quantize},
+    {"q8_add", test_q8_add},         {"q8_hostile", test_q8_hostile},
 };
 
 int main(int argc, char **argv) {

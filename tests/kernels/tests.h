@@ -17,5 +17,10 @@ void test_plan_header(void);
 void test_plan_ops(void);
 void test_plan_fuzz(void);
 void test_alloc(void);
+void test_q8_gemm(void);
+void test_q8_conv2d(void);
+void test_q8_quantize(void);
+void test_q8_add(void);
+void test_q8_hostile(void);
 
 #endif

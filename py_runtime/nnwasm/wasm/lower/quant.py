@@ -229,7 +229,7 @@ def lower_qgemm(node, b):
 def _conv_scratch(node, g, host, x, w):
     n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_as_conv(node, x, w), g)
     m = g.values[w].shape[0]
-    return host.call("nnw_q8_conv2d_scratch_bytes", c, node.attr("group", 1), kh, kw, oh, ow, m, sh, sw, dh, dw,
+    return host.call("nnw_q8_conv2d_scratch_bytes", c, m, node.attr("group", 1), kh, kw, oh, ow, sh, sw, dh, dw,
                      pt, pl, h, wd)
 
 
