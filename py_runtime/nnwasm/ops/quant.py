@@ -14,6 +14,7 @@ from .registry import op
 
 UINT8, INT8, INT32, FLOAT32 = (dtypes.BY_NAME[n] for n in ("uint8", "int8", "int32", "float32"))
 QTYPES = (UINT8, INT8)
+QLINEAR_TYPES = QTYPES + (dtypes.BY_NAME["uint16"], dtypes.BY_NAME["int16"])   # Q/DQ (opset 21) in numpy
 MS = "com.microsoft"
 
 
@@ -29,8 +30,12 @@ def _limits(np, dt):
     return info.min, info.max
 
 
-def _per_axis(np, node, v, rank, default_axis=1):
-    """A scale or zero point shaped to broadcast against a rank-`rank` tensor along `axis`."""
+def _per_axis(np, node, v, rank, default_axis=1, dim=None):
+    """A scale or zero point shaped to broadcast against a rank-`rank` tensor along `axis`; with
+    block_size (opset 21), a same-rank tensor repeated block_size times along `axis` (dim long)."""
+    if v is not None and node.attr("block_size", 0):
+        ax = node.attr("axis", default_axis)
+        return np.repeat(v, node.attr("block_size"), axis=ax)[(slice(None),) * (ax % rank) + (slice(0, dim),)]
     if v is None or v.ndim == 0 or v.size == 1 and node.attr("axis") is None:
         return v if v is None else v.reshape(())
     ax = node.attr("axis", default_axis)
@@ -43,7 +48,7 @@ def _per_axis(np, node, v, rank, default_axis=1):
 def _check_axis_params(node, inputs, x_index):
     x = S.shape(S.get(inputs, x_index))
     if node.attr("block_size", 0):
-        S.unsupported(node, "blocked quantization (block_size)")
+        return
     for i in (1, 2):
         s = S.shape(S.get(inputs, i))
         if s is None or x is None or len(s) == 0 or s == (1,):
@@ -58,10 +63,11 @@ def infer_quantize(node, inputs, consts):
     S.need(node, inputs, 0), S.need(node, inputs, 1)
     _check_axis_params(node, inputs, 0)
     zp = S.get(inputs, 2)
-    dt = S.dtype(zp) if zp is not None else None
-    if dt is None:
+    if zp is not None:
+        dt = S.dtype(zp)     # None: unknown
+    else:
         dt = S.dtype_attr(node, "output_dtype", 2) if node.attr("output_dtype") else UINT8
-    if dt not in QTYPES:
+    if dt is not None and dt not in QLINEAR_TYPES:
         S.unsupported(node, f"quantizing to {dt.name}")
     return [(dt, S.shape(inputs[0]))]
 
@@ -70,8 +76,9 @@ def quantize_linear(node, x, scale, zp=None):
     import numpy as np
     dt = zp.dtype if zp is not None else np.dtype(dtypes.from_onnx(node.attr("output_dtype", 2)).name)
     lo, hi = _limits(np, dt)
-    s = _per_axis(np, node, scale.astype(np.float32), x.ndim)
-    z = 0 if zp is None else _per_axis(np, node, zp, x.ndim).astype(np.float32)
+    dim = x.shape[node.attr("axis", 1)] if node.attr("block_size", 0) else None
+    s = _per_axis(np, node, scale.astype(np.float32), x.ndim, dim=dim)
+    z = 0 if zp is None else _per_axis(np, node, zp, x.ndim, dim=dim).astype(np.float32)
     v = np.rint(x.astype(np.float32) / s) + z
     return np.clip(np.nan_to_num(v, nan=lo), lo, hi).astype(dt)
 
@@ -80,21 +87,28 @@ def infer_dequantize(node, inputs, consts):
     x = S.need(node, inputs, 0)
     S.need(node, inputs, 1)
     _check_axis_params(node, inputs, 0)
-    if S.dtype(x) not in (UINT8, INT8, INT32, None):
+    if S.dtype(x) not in QLINEAR_TYPES + (INT32, None):
         S.unsupported(node, f"dequantizing {S.dtype(x).name}")
     return [(S.dtype(inputs[1]) or FLOAT32, S.shape(x))]
 
 
 def dequantize_linear(node, x, scale, zp=None):
     import numpy as np
-    s = _per_axis(np, node, scale, x.ndim)
-    z = 0 if zp is None else _per_axis(np, node, zp, x.ndim).astype(np.int64)
+    dim = x.shape[node.attr("axis", 1)] if node.attr("block_size", 0) else None
+    s = _per_axis(np, node, scale, x.ndim, dim=dim)
+    z = 0 if zp is None else _per_axis(np, node, zp, x.ndim, dim=dim).astype(np.int64)
     return ((x.astype(np.int64) - z).astype(np.float32) * s).astype(scale.dtype)
 
 
 for _since in (10, 13, 19, 21):
     op("QuantizeLinear", _since, infer_quantize)(quantize_linear)
     op("DequantizeLinear", _since, infer_dequantize)(dequantize_linear)
+
+
+def _out_dtype(inputs, zp_index):
+    """The type of a quantized output: its zero point's (None when unknown), uint8 without one."""
+    zp = S.get(inputs, zp_index)
+    return UINT8 if zp is None else S.dtype(zp)
 
 
 def infer_dynamic_quantize(node, inputs, consts):
@@ -157,8 +171,7 @@ def _multiplier(np, *scales_over_out):
 def infer_qlinear_matmul(node, inputs, consts):
     a, b = S.need(node, inputs, 0), S.need(node, inputs, 3)
     _qtype(node, a, "A"), _qtype(node, b, "B")
-    y_zp = S.get(inputs, 7)
-    return [(S.dtype(y_zp) or UINT8, matmul_shape(node, S.shape(a), S.shape(b)))]
+    return [(_out_dtype(inputs, 7), matmul_shape(node, S.shape(a), S.shape(b)))]
 
 
 @op("QLinearMatMul", 10, infer_qlinear_matmul)
@@ -202,7 +215,7 @@ def infer_qlinear_conv(node, inputs, consts):
     b = S.get(inputs, 8)
     if b is not None and S.dtype(b) not in (INT32, None):
         S.fail(node, "QLinearConv bias must be int32")
-    return _infer_int_conv(node, x, w, b, S.dtype(S.get(inputs, 7)) or UINT8)
+    return _infer_int_conv(node, x, w, b, _out_dtype(inputs, 7))
 
 
 @op("QLinearConv", 10, infer_qlinear_conv)
@@ -241,8 +254,7 @@ def infer_qgemm(node, inputs, consts):
     sa, sb = S.shape(a), S.shape(b)
     m = None if sa is None else sa[1 if node.attr("transA", 0) else 0]
     n = None if sb is None else sb[0 if node.attr("transB", 0) else 1]
-    y_zp, y_scale = S.get(inputs, 8), S.get(inputs, 7)
-    return [((S.dtype(y_zp) or UINT8) if y_scale is not None else FLOAT32, (m, n))]
+    return [(_out_dtype(inputs, 8) if S.get(inputs, 7) is not None else FLOAT32, (m, n))]
 
 
 @op("QGemm", 1, infer_qgemm, domain=MS)
