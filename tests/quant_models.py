@@ -117,10 +117,10 @@ def small_bert(seq=8, hidden=32, heads=2, ffn=64, layers=2, vocab=50, seed=0):
                   [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [1, hidden])], inits, opset=17)
 
 
-def quantize_dynamic_bytes(model):
+def quantize_dynamic_bytes(model, per_channel=False, reduce_range=False):
     from onnxruntime.quantization import QuantType, quantize_dynamic
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
         onnx.save(model, src)
-        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=reduce_range)
         return open(dst, "rb").read()

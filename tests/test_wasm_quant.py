@@ -228,6 +228,32 @@ def test_qgemm(per_col, out):
                   ms=True), {"A": a})
 
 
+@pytest.mark.parametrize("per_col", [False, True])
+def test_matmul_integer_to_float(per_col):
+    a, w = qrand(np.uint8, 2, 5, 24), wrand(np.uint8, np.int8, 24, 9, seed=2)
+    a_s = np.array(0.03, np.float32)
+    inits = {"W": w, "ws": np.linspace(0.01, 0.02, 9).astype(np.float32) if per_col else np.float32(0.015),
+             "az": np.array(np.uint8(131)), "wz": np.zeros(9, np.int8) if per_col else np.array(np.int8(3))}
+    node = helper.make_node("MatMulIntegerToFloat", ["A", "W", "as", "ws", "az", "wz"], ["Y"], domain="com.microsoft")
+    check_q(model([node], {"A": a, "as": a_s}, {"Y": TensorProto.FLOAT}, inits, ms=True), {"A": a, "as": a_s})
+
+
+def test_dynamic_matmul_pattern_fuses_exactly():
+    """quantize_dynamic's DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(scale product) becomes
+    MatMulIntegerToFloat, bit for bit what the unfused graph computes."""
+    x = frand(4, 16)
+    inits = {"W": wrand(np.uint8, np.int8, 16, 6), "ws": np.float32(0.02), "wz": np.array(np.int8(0))}
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["X"], ["xq", "xs", "xz"]),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("MatMulInteger", ["xq", "W", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["accf", "s"], ["Y"])]
+    m = model(nodes, {"X": x}, {"Y": TensorProto.FLOAT}, inits)
+    sess = check_q(m, {"X": x}, step=0)
+    assert [t for _, t, _ in sess.get_provider_assignment()] == ["DynamicQuantizeLinear", "MatMulIntegerToFloat"]
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], _ort(m, {"X": x}, optimized=False)[0])
+
+
 # ---- whole models: onnxruntime.quantization outputs ---------------------------------------------
 
 def _ort(model_bytes, feeds, optimized=True):
@@ -271,15 +297,17 @@ def test_qdq_cnn_runs_fused_on_wasm(cnn, per_channel, reduce_range, optimized):
 # Float ops of the dynamic-quantization graph that other op families bring to WASM; the lead
 # empties this set as they merge (the whole-graph assertion below then passes, and strict xfail
 # turns that into a failure until the mark goes).
-DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM = {"Cast", "LayerNormalization", "Erf", "Gather", "ReduceMean"}
+DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM = {"LayerNormalization", "Erf", "Gather", "ReduceMean"}
 
 
-@pytest.fixture(scope="module")
-def bert():
+# per_channel with reduce_range: onnxruntime's x86 u8s8 MatMulInteger saturates int16 pair sums of
+# full-range int8 weights (its docs recommend reduce_range there); nnwasm's sums are exact.
+@pytest.fixture(scope="module", params=[False, True], ids=["per_tensor", "per_channel_reduce_range"])
+def bert(request):
     from quant_models import quantize_dynamic_bytes, small_bert
     model = small_bert()
     ids = [np.random.default_rng(s).integers(0, 50, (1, 8)).astype(np.int64) for s in range(3)]
-    return model, quantize_dynamic_bytes(model), ids
+    return model, quantize_dynamic_bytes(model, per_channel=request.param, reduce_range=request.param), ids
 
 
 def _cosine(a, b):
@@ -288,12 +316,13 @@ def _cosine(a, b):
 
 
 def test_dynamic_bert_int8_ops_on_wasm(bert):
-    """Every int8 node of onnxruntime's quantize_dynamic output runs on WASM; the embedding
-    agrees with onnxruntime's (cosine >= 0.999)."""
+    """Every int8 node of onnxruntime's quantize_dynamic output runs on WASM, its MatMulInteger +
+    Cast + Mul groups fused; the embedding agrees with onnxruntime's (cosine >= 0.999)."""
     _, qb, ids = bert
     sess = nnwasm.InferenceSession(qb, providers=WASM_ONLY + ["NumpyExecutionProvider"])
     placed = sess.get_provider_assignment()
-    int8_ops = {"MatMulInteger", "DynamicQuantizeLinear", "DequantizeLinear"}
+    assert "Cast" not in {t for _, t, _ in placed} and "MatMulInteger" not in {t for _, t, _ in placed}
+    int8_ops = {"MatMulIntegerToFloat", "DynamicQuantizeLinear", "DequantizeLinear"}
     assert {t for _, t, _ in placed} >= int8_ops
     assert {p for _, t, p in placed if t in int8_ops} == {"WasmExecutionProvider"}
     assert {t for _, t, p in placed if p != "WasmExecutionProvider"} <= DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM

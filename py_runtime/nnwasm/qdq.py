@@ -9,6 +9,12 @@ kernels run instead of float32 ones between DequantizeLinear and QuantizeLinear:
     DQ(x) -> Reshape/Flatten/Squeeze/Unsqueeze/Transpose -> Q (same scale and zero point)
                                                                     =>  the op on the integers
 
+and, for onnxruntime.quantization's dynamic (quantize_dynamic) graphs, as its
+MatMulIntegerToFloatFusion does:
+
+    MatMulInteger(A, B, a_zp, b_zp) -> Cast(float) -> Mul(., Mul(a_scale, b_scale))
+                                                                    =>  com.microsoft MatMulIntegerToFloat
+
 A Relu or Clip before the Q folds only when the Q's saturation already is that clamp (Relu: the
 zero point is the type's minimum; Clip: the bounds lie outside the representable range), so the
 fused graph computes exactly what the QDQ graph does. Whatever does not match stays as Q/DQ
@@ -145,6 +151,7 @@ class _Rewriter:
         self.G = _Graph(graph)
         self.replace = {}      # id(node) -> new node (in its place)
         self.drop = set()      # ids of nodes that go
+        self.maybe_dead = set()  # ids of nodes that go if nobody reads them any more
         self.count = 0
 
     def const(self, base, dtype_name, shape, values):
@@ -292,7 +299,30 @@ def _mover(R, node):
     R.finish(q, [])
 
 
-FUSIONS = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Add": _add,
+def _matmul_integer(R, node):
+    G = R.G
+    cast = G.only_user(node.outputs[0])
+    if not _std(cast, "Cast") or cast.attr("to") != 1:
+        return
+    mul = G.only_user(cast.outputs[0])
+    if not _std(mul, "Mul"):
+        return
+    other = [i for i in mul.inputs if i != cast.outputs[0]]
+    scales = G.producer.get(other[0]) if len(other) == 1 else None
+    if not _std(scales, "Mul"):
+        return
+    a_q = G.producer.get(node.inputs[0])
+    a_scale = a_q.outputs[1] if _std(a_q, "DynamicQuantizeLinear") and len(a_q.outputs) > 1 else None
+    if a_scale not in scales.inputs or len(scales.inputs) != 2:
+        return
+    b_scale = scales.inputs[1] if scales.inputs[0] == a_scale else scales.inputs[0]
+    ins = [node.inputs[0], node.inputs[1], a_scale, b_scale, _in(node, 2) or "", _in(node, 3) or ""]
+    R.node(node, "MatMulIntegerToFloat", ins, mul.outputs[0], {}, domain=MS)
+    R.finish(mul, [cast])
+    R.maybe_dead.add(id(scales))
+
+
+FUSIONS = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Add": _add, "MatMulInteger": _matmul_integer,
            **{op: _mover for op in MOVERS}}
 
 
@@ -305,11 +335,12 @@ def fuse_qdq(graph):
     if not R.replace:
         return graph
     nodes = [R.replace.get(id(n), n) for n in graph.nodes if id(n) not in R.drop]
-    # DequantizeLinear nodes nobody reads any more go too
+    # DequantizeLinear nodes (and scale products) nobody reads any more go too
     outputs = {v.name for v in graph.outputs}
     while True:
         read = {i for n in nodes for i in n.inputs if i} | outputs
-        keep = [n for n in nodes if not _std(n, "DequantizeLinear") or n.outputs[0] in read]
+        keep = [n for n in nodes if not (_std(n, "DequantizeLinear") or id(n) in R.maybe_dead)
+                or n.outputs[0] in read]
         if len(keep) == len(nodes):
             break
         nodes = keep

@@ -1,6 +1,6 @@
 """Quantization ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 ConvInteger, QLinearConv, QLinearMatMul, and onnxruntime's com.microsoft QLinearAdd and QGemm
-(what the QDQ fusion pass, nnwasm/qdq.py, produces).
+and MatMulIntegerToFloat (what the QDQ fusion pass, nnwasm/qdq.py, produces).
 
 The numpy kernels follow onnxruntime's arithmetic: quantize divides by the scale in float32,
 rounds half to even and saturates; requantization multiplies the int32 sum by the float32
@@ -277,3 +277,19 @@ def qgemm(node, a, a_scale, a_zp, b, b_scale, b_zp, c=None, y_scale=None, y_zp=N
     if y_scale is None:
         return acc.astype(np.float32) * ab
     return _requantize(np, acc, ab / np.float32(y_scale.reshape(())), y_zp, y_zp.dtype)
+
+
+def infer_matmul_integer_to_float(node, inputs, consts):
+    a, b = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    _qtype(node, a, "A"), _qtype(node, b, "B")
+    return [(S.dtype(S.get(inputs, 2)) or FLOAT32, matmul_shape(node, S.shape(a), S.shape(b)))]
+
+
+@op("MatMulIntegerToFloat", 1, infer_matmul_integer_to_float, domain=MS)
+def matmul_integer_to_float(node, a, b, a_scale, b_scale, a_zp=None, b_zp=None, bias=None):
+    """float32(MatMulInteger(A, B, a_zp, b_zp)) * (a_scale * b_scale) [+ bias]: the Cast and Mul of
+    quantize_dynamic's graphs, in their order (a float32 product of the scales, then one multiply)."""
+    import numpy as np
+    acc = _int_matmul(np, a, b, a_zp, b_zp).astype(np.int32)
+    y = acc.astype(np.float32) * (a_scale.astype(np.float32) * b_scale.astype(np.float32))
+    return y if bias is None else y + bias

@@ -13,10 +13,11 @@ from .lower.elementwise import (check_batch_norm, check_binary, check_clip, lowe
                                 lower_sum, lower_unary)
 from .lower.linalg import check_gemm, check_matmul, lower_gemm, lower_matmul
 from .lower.movement import check_dropout, check_transpose, lower_concat, lower_copy, lower_transpose
-from .lower.quant import (check_conv_integer, check_dynamic_quantize, check_matmul_integer, check_qgemm,
-                          check_qlinear_add, check_qlinear_conv, check_qlinear_matmul, check_quantize,
-                          lower_conv_integer, lower_dynamic_quantize, lower_matmul_integer, lower_qgemm,
-                          lower_qlinear_add, lower_qlinear_conv, lower_qlinear_matmul, lower_quantize)
+from .lower.quant import (check_conv_integer, check_dynamic_quantize, check_matmul_integer,
+                          check_matmul_integer_to_float, check_qgemm, check_qlinear_add, check_qlinear_conv,
+                          check_qlinear_matmul, check_quantize, lower_conv_integer, lower_dynamic_quantize,
+                          lower_matmul_integer, lower_matmul_integer_to_float, lower_qgemm, lower_qlinear_add,
+                          lower_qlinear_conv, lower_qlinear_matmul, lower_quantize)
 from .lower.reduce import check_global_pool, check_softmax, lower_global_average_pool, lower_softmax
 
 LOWERINGS = {
@@ -61,6 +62,7 @@ LOWERINGS = {
     "QLinearConv": (check_qlinear_conv, lower_qlinear_conv),
     "com.microsoft:QLinearAdd": (check_qlinear_add, lower_qlinear_add),
     "com.microsoft:QGemm": (check_qgemm, lower_qgemm),
+    "com.microsoft:MatMulIntegerToFloat": (check_matmul_integer_to_float, lower_matmul_integer_to_float),
 }
 
 

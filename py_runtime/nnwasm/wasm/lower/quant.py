@@ -1,5 +1,6 @@
 """int8 lowerings (kernels_c/q8/): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
-MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and com.microsoft's QLinearAdd and QGemm.
+MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and com.microsoft's QLinearAdd, QGemm and
+MatMulIntegerToFloat.
 
 As in XNNPACK's qs8/qu8 operators, the quantization parameters are prepared here, once per
 operator: the requantization multipliers x_scale * w_scale / y_scale (float32, as onnxruntime
@@ -222,6 +223,34 @@ def lower_qgemm(node, b):
                bias_s=_per_channel(g, c, numel(g.values[w].shape[1:])) if c else 0,
                scale=b.constant(f32_tensor((len(mult),), mult)), scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo,
                y_max=hi)
+
+
+def check_matmul_integer_to_float(node, g):
+    a, w, a_s, w_s = node.inputs[:4]
+    why = _check_matmul_like(node, g, a, w, _input(node, 4), _input(node, 5), ())
+    if why:
+        return why
+    if _input(node, 6):
+        return "a fused bias"
+    n = _mm_dims(g, a, w)[1][-1]
+    if _dt(g, a_s) != "float32" or _dt(g, w_s) != "float32" or not _is_scalar(g, a_s) \
+            or _per_channel(g, w_s, n) is None or _per_channel(g, w_s, n) and len(g.values[w].shape) > 2:
+        return "scales other than float32 per-tensor (and per-column for a 2-D B)"
+    return None
+
+
+def lower_matmul_integer_to_float(node, b):
+    """The scales' product (a runtime scalar times b_scale) into scratch, then the GEMM's float
+    output multiplies by it."""
+    a, w, a_s, w_s = node.inputs[:4]
+    count = numel(b.shape(w_s))
+    scale = b.scratch(4 * count)
+    dims = {f"d{i}": count if i == 0 else 1 for i in range(6)}
+    dims.update({f"as{i}": 0 for i in range(6)})
+    dims.update({f"bs{i}": int(i == 0 and count > 1) for i in range(6)})
+    b.emit("binary", kind=2, a=b.ref(a_s), b=b.ref(w_s), y=scale, rank=1, **dims)
+    _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), node.outputs[0], F32.onnx, scale=scale,
+               scale_s=int(count > 1))
 
 
 # ---- convolution -------------------------------------------------------------------------------
