@@ -92,10 +92,19 @@ static void im2col(const struct q8_conv *p, const uint8_t *x, int32_t channels, 
             continue;
           }
           const uint8_t *row = xc + (size_t)iy * (size_t)p->wd;
-          for (int32_t ox = 0; ox < p->ow; ox++) {
-            int32_t ix = ox * p->sw - p->pl + kx * p->dw;
-            col[ox] = ix < 0 || ix >= p->wd ? pad : row[ix];
+          /* output columns whose tap lands inside the image: ox in [lo, hi) */
+          int32_t off = kx * p->dw - p->pl;
+          int32_t lo = off >= 0 ? 0 : (-off + p->sw - 1) / p->sw;
+          int32_t hi = off >= p->wd ? 0 : (p->wd - off + p->sw - 1) / p->sw;
+          if (hi > p->ow) hi = p->ow;
+          if (lo > hi) lo = hi;
+          memset(col, pad, (size_t)lo);
+          if (p->sw == 1) {
+            memcpy(col + lo, row + lo + off, (size_t)(hi - lo));
+          } else {
+            for (int32_t ox = lo; ox < hi; ox++) col[ox] = row[ox * p->sw + off];
           }
+          memset(col + hi, pad, (size_t)(p->ow - hi));
         }
   }
 }
