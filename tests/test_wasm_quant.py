@@ -24,15 +24,16 @@ def model(nodes, inputs, outputs, inits, opset=13, ms=False):
     return m.SerializeToString()
 
 
-def check_q(m, feeds, step=1, wasm_ops=None):
-    """Runs m on WASM only; every output within `step` units of onnxruntime's (0 for exact)."""
+def check_q(m, feeds, step=1, f32_atol=1e-5):
+    """Runs m on WASM only; integer outputs within `step` units of onnxruntime's (0 for exact),
+    float outputs within f32_atol."""
     wasm = nnwasm.InferenceSession(m, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
     assert {p for _, _, p in wasm.get_provider_assignment()} == {"WasmExecutionProvider"}
     ref = nnwasm.InferenceSession(m, providers=["NumpyExecutionProvider"])
     got, want, oracle = wasm.run(None, feeds), ref.run(None, feeds), ort_run(m, feeds)
     for g, w, o in zip(got, want, oracle):
         assert g.shape == o.shape and g.dtype == o.dtype
-        tol = step * (1e-5 if o.dtype == np.float32 else 1)
+        tol = f32_atol if o.dtype == np.float32 else step
         np.testing.assert_allclose(w.astype(np.float64), o.astype(np.float64), rtol=1e-6, atol=tol)
         np.testing.assert_allclose(g.astype(np.float64), o.astype(np.float64), rtol=1e-6, atol=tol)
     return wasm
@@ -96,7 +97,7 @@ def test_dynamic_quantize(shape, kind):
     x = {"mixed": x, "positive": np.abs(x) + 0.1, "negative": -np.abs(x) - 0.1, "zeros": x * 0}[kind]
     nodes = [helper.make_node("DynamicQuantizeLinear", ["X"], ["Y", "S", "Z"], name="dq")]
     outs = {"Y": TensorProto.UINT8, "S": TensorProto.FLOAT, "Z": TensorProto.UINT8}
-    check_q(model(nodes, {"X": x}, outs, {}, opset=11), {"X": x}, step=0)
+    check_q(model(nodes, {"X": x}, outs, {}, opset=11), {"X": x}, step=0, f32_atol=0)
 
 
 # ---- MatMulInteger / QLinearMatMul --------------------------------------------------------------
@@ -252,6 +253,60 @@ def test_dynamic_matmul_pattern_fuses_exactly():
     sess = check_q(m, {"X": x}, step=0)
     assert [t for _, t, _ in sess.get_provider_assignment()] == ["DynamicQuantizeLinear", "MatMulIntegerToFloat"]
     np.testing.assert_array_equal(sess.run(None, {"X": x})[0], _ort(m, {"X": x}, optimized=False)[0])
+
+
+# ---- QDQ groups (nnwasm/qdq.py) ---------------------------------------------------------------
+
+def _qdq(x_name, out, scale, zp, dt):
+    """Q then DQ of x_name with constant parameters: (nodes, {initializers}), output `out`."""
+    return ([helper.make_node("QuantizeLinear", [x_name, f"{out}_s", f"{out}_z"], [f"{out}_q"]),
+             helper.make_node("DequantizeLinear", [f"{out}_q", f"{out}_s", f"{out}_z"], [out])],
+            {f"{out}_s": np.float32(scale), f"{out}_z": np.array(dt(zp))})
+
+
+@pytest.mark.parametrize("act,zp,fused", [(None, 128, True), ("Relu", 0, True), ("Relu", 100, False),
+                                          ("Clip", 0, True), ("Clip", 30, False)])
+@pytest.mark.parametrize("per_col", [False, True])
+def test_qdq_matmul_group(act, zp, fused, per_col):
+    """DQ(a), DQ(w) -> MatMul [-> Relu/Clip] -> Q: QLinearMatMul when the activation is the Q's own
+    saturation, else left as Q/DQ around float ops; either way all on WASM and onnxruntime's result."""
+    x = frand(5, 12)
+    n = 7
+    w_q = wrand(np.uint8, np.int8, 12, n)
+    w_s = np.linspace(0.01, 0.03, n).astype(np.float32) if per_col else np.float32(0.02)
+    nodes, inits = _qdq("X", "xd", 0.05, 128, np.uint8)
+    nodes.append(helper.make_node("DequantizeLinear", ["Wq", "ws", "wz"], ["wd"], axis=1))
+    inits.update(Wq=w_q, ws=w_s, wz=np.zeros(n, np.int8) if per_col else np.array(np.int8(0)))
+    nodes.append(helper.make_node("MatMul", ["xd", "wd"], ["mm"]))
+    last = "mm"
+    if act == "Relu":
+        nodes.append(helper.make_node("Relu", ["mm"], ["act"]))
+        last = "act"
+    elif act == "Clip":
+        inits.update(lo=np.float32(0.0), hi=np.float32(50.0))
+        nodes.append(helper.make_node("Clip", ["mm", "lo", "hi"], ["act"]))
+        last = "act"
+    q, qi = _qdq(last, "Y", 0.04, zp, np.uint8)
+    nodes += q
+    inits.update(qi)
+    m = model(nodes, {"X": x}, {"Y": TensorProto.FLOAT}, inits)
+    sess = check_q(m, {"X": x}, f32_atol=0.04)    # one step of Y
+    types = [t for _, t, _ in sess.get_provider_assignment()]
+    assert ("QLinearMatMul" in types) == fused and ("MatMul" in types) != fused
+
+
+def test_qdq_movers_run_on_integers():
+    """DQ -> Reshape/Transpose -> Q with the same parameters moves the integers themselves."""
+    x = frand(2, 3, 4)
+    nodes, inits = _qdq("X", "xd", 0.05, 10, np.int8)
+    nodes += [helper.make_node("Reshape", ["xd", "shape"], ["r"]),
+              helper.make_node("QuantizeLinear", ["r", "xd_s", "xd_z"], ["rq"]),
+              helper.make_node("DequantizeLinear", ["rq", "xd_s", "xd_z"], ["rd"]),
+              helper.make_node("Transpose", ["rd"], ["t"], perm=[1, 0]),
+              helper.make_node("QuantizeLinear", ["t", "xd_s", "xd_z"], ["Y"])]
+    inits["shape"] = np.array([6, 4], np.int64)
+    sess = check_q(model(nodes, {"X": x}, {"Y": TensorProto.INT8}, inits), {"X": x}, step=0)
+    assert [t for _, t, _ in sess.get_provider_assignment()] == ["QuantizeLinear", "Reshape", "Transpose"]
 
 
 # ---- whole models: onnxruntime.quantization outputs ---------------------------------------------
