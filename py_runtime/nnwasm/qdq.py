@@ -74,7 +74,10 @@ def _qparams(G, node):
             return None
         dt = G.inits[zp].dtype.name
     else:
-        dt = "uint8" if node.op_type == "QuantizeLinear" else _dq_input_type(G, node)
+        if node.op_type == "QuantizeLinear":
+            dt = getattr(dtypes.from_onnx(node.attr("output_dtype", 2)), "name", None)
+        else:
+            dt = _dq_input_type(G, node)
         z = [0] * len(s)
     if dt not in QRANGE and not (dt == "int32" and node.op_type == "DequantizeLinear"):
         return None
@@ -99,7 +102,7 @@ def _dq(G, name):
     if not _std(node, "DequantizeLinear"):
         return None
     p = _qparams(G, node)
-    return (node, p) if p and p[2] in QRANGE or p and p[2] == "int32" else None
+    return (node, p) if p is not None else None
 
 
 def _f32(v):
@@ -202,9 +205,9 @@ def _conv(R, node):
     tail = _tail_q(G, node.outputs[0])
     if tail is None:
         return
-    q, _, dropped = tail
+    q, qp, dropped = tail
     ins = [x[0].inputs[0], x[0].inputs[1], R.zp(x[0], x[1][2]), w[0].inputs[0], w[0].inputs[1],
-           R.zp(w[0], w[1][2]), q.inputs[1], R.zp(q, "uint8")] + ([dqb[0].inputs[0]] if b else [])
+           R.zp(w[0], w[1][2]), q.inputs[1], R.zp(q, qp[2])] + ([dqb[0].inputs[0]] if b else [])
     R.node(node, "QLinearConv", ins, q.outputs[0], dict(node.attrs))
     R.finish(q, dropped)
 
@@ -221,9 +224,9 @@ def _matmul(R, node):
     tail = _tail_q(G, node.outputs[0])
     if tail is None:
         return
-    q, _, dropped = tail
+    q, qp, dropped = tail
     ins = [a[0].inputs[0], a[0].inputs[1], R.zp(a[0], a[1][2]), w[0].inputs[0], w[0].inputs[1],
-           R.zp(w[0], w[1][2]), q.inputs[1], R.zp(q, "uint8")]
+           R.zp(w[0], w[1][2]), q.inputs[1], R.zp(q, qp[2])]
     R.node(node, "QLinearMatMul", ins, q.outputs[0], {})
     R.finish(q, dropped)
 
@@ -255,7 +258,7 @@ def _gemm(R, node):
     tail = _tail_q(G, node.outputs[0])
     if tail is None:
         return
-    q, _, dropped = tail
+    q, qp, dropped = tail
     w_name = w[0].inputs[0]
     if tb:
         t = _transposed(wt)
@@ -265,7 +268,7 @@ def _gemm(R, node):
         R.count += 1
         G.inits[w_name] = t
     ins = [a[0].inputs[0], a[0].inputs[1], R.zp(a[0], a[1][2]), w_name, w[0].inputs[1], R.zp(w[0], w[1][2]),
-           dqc[0].inputs[0] if c else "", q.inputs[1], R.zp(q, "uint8")]
+           dqc[0].inputs[0] if c else "", q.inputs[1], R.zp(q, qp[2])]
     R.node(node, "QGemm", ins, q.outputs[0], {"alpha": float(node.attr("alpha", 1.0))}, domain=MS)
     R.finish(q, dropped)
 
@@ -278,9 +281,9 @@ def _add(R, node):
     tail = _tail_q(G, node.outputs[0])
     if tail is None or tail[1][2] != a[1][2]:
         return
-    q, _, dropped = tail
+    q, qp, dropped = tail
     ins = [a[0].inputs[0], a[0].inputs[1], R.zp(a[0], a[1][2]), b[0].inputs[0], b[0].inputs[1],
-           R.zp(b[0], b[1][2]), q.inputs[1], R.zp(q, "uint8")]
+           R.zp(b[0], b[1][2]), q.inputs[1], R.zp(q, qp[2])]
     R.node(node, "QLinearAdd", ins, q.outputs[0], {}, domain=MS)
     R.finish(q, dropped)
 

@@ -139,8 +139,8 @@ def _check_matmul_like(node, g, a, b_, a_zp, b_zp, need_const):
         return "batch broadcasting other than one side of batch 1"
     if ba == bb and ba > 1 and a2[:-2] != b2[:-2]:
         return "batch dims differ in shape"
-    if a_zp and _per_channel(g, a_zp, a2[-2]) is None or a_zp and numel(g.values[a_zp].shape) > 1 and ba > 1:
-        return "a zero point that is neither per-tensor nor per-row of a 2-D A"
+    if a_zp and not _is_scalar(g, a_zp):
+        return "a per-row zero point of A"
     if b_zp and (_per_channel(g, b_zp, b2[-1]) is None or numel(g.values[b_zp].shape) > 1 and bb > 1):
         return "a zero point that is neither per-tensor nor per-column of a 2-D B"
     for name in need_const:
@@ -159,7 +159,7 @@ def _emit_gemm(b, a, w, a_zp, b_zp, y, y_dtype, bias=None, bias_s=0, scale=None,
            scratch=b.scratch(b.host.call("nnw_q8_gemm_scratch_bytes", m, k)),
            a_dtype=b.dtype(a).onnx, b_dtype=b.dtype(w).onnx, y_dtype=y_dtype, batch=max(ba, bb), m=m, n=n, k=k,
            a_bs=m * k if ba > 1 else 0, b_bs=k * n if bb > 1 else 0,
-           a_zp_rs=_per_channel(g, a_zp, m) if a_zp else 0, b_zp_cs=_per_channel(g, b_zp, n) if b_zp else 0,
+           a_zp_rs=0, b_zp_cs=_per_channel(g, b_zp, n) if b_zp else 0,
            per_row=0, bias_s=bias_s, scale_s=scale_s, y_zp=y_zp, y_min=y_min, y_max=y_max)
 
 
@@ -256,7 +256,7 @@ def lower_matmul_integer_to_float(node, b):
 # ---- convolution -------------------------------------------------------------------------------
 
 def _conv_scratch(node, g, host, x, w):
-    n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_as_conv(node, x, w), g)
+    n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_ConvView(node, x, w), g)
     m = g.values[w].shape[0]
     return host.call("nnw_q8_conv2d_scratch_bytes", c, m, node.attr("group", 1), kh, kw, oh, ow, sh, sw, dh, dw,
                      pt, pl, h, wd)
@@ -273,15 +273,11 @@ class _ConvView:
         return self.node.attr(name, default)
 
 
-def _as_conv(node, x, w):
-    return _ConvView(node, x, w)
-
-
 def _check_conv_like(node, g, x, w, x_zp, w_zp, need_const):
     for name in (x, w):
         if _dt(g, name) not in QRANGE:
             return f"'{name}' is {_dt(g, name)}; the q8 conv takes uint8 and int8"
-    why = _check_window(_as_conv(node, x, w), g)
+    why = _check_window(_ConvView(node, x, w), g)
     if why:
         return why
     m = g.values[w].shape[0]
@@ -299,7 +295,7 @@ def _check_conv_like(node, g, x, w, x_zp, w_zp, need_const):
 
 def _emit_conv(node, b, x, w, x_zp, w_zp, bias, y_dtype, scale=None, scale_s=0, y_zp=0, y_min=0, y_max=0):
     g = b.graph
-    n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_as_conv(node, x, w), g)
+    n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_ConvView(node, x, w), g)
     m = b.shape(w)[0]
     b.emit("q8_conv2d", x=b.ref(x), weight=b.ref(w), x_zp=b.ref(x_zp) if x_zp else None,
            w_zp=b.ref(w_zp) if w_zp else None, bias=b.ref(bias) if bias else None, scale=scale,
