@@ -392,3 +392,52 @@ def test_dynamic_bert_entirely_on_wasm(bert):
     sess = nnwasm.InferenceSession(qb, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
     for x in ids:
         assert _cosine(sess.run(None, {"ids": x})[0], _ort(qb, {"ids": x})[0]) >= 0.999
+
+
+NO_NUMPY = r"""
+import json, sys
+sys.modules["numpy"] = None            # any import of numpy now raises ImportError
+sys.path.insert(0, sys.argv[1])
+import nnwasm
+from nnwasm import dtypes
+from nnwasm.tensor import TensorData
+sess = nnwasm.InferenceSession(sys.argv[2])
+y, = sess.run_raw(None, {"x": TensorData(dtypes.FLOAT32, (1, 3, 16, 16), open(sys.argv[3], "rb").read())})
+print(json.dumps({"y": y.tolist(), "providers": sorted({p for _, _, p in sess.get_provider_assignment()}),
+                  "numpy_loaded": sys.modules.get("numpy") is not None}))
+"""
+
+
+def test_qdq_cnn_runs_without_numpy(cnn, tmp_path):
+    """As in Pyodide: the QDQ fusion, the int8 lowerings and the plan need no numpy."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from quant_models import quantize_static_qdq
+    model, xs = cnn
+    qb = quantize_static_qdq(model, xs[:8], per_channel=True, reduce_range=True)
+    (tmp_path / "q.onnx").write_bytes(qb)
+    (tmp_path / "x.bin").write_bytes(xs[9].tobytes())
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", NO_NUMPY, str(root / "py_runtime"), str(tmp_path / "q.onnx"),
+                           str(tmp_path / "x.bin")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["providers"] == ["WasmExecutionProvider"] and not out["numpy_loaded"]
+    np.testing.assert_array_equal(np.array(out["y"], np.float32).reshape(1, 10), _ort(qb, {"x": xs[9]})[0])
+
+
+def test_nonconstant_requantization_scales_fall_back_to_numpy():
+    """The kernels take the multiplier prepared at plan build: a QLinearConv whose scales are
+    inputs is refused (with a reason) and runs on numpy."""
+    x = qrand(np.uint8, 1, 2, 5, 5)
+    ys = np.array(0.05, np.float32)
+    inits = {"W": qrand(np.int8, 3, 2, 3, 3), "x_s": np.float32(0.03), "x_z": np.array(np.uint8(9)),
+             "w_s": np.float32(0.01), "w_z": np.array(np.int8(0)), "y_z": np.array(np.uint8(4))}
+    node = helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "w_s", "w_z", "ys", "y_z"], ["Y"], name="qc")
+    m = model([node], {"X": x, "ys": ys}, {"Y": TensorProto.UINT8}, inits, opset=10)
+    sess = nnwasm.InferenceSession(m)
+    assert sess.get_provider_assignment() == [("qc", "QLinearConv", "NumpyExecutionProvider")]
+    np.testing.assert_array_equal(sess.run(None, {"X": x, "ys": ys})[0], ort_run(m, {"X": x, "ys": ys})[0])
