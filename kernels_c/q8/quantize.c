@@ -39,7 +39,24 @@ int nnw_validate_q8_dequantize(const int32_t *args, uint32_t arena_bytes) {
 static void quantize_row(const float *x, uint8_t *y, size_t n, float scale, int32_t zp,
                          int32_t dtype) {
   int32_t lo = nnw_q8_min(dtype), hi = nnw_q8_max(dtype);
-  for (size_t i = 0; i < n; i++) y[i] = (uint8_t)nnw_q8_round_sat(x[i] / scale, zp, lo, hi);
+  size_t i = 0;
+#ifdef __wasm_simd128__
+  /* clamping to [lo - zp, hi - zp] before rounding is the same as after (the bounds are
+   * integers); pmax(lo, v) also sends NaN to lo, as the scalar rule does */
+  v128_t vs = wasm_f32x4_splat(scale), vz = wasm_i32x4_splat(zp);
+  v128_t vlo = wasm_f32x4_splat((float)(lo - zp)), vhi = wasm_f32x4_splat((float)(hi - zp));
+  for (; i + 8 <= n; i += 8) {
+    v128_t a = wasm_f32x4_div(wasm_v128_load(x + i), vs), b = wasm_f32x4_div(wasm_v128_load(x + i + 4), vs);
+    a = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_nearest(a)), vhi);
+    b = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_nearest(b)), vhi);
+    v128_t ia = wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(a), vz);
+    v128_t ib = wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(b), vz);
+    v128_t h = wasm_i16x8_narrow_i32x4(ia, ib);
+    v128_t q = dtype == NNW_U8 ? wasm_u8x16_narrow_i16x8(h, h) : wasm_i8x16_narrow_i16x8(h, h);
+    wasm_v128_store64_lane(y + i, q, 0);
+  }
+#endif
+  for (; i < n; i++) y[i] = (uint8_t)nnw_q8_round_sat(x[i] / scale, zp, lo, hi);
 }
 
 void nnw_run_q8_quantize(const int32_t *args, uint8_t *arena) {
@@ -65,7 +82,18 @@ void nnw_run_q8_dequantize(const int32_t *args, uint8_t *arena) {
       size_t at = ((size_t)o * (size_t)p.axis + (size_t)a) * (size_t)p.inner;
       int32_t z = nnw_q8_get(zp, p.dtype, (size_t)a);
       float s = scale[a];
-      for (size_t i = at; i < at + (size_t)p.inner; i++)
+      size_t i = at, end = at + (size_t)p.inner;
+#ifdef __wasm_simd128__
+      v128_t vz = wasm_i32x4_splat(z), vs = wasm_f32x4_splat(s);
+      for (; p.dtype != NNW_I32 && i + 8 <= end; i += 8) {
+        v128_t h = p.dtype == NNW_U8 ? wasm_u16x8_load8x8(x + i) : wasm_i16x8_load8x8(x + i);
+        v128_t lo = wasm_i32x4_sub(wasm_i32x4_extend_low_i16x8(h), vz);
+        v128_t hi = wasm_i32x4_sub(wasm_i32x4_extend_high_i16x8(h), vz);
+        wasm_v128_store(y + i, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(lo), vs));
+        wasm_v128_store(y + i + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hi), vs));
+      }
+#endif
+      for (; i < end; i++)
         y[i] = (float)(int32_t)((uint32_t)nnw_q8_get(x, p.dtype, i) - (uint32_t)z) * s;
     }
 }
