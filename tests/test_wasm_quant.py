@@ -429,6 +429,24 @@ def test_qdq_cnn_runs_without_numpy(cnn, tmp_path):
     np.testing.assert_array_equal(np.array(out["y"], np.float32).reshape(1, 10), _ort(qb, {"x": xs[9]})[0])
 
 
+def test_qlinear_conv_without_output_zero_point_and_missing_scale():
+    """y_zero_point omitted means uint8 0; a missing scale is a clear InvalidModel at creation."""
+    x = qrand(np.uint8, 1, 2, 5, 5)
+    inits = {"W": qrand(np.int8, 3, 2, 3, 3), "x_s": np.float32(0.03), "x_z": np.array(np.uint8(9)),
+             "w_s": np.float32(0.01), "w_z": np.array(np.int8(0)), "y_s": np.float32(0.2)}
+    ins = ["X", "x_s", "x_z", "W", "w_s", "w_z", "y_s", ""]
+    got = []
+    for providers in (WASM_ONLY, ["NumpyExecutionProvider"]):
+        m = model([helper.make_node("QLinearConv", ins, ["Y"])], {"X": x}, {"Y": TensorProto.UINT8}, inits, opset=10)
+        got.append(nnwasm.InferenceSession(m, providers=providers).run(None, {"X": x})[0])
+    np.testing.assert_array_equal(got[0], got[1])
+    assert got[0].dtype == np.uint8
+    bad = model([helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "", "w_z", "y_s"], ["Y"])], {"X": x},
+                {"Y": TensorProto.UINT8}, inits, opset=10)
+    with pytest.raises(nnwasm.InvalidModel, match="input 4 is required"):
+        nnwasm.InferenceSession(bad)
+
+
 def test_nonconstant_requantization_scales_fall_back_to_numpy():
     """The kernels take the multiplier prepared at plan build: a QLinearConv whose scales are
     inputs is refused (with a reason) and runs on numpy."""

@@ -156,9 +156,11 @@ def matmul_integer(node, a, b, a_zp=None, b_zp=None):
     return _int_matmul(np, a, b, a_zp, b_zp).astype(np.int32)
 
 
-def _requantize(np, acc, mult, y_zp, dt):
+def _requantize(np, acc, mult, y_zp):
+    """round(acc * mult) + y_zp, saturated to y_zp's type (uint8 0 when y_zp is absent)."""
+    dt = np.dtype(np.uint8) if y_zp is None else y_zp.dtype
     lo, hi = _limits(np, dt)
-    v = np.rint(acc.astype(np.float32) * mult) + np.float32(y_zp)
+    v = np.rint(acc.astype(np.float32) * mult) + np.float32(0 if y_zp is None else y_zp.reshape(()))
     return np.clip(v, lo, hi).astype(dt)
 
 
@@ -168,18 +170,24 @@ def _multiplier(np, *scales_over_out):
     return (a.reshape(()) * b) / y.reshape(())
 
 
+def _need_scales(node, inputs, idxs):
+    for i in idxs:
+        S.need(node, inputs, i)
+
+
 def infer_qlinear_matmul(node, inputs, consts):
     a, b = S.need(node, inputs, 0), S.need(node, inputs, 3)
+    _need_scales(node, inputs, (1, 4, 6))
     _qtype(node, a, "A"), _qtype(node, b, "B")
     return [(_out_dtype(inputs, 7), matmul_shape(node, S.shape(a), S.shape(b)))]
 
 
 @op("QLinearMatMul", 10, infer_qlinear_matmul)
-def qlinear_matmul(node, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+def qlinear_matmul(node, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp=None):
     import numpy as np
     acc = _int_matmul(np, a, b, a_zp, b_zp)
     mult = _multiplier(np, a_scale, b_scale, y_scale).reshape(-1)
-    return _requantize(np, acc, mult if mult.size > 1 else mult.reshape(()), y_zp, y_zp.dtype)
+    return _requantize(np, acc, mult if mult.size > 1 else mult.reshape(()), y_zp)
 
 
 op("QLinearMatMul", 21, infer_qlinear_matmul)(qlinear_matmul)
@@ -211,6 +219,7 @@ def conv_integer(node, x, w, x_zp=None, w_zp=None):
 
 def infer_qlinear_conv(node, inputs, consts):
     x, w = S.need(node, inputs, 0), S.need(node, inputs, 3)
+    _need_scales(node, inputs, (1, 4, 6))
     _qtype(node, x, "x"), _qtype(node, w, "w")
     b = S.get(inputs, 8)
     if b is not None and S.dtype(b) not in (INT32, None):
@@ -219,7 +228,7 @@ def infer_qlinear_conv(node, inputs, consts):
 
 
 @op("QLinearConv", 10, infer_qlinear_conv)
-def qlinear_conv(node, x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, b=None):
+def qlinear_conv(node, x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp=None, b=None):
     import numpy as np
     acc = _int_conv(np, node, x, w, x_zp, w_zp)
     if b is not None:
@@ -227,17 +236,18 @@ def qlinear_conv(node, x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, b=None
     acc = acc.astype(np.int32)   # wraps as onnxruntime's int32 sums do
     mult = _multiplier(np, x_scale, w_scale, y_scale).reshape(-1)
     mult = mult.reshape(-1, *[1] * (x.ndim - 2)) if mult.size > 1 else mult.reshape(())
-    return _requantize(np, acc, mult, y_zp, y_zp.dtype)
+    return _requantize(np, acc, mult, y_zp)
 
 
 def infer_qlinear_add(node, inputs, consts):
     a, b = S.need(node, inputs, 0), S.need(node, inputs, 3)
+    _need_scales(node, inputs, (1, 4, 6))
     dt = _qtype(node, a, "A")
     return [(dt, S.broadcast(node, S.shape(a), S.shape(b)))]
 
 
 @op("QLinearAdd", 1, infer_qlinear_add, domain=MS)
-def qlinear_add(node, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+def qlinear_add(node, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp=None):
     import numpy as np
     f32 = np.float32
     am, bm = f32(a_scale.reshape(())) / f32(y_scale.reshape(())), f32(b_scale.reshape(())) / f32(y_scale.reshape(()))
@@ -250,6 +260,7 @@ def qlinear_add(node, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
 
 def infer_qgemm(node, inputs, consts):
     a, b = S.need(node, inputs, 0), S.need(node, inputs, 3)
+    _need_scales(node, inputs, (1, 4))
     _qtype(node, a, "A"), _qtype(node, b, "B")
     sa, sb = S.shape(a), S.shape(b)
     m = None if sa is None else sa[1 if node.attr("transA", 0) else 0]
@@ -276,11 +287,12 @@ def qgemm(node, a, a_scale, a_zp, b, b_scale, b_zp, c=None, y_scale=None, y_zp=N
     ab = ab if ab.size > 1 else ab.reshape(())
     if y_scale is None:
         return acc.astype(np.float32) * ab
-    return _requantize(np, acc, ab / np.float32(y_scale.reshape(())), y_zp, y_zp.dtype)
+    return _requantize(np, acc, ab / np.float32(y_scale.reshape(())), y_zp)
 
 
 def infer_matmul_integer_to_float(node, inputs, consts):
     a, b = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    _need_scales(node, inputs, (2, 3))
     _qtype(node, a, "A"), _qtype(node, b, "B")
     return [(S.dtype(S.get(inputs, 2)) or FLOAT32, matmul_shape(node, S.shape(a), S.shape(b)))]
 

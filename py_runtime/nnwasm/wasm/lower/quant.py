@@ -171,8 +171,13 @@ def lower_matmul_integer(node, b):
     _emit_gemm(b, node.inputs[0], node.inputs[1], _input(node, 2), _input(node, 3), node.outputs[0], I32.onnx)
 
 
+def _qlinear_inputs(node, count=8):
+    """The first `count` inputs, None for the omitted ones."""
+    return [_input(node, i) for i in range(count)]
+
+
 def check_qlinear_matmul(node, g):
-    a, a_s, a_zp, w, w_s, w_zp, y_s, y_zp = node.inputs[:8]
+    a, a_s, a_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
     why = _check_matmul_like(node, g, a, w, a_zp, w_zp, (a_s, w_s, y_s, y_zp))
     if why:
         return why
@@ -185,7 +190,7 @@ def check_qlinear_matmul(node, g):
 
 
 def lower_qlinear_matmul(node, b):
-    a, a_s, a_zp, w, w_s, w_zp, y_s, y_zp = node.inputs[:8]
+    a, a_s, a_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
     g = b.graph
     mult = _multipliers(_const_values(g, a_s), _const_values(g, w_s), _const_values(g, y_s)[0])
     dtype = _dt(g, node.outputs[0])
@@ -196,7 +201,7 @@ def lower_qlinear_matmul(node, b):
 
 
 def check_qgemm(node, g):
-    a, a_s, a_zp, w, w_s, w_zp = node.inputs[:6]
+    a, a_s, a_zp, w, w_s, w_zp = _qlinear_inputs(node, 6)
     c, y_s, y_zp = _input(node, 6), _input(node, 7), _input(node, 8)
     if node.attr("transA", 0) or node.attr("transB", 0):
         return "QGemm with transposed operands"
@@ -212,7 +217,7 @@ def check_qgemm(node, g):
 
 
 def lower_qgemm(node, b):
-    a, a_s, a_zp, w, w_s, w_zp = node.inputs[:6]
+    a, a_s, a_zp, w, w_s, w_zp = _qlinear_inputs(node, 6)
     c, y_s, y_zp = _input(node, 6), _input(node, 7), _input(node, 8)
     g = b.graph
     mult = _multipliers(_const_values(g, a_s), _const_values(g, w_s),
@@ -226,7 +231,7 @@ def lower_qgemm(node, b):
 
 
 def check_matmul_integer_to_float(node, g):
-    a, w, a_s, w_s = node.inputs[:4]
+    a, w, a_s, w_s = _qlinear_inputs(node, 4)
     why = _check_matmul_like(node, g, a, w, _input(node, 4), _input(node, 5), ())
     if why:
         return why
@@ -242,7 +247,7 @@ def check_matmul_integer_to_float(node, g):
 def lower_matmul_integer_to_float(node, b):
     """The scales' product (a runtime scalar times b_scale) into scratch, then the GEMM's float
     output multiplies by it."""
-    a, w, a_s, w_s = node.inputs[:4]
+    a, w, a_s, w_s = _qlinear_inputs(node, 4)
     count = numel(b.shape(w_s))
     scale = b.scratch(4 * count)
     dims = {f"d{i}": count if i == 0 else 1 for i in range(6)}
@@ -314,7 +319,7 @@ def lower_conv_integer(node, b):
 
 
 def check_qlinear_conv(node, g):
-    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = node.inputs[:8]
+    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
     why = _check_conv_like(node, g, x, w, x_zp, w_zp, (x_s, w_s, y_s, y_zp))
     if why:
         return why
@@ -328,7 +333,7 @@ def check_qlinear_conv(node, g):
 
 
 def lower_qlinear_conv(node, b):
-    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = node.inputs[:8]
+    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
     g = b.graph
     mult = _multipliers(_const_values(g, x_s), _const_values(g, w_s), _const_values(g, y_s)[0])
     zp, lo, hi = _out_params(g, y_zp, _dt(g, node.outputs[0]))
@@ -340,8 +345,7 @@ def lower_qlinear_conv(node, b):
 # ---- QLinearAdd --------------------------------------------------------------------------------
 
 def check_qlinear_add(node, g):
-    a, a_s, a_zp, c, c_s, c_zp, y_s = node.inputs[:7]
-    y_zp = _input(node, 7)
+    a, a_s, a_zp, c, c_s, c_zp, y_s, y_zp = _qlinear_inputs(node)
     if _dt(g, a) not in QRANGE or _dt(g, c) != _dt(g, a):
         return "QLinearAdd of types other than uint8/int8 pairs"
     if len(g.values[node.outputs[0]].shape) > 6:
@@ -354,8 +358,7 @@ def check_qlinear_add(node, g):
 
 def lower_qlinear_add(node, b):
     from .common import broadcast_strides
-    a, a_s, a_zp, c, c_s, c_zp, y_s = node.inputs[:7]
-    y_zp = _input(node, 7)
+    a, a_s, a_zp, c, c_s, c_zp, y_s, y_zp = _qlinear_inputs(node)
     g = b.graph
     ys = _const_values(g, y_s)[0]
     zps = [int(_const_values(g, z)[0]) if z else 0 for z in (a_zp, c_zp, y_zp)]
