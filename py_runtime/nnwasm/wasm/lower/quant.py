@@ -73,6 +73,9 @@ def check_quantize(node, g):
         return "blocked quantization (block_size)"
     if not _is_scalar(g, scale) and len(g.values[scale].shape) != 1:
         return "scale is neither a scalar nor 1-D"
+    zp = _input(node, 2)
+    if zp and numel(g.values[zp].shape) != numel(g.values[scale].shape):
+        return "zero point and scale of different sizes"
     return None
 
 
@@ -146,6 +149,8 @@ def _check_matmul_like(node, g, a, b_, a_zp, b_zp, need_const):
     for name in need_const:
         if name and name not in g.initializers:
             return f"'{name}' is not a constant (the requantization is prepared at plan build)"
+    if get_host().call("nnw_q8_gemm_scratch_bytes", a2[-2], a2[-1]) < 0:
+        return "kernels.wasm refuses a GEMM this large"
     return None
 
 
