@@ -400,4 +400,36 @@ void test_q8_hostile(void) {
   patched("a_zp out of uint8", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_A_ZP, 256, ARENA, NNW_BAD_ARGS);
   patched("y over b", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_Y, B + 1, ARENA, NNW_BAD_ARGS);
   patched("a stride huge", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_AS0, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
+
+  /* fuzz: random edits of the valid ops; whatever loads must run inside the arena (ASan) */
+  static const int32_t specials[] = {0, -1, 1, 2, 3, 4, 6, 7, 8, 16, 255, 256, 1 << 20, INT32_MAX,
+                                     INT32_MIN, ARENA, ARENA - 1, 2048};
+  const struct { int opcode, n; const int32_t *args; uint32_t arena; } ops[] = {
+      {NNW_OP_Q8_GEMM, n, g, ARENA}, {NNW_OP_Q8_CONV2D, nc, c, 2048}, {NNW_OP_Q8_QUANTIZE, 8, q, ARENA},
+      {NNW_OP_Q8_DEQUANTIZE, 8, dq, ARENA}, {NNW_OP_Q8_DYN_QUANTIZE, 5, dyn, ARENA},
+      {NNW_OP_Q8_ADD, NNW_Q8_ADD_NARGS, add, ARENA}};
+  int loaded = 0, rounds = 0;
+  for (int r = 0; r < 3000; r++) {
+    int k = (int)(rng_u32() % (sizeof ops / sizeof ops[0]));
+    int32_t args[64], words[80];
+    memcpy(args, ops[k].args, 4 * (size_t)ops[k].n);
+    for (int e = 1 + (int)(rng_u32() % 2); e > 0; e--) {
+      int i = (int)(rng_u32() % (uint32_t)ops[k].n);
+      args[i] = rng_u32() % 2 ? specials[rng_u32() % (sizeof specials / sizeof specials[0])]
+                              : (int32_t)((uint32_t)args[i] + rng_u32() % 9 - 4u);
+    }
+    int nw = op_words(words, ops[k].opcode, args, ops[k].n);
+    struct plan p = plan_build(NULL, 0, words, (uint32_t)nw, ops[k].arena, NULL, 0);
+    uint8_t *arena = arena_new(ops[k].arena);
+    int status = nnw_plan_load(p.bytes, p.size, arena, ops[k].arena, NULL);
+    if (status == NNW_OK) {
+      loaded++;
+      nnw_plan_run(p.bytes, arena);
+    }
+    rounds++;
+    if (status < NNW_OK || status > NNW_OUT_OF_MEMORY) expect(0, "q8 fuzz: unknown status %d", status);
+    free(arena);
+    plan_free(&p);
+  }
+  expect(loaded > 0 && loaded < rounds, "q8 fuzz: %d of %d loaded", loaded, rounds);
 }
