@@ -70,5 +70,11 @@ int32_t nnw_conv_transpose2d_scratch_bytes(int32_t c, int32_t m, int32_t group, 
 /* Bytes of scratch one recurrent op needs (ops.def: kind, sizes), -1 for bad parameters. */
 int32_t nnw_recurrent_scratch_bytes(int32_t kind, int32_t seq, int32_t batch, int32_t input,
                                     int32_t hidden);
+/* The int8 ops' scratch (kernels_c/q8/), asked the same way: bytes, or -1 for parameters the
+ * kernel refuses. q8_gemm: a is [m, k]. q8_conv2d: the parameters of nnw_conv2d_scratch_bytes. */
+int32_t nnw_q8_gemm_scratch_bytes(int32_t m, int32_t k);
+int32_t nnw_q8_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                                    int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                                    int32_t dw, int32_t pt, int32_t pl, int32_t h, int32_t w);
 
 #endif

@@ -29,7 +29,13 @@ enum nnw_opcode {
   NNW_OP_NORM = 52,
   NNW_OP_BMATMUL = 53,
   NNW_OP_LP_NORMALIZE = 54,
-  NNW_OP_COUNT = 72 /* one past the largest opcode */
+  NNW_OP_Q8_QUANTIZE = 95,
+  NNW_OP_Q8_DEQUANTIZE = 96,
+  NNW_OP_Q8_DYN_QUANTIZE = 97,
+  NNW_OP_Q8_GEMM = 98,
+  NNW_OP_Q8_CONV2D = 99,
+  NNW_OP_Q8_ADD = 100,
+  NNW_OP_COUNT = 101 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -497,6 +503,138 @@ enum nnw_lp_normalize_arg {
   NNW_LP_NORMALIZE_NARGS = 6
 };
 
+enum nnw_q8_quantize_arg {
+  NNW_Q8_QUANTIZE_X = 0,
+  NNW_Q8_QUANTIZE_SCALE = 1,
+  NNW_Q8_QUANTIZE_ZERO_POINT = 2,
+  NNW_Q8_QUANTIZE_Y = 3,
+  NNW_Q8_QUANTIZE_Y_DTYPE = 4,
+  NNW_Q8_QUANTIZE_OUTER = 5,
+  NNW_Q8_QUANTIZE_AXIS = 6,
+  NNW_Q8_QUANTIZE_INNER = 7,
+  NNW_Q8_QUANTIZE_NARGS = 8
+};
+
+enum nnw_q8_dequantize_arg {
+  NNW_Q8_DEQUANTIZE_X = 0,
+  NNW_Q8_DEQUANTIZE_SCALE = 1,
+  NNW_Q8_DEQUANTIZE_ZERO_POINT = 2,
+  NNW_Q8_DEQUANTIZE_Y = 3,
+  NNW_Q8_DEQUANTIZE_X_DTYPE = 4,
+  NNW_Q8_DEQUANTIZE_OUTER = 5,
+  NNW_Q8_DEQUANTIZE_AXIS = 6,
+  NNW_Q8_DEQUANTIZE_INNER = 7,
+  NNW_Q8_DEQUANTIZE_NARGS = 8
+};
+
+enum nnw_q8_dyn_quantize_arg {
+  NNW_Q8_DYN_QUANTIZE_X = 0,
+  NNW_Q8_DYN_QUANTIZE_Y = 1,
+  NNW_Q8_DYN_QUANTIZE_SCALE = 2,
+  NNW_Q8_DYN_QUANTIZE_ZERO_POINT = 3,
+  NNW_Q8_DYN_QUANTIZE_COUNT = 4,
+  NNW_Q8_DYN_QUANTIZE_NARGS = 5
+};
+
+enum nnw_q8_gemm_arg {
+  NNW_Q8_GEMM_A = 0,
+  NNW_Q8_GEMM_B = 1,
+  NNW_Q8_GEMM_A_ZP = 2,
+  NNW_Q8_GEMM_B_ZP = 3,
+  NNW_Q8_GEMM_BIAS = 4,
+  NNW_Q8_GEMM_SCALE = 5,
+  NNW_Q8_GEMM_Y = 6,
+  NNW_Q8_GEMM_SCRATCH = 7,
+  NNW_Q8_GEMM_A_DTYPE = 8,
+  NNW_Q8_GEMM_B_DTYPE = 9,
+  NNW_Q8_GEMM_Y_DTYPE = 10,
+  NNW_Q8_GEMM_BATCH = 11,
+  NNW_Q8_GEMM_M = 12,
+  NNW_Q8_GEMM_N = 13,
+  NNW_Q8_GEMM_K = 14,
+  NNW_Q8_GEMM_A_BS = 15,
+  NNW_Q8_GEMM_B_BS = 16,
+  NNW_Q8_GEMM_A_ZP_RS = 17,
+  NNW_Q8_GEMM_B_ZP_CS = 18,
+  NNW_Q8_GEMM_PER_ROW = 19,
+  NNW_Q8_GEMM_BIAS_S = 20,
+  NNW_Q8_GEMM_SCALE_S = 21,
+  NNW_Q8_GEMM_Y_ZP = 22,
+  NNW_Q8_GEMM_Y_MIN = 23,
+  NNW_Q8_GEMM_Y_MAX = 24,
+  NNW_Q8_GEMM_NARGS = 25
+};
+
+enum nnw_q8_conv2d_arg {
+  NNW_Q8_CONV2D_X = 0,
+  NNW_Q8_CONV2D_WEIGHT = 1,
+  NNW_Q8_CONV2D_X_ZP = 2,
+  NNW_Q8_CONV2D_W_ZP = 3,
+  NNW_Q8_CONV2D_BIAS = 4,
+  NNW_Q8_CONV2D_SCALE = 5,
+  NNW_Q8_CONV2D_Y = 6,
+  NNW_Q8_CONV2D_SCRATCH = 7,
+  NNW_Q8_CONV2D_X_DTYPE = 8,
+  NNW_Q8_CONV2D_W_DTYPE = 9,
+  NNW_Q8_CONV2D_Y_DTYPE = 10,
+  NNW_Q8_CONV2D_N = 11,
+  NNW_Q8_CONV2D_C = 12,
+  NNW_Q8_CONV2D_H = 13,
+  NNW_Q8_CONV2D_W = 14,
+  NNW_Q8_CONV2D_M = 15,
+  NNW_Q8_CONV2D_OH = 16,
+  NNW_Q8_CONV2D_OW = 17,
+  NNW_Q8_CONV2D_KH = 18,
+  NNW_Q8_CONV2D_KW = 19,
+  NNW_Q8_CONV2D_SH = 20,
+  NNW_Q8_CONV2D_SW = 21,
+  NNW_Q8_CONV2D_DH = 22,
+  NNW_Q8_CONV2D_DW = 23,
+  NNW_Q8_CONV2D_PT = 24,
+  NNW_Q8_CONV2D_PL = 25,
+  NNW_Q8_CONV2D_GROUP = 26,
+  NNW_Q8_CONV2D_W_ZP_S = 27,
+  NNW_Q8_CONV2D_SCALE_S = 28,
+  NNW_Q8_CONV2D_Y_ZP = 29,
+  NNW_Q8_CONV2D_Y_MIN = 30,
+  NNW_Q8_CONV2D_Y_MAX = 31,
+  NNW_Q8_CONV2D_NARGS = 32
+};
+
+enum nnw_q8_add_arg {
+  NNW_Q8_ADD_A = 0,
+  NNW_Q8_ADD_B = 1,
+  NNW_Q8_ADD_Y = 2,
+  NNW_Q8_ADD_DTYPE = 3,
+  NNW_Q8_ADD_A_MULT = 4,
+  NNW_Q8_ADD_B_MULT = 5,
+  NNW_Q8_ADD_A_ZP = 6,
+  NNW_Q8_ADD_B_ZP = 7,
+  NNW_Q8_ADD_Y_ZP = 8,
+  NNW_Q8_ADD_Y_MIN = 9,
+  NNW_Q8_ADD_Y_MAX = 10,
+  NNW_Q8_ADD_RANK = 11,
+  NNW_Q8_ADD_D0 = 12,
+  NNW_Q8_ADD_D1 = 13,
+  NNW_Q8_ADD_D2 = 14,
+  NNW_Q8_ADD_D3 = 15,
+  NNW_Q8_ADD_D4 = 16,
+  NNW_Q8_ADD_D5 = 17,
+  NNW_Q8_ADD_AS0 = 18,
+  NNW_Q8_ADD_AS1 = 19,
+  NNW_Q8_ADD_AS2 = 20,
+  NNW_Q8_ADD_AS3 = 21,
+  NNW_Q8_ADD_AS4 = 22,
+  NNW_Q8_ADD_AS5 = 23,
+  NNW_Q8_ADD_BS0 = 24,
+  NNW_Q8_ADD_BS1 = 25,
+  NNW_Q8_ADD_BS2 = 26,
+  NNW_Q8_ADD_BS3 = 27,
+  NNW_Q8_ADD_BS4 = 28,
+  NNW_Q8_ADD_BS5 = 29,
+  NNW_Q8_ADD_NARGS = 30
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -524,7 +662,13 @@ enum nnw_lp_normalize_arg {
   X(51, argreduce, ARGREDUCE, 8, "iittiiii") \
   X(52, norm, NORM, 14, "ttttttiiiiiiif") \
   X(53, bmatmul, BMATMUL, 12, "tttiiiiiiiii") \
-  X(54, lp_normalize, LP_NORMALIZE, 6, "ttiiii")
+  X(54, lp_normalize, LP_NORMALIZE, 6, "ttiiii") \
+  X(95, q8_quantize, Q8_QUANTIZE, 8, "ttttiiii") \
+  X(96, q8_dequantize, Q8_DEQUANTIZE, 8, "ttttiiii") \
+  X(97, q8_dyn_quantize, Q8_DYN_QUANTIZE, 5, "tttti") \
+  X(98, q8_gemm, Q8_GEMM, 25, "ttttttttiiiiiiiiiiiiiiiii") \
+  X(99, q8_conv2d, Q8_CONV2D, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
+  X(100, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

@@ -25,6 +25,8 @@ static const struct {
     {"alloc", test_alloc},
     {"reduce", test_reduce},         {"argreduce", test_argreduce}, {"norm", test_norm},
     {"bmatmul", test_bmatmul},       {"lp_normalize", test_lp_normalize},
+    {"q8_gemm", test_q8_gemm},       {"q8_conv2d", test_q8_conv2d}, {"q8_quantize", test_q8_quantize},
+    {"q8_add", test_q8_add},         {"q8_hostile", test_q8_hostile},
 };
 
 int main(int argc, char **argv) {

@@ -16,7 +16,7 @@ from typing import Callable
 from ..options import GraphOptimizationLevel as L
 from .. import passes
 from ..ir import subgraphs
-from . import batchnorm, cleanup, const_fold, fp16, fusions, transformer
+from . import batchnorm, cleanup, const_fold, fp16, fusions, qdq, transformer
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ PIPELINE = [
     # Required whatever the level: providers read constants as initializers.
     Pass("constants_to_initializers", L.ORT_DISABLE_ALL, "graph", cleanup.constants_to_initializers),
     Pass("drop_identities", L.ORT_ENABLE_BASIC, "graph", cleanup.drop_identities),
+    # int8: DQ -> op -> Q groups become integer ops (QLinearConv, ...), as onnxruntime's QDQ
+    # transformer does at its extended level
+    Pass("fuse_qdq", L.ORT_ENABLE_EXTENDED, "graph", qdq.fuse_qdq),
     Pass("float16_to_float32", L.ORT_ENABLE_BASIC, "shaped", fp16.float16_to_float32, static=True),
     Pass("drop_noop_casts", L.ORT_ENABLE_BASIC, "shaped", cleanup.drop_noop_casts),
     Pass("fold_constants", L.ORT_ENABLE_BASIC, "shaped", const_fold.fold_constants),

@@ -29,6 +29,11 @@ from .lower.reduce import (check_arg, check_global_pool, check_lp_norm, check_re
                            lower_global_average_pool, lower_global_max_pool, lower_lp_norm, lower_reduce,
                            lower_softmax)
 from .lower.rnn import check_recurrent, lower_recurrent
+from .lower.quant import (check_conv_integer, check_dynamic_quantize, check_matmul_integer,
+                          check_matmul_integer_to_float, check_qgemm, check_qlinear_add, check_qlinear_conv,
+                          check_qlinear_matmul, check_quantize, lower_conv_integer, lower_dynamic_quantize,
+                          lower_matmul_integer, lower_matmul_integer_to_float, lower_qgemm, lower_qlinear_add,
+                          lower_qlinear_conv, lower_qlinear_matmul, lower_quantize)
 
 LOWERINGS = {
     # elementwise (lower/elementwise.py): float32; check_arith and check_neg also take integers
@@ -122,6 +127,17 @@ LOWERINGS = {
     # onnxruntime's contrib ops the optimizer emits (lower/fused.py)
     "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),
     "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),
+    # int8 (lower/quant.py); each check states its dtypes. "domain.Op" rows are other domains' ops.
+    "QuantizeLinear": (check_quantize, lower_quantize),
+    "DequantizeLinear": (check_quantize, lower_quantize),
+    "DynamicQuantizeLinear": (check_dynamic_quantize, lower_dynamic_quantize),
+    "MatMulInteger": (check_matmul_integer, lower_matmul_integer),
+    "QLinearMatMul": (check_qlinear_matmul, lower_qlinear_matmul),
+    "ConvInteger": (check_conv_integer, lower_conv_integer),
+    "QLinearConv": (check_qlinear_conv, lower_qlinear_conv),
+    "com.microsoft.QLinearAdd": (check_qlinear_add, lower_qlinear_add),
+    "com.microsoft.QGemm": (check_qgemm, lower_qgemm),
+    "com.microsoft.MatMulIntegerToFloat": (check_matmul_integer_to_float, lower_matmul_integer_to_float),
 }
 
 

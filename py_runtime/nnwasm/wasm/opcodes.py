@@ -32,4 +32,10 @@ OPS = {
     "norm": Op(code=52, args=("x", "scale", "bias", "y", "mean", "inv_std", "outer", "groups", "cpg", "inner", "pg", "pc", "pi", "epsilon"), kinds="ttttttiiiiiiif"),
     "bmatmul": Op(code=53, args=("a", "b", "y", "b0", "b1", "m", "n", "k", "as0", "as1", "bs0", "bs1"), kinds="tttiiiiiiiii"),
     "lp_normalize": Op(code=54, args=("x", "y", "outer", "len", "inner", "p"), kinds="ttiiii"),
+    "q8_quantize": Op(code=95, args=("x", "scale", "zero_point", "y", "y_dtype", "outer", "axis", "inner"), kinds="ttttiiii"),
+    "q8_dequantize": Op(code=96, args=("x", "scale", "zero_point", "y", "x_dtype", "outer", "axis", "inner"), kinds="ttttiiii"),
+    "q8_dyn_quantize": Op(code=97, args=("x", "y", "scale", "zero_point", "count"), kinds="tttti"),
+    "q8_gemm": Op(code=98, args=("a", "b", "a_zp", "b_zp", "bias", "scale", "y", "scratch", "a_dtype", "b_dtype", "y_dtype", "batch", "m", "n", "k", "a_bs", "b_bs", "a_zp_rs", "b_zp_cs", "per_row", "bias_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiii"),
+    "q8_conv2d": Op(code=99, args=("x", "weight", "x_zp", "w_zp", "bias", "scale", "y", "scratch", "x_dtype", "w_dtype", "y_dtype", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "w_zp_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiiiiiiiiii"),
+    "q8_add": Op(code=100, args=("a", "b", "y", "dtype", "a_mult", "b_mult", "a_zp", "b_zp", "y_zp", "y_min", "y_max", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "as0", "as1", "as2", "as3", "as4", "as5", "bs0", "bs1", "bs2", "bs3", "bs4", "bs5"), kinds="tttiffiiiiiiiiiiiiiiiiiiiiiiii"),
 }

@@ -1,0 +1,144 @@
+/* q8_conv2d: ConvInteger and QLinearConv as im2col into uint8/int8 columns (padding with the
+ * input's zero point, so padded taps add nothing once it is subtracted) and the q8 GEMM with the
+ * weights as a (one zero point per output channel) and the columns as b. A 1x1, stride-1,
+ * unpadded conv multiplies the image itself. */
+#include "q8.h"
+
+#define COORD_LIMIT ((int64_t)1 << 30)
+
+struct q8_conv {
+  int32_t x, w, x_zp, w_zp, bias, scale, y, scratch, x_dtype, w_dtype, y_dtype, n, c, h, wd, m,
+      oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, group, w_zp_s, scale_s, y_zp, y_min, y_max;
+};
+typedef char q8_conv_args_match_ops_def[sizeof(struct q8_conv) == 4 * NNW_Q8_CONV2D_NARGS ? 1 : -1];
+
+static struct q8_conv decode(const int32_t *v) {
+  struct q8_conv p;
+  memcpy(&p, v, sizeof p); /* the field order is ops.def's */
+  return p;
+}
+
+static int pointwise(const struct q8_conv *p) {
+  return p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pl == 0 &&
+         p->oh == p->h && p->ow == p->wd;
+}
+
+/* scratch bytes (im2col columns, then the GEMM's packing), or -1 for parameters it refuses */
+static int64_t scratch_bytes(const struct q8_conv *p) {
+  int32_t pos[] = {p->c, p->m, p->group, p->kh, p->kw, p->oh, p->ow, p->sh, p->sw, p->dh, p->dw,
+                   p->h, p->wd};
+  if (nnw_check_positive(pos, (int)(sizeof pos / sizeof pos[0])) || p->pt < 0 || p->pl < 0)
+    return -1;
+  if (p->c % p->group != 0 || p->m % p->group != 0) return -1;
+  int64_t span_h = (int64_t)(p->oh - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1;
+  int64_t span_w = (int64_t)(p->ow - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw + 1;
+  if (span_h + p->pt + p->h > COORD_LIMIT || span_w + p->pl + p->wd > COORD_LIMIT) return -1;
+  uint64_t ck = nnw_mul(nnw_mul((uint64_t)(p->c / p->group), (uint64_t)p->kh), (uint64_t)p->kw);
+  uint64_t cols = pointwise(p) ? 0 : nnw_mul(ck, nnw_mul((uint64_t)p->oh, (uint64_t)p->ow));
+  uint64_t bytes = nnw_add((cols + 3) / 4 * 4, nnw_q8_gemm_scratch((uint64_t)(p->m / p->group), ck));
+  return bytes > INT32_MAX ? -1 : (int64_t)bytes;
+}
+
+NNW_EXPORT int32_t nnw_q8_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh,
+                                               int32_t kw, int32_t oh, int32_t ow, int32_t sh,
+                                               int32_t sw, int32_t dh, int32_t dw, int32_t pt,
+                                               int32_t pl, int32_t h, int32_t w) {
+  struct q8_conv p = {.c = c, .group = group, .kh = kh, .kw = kw, .oh = oh, .ow = ow, .m = m,
+                      .sh = sh, .sw = sw, .dh = dh, .dw = dw, .pt = pt, .pl = pl, .h = h, .wd = w};
+  return (int32_t)scratch_bytes(&p);
+}
+
+int nnw_validate_q8_conv2d(const int32_t *args, uint32_t arena_bytes) {
+  struct q8_conv p = decode(args);
+  if (p.n <= 0 || !nnw_q8_is_q(p.x_dtype) || !nnw_q8_is_q(p.w_dtype)) return NNW_BAD_ARGS;
+  if (!nnw_q8_is_q(p.y_dtype) && p.y_dtype != NNW_I32 && p.y_dtype != NNW_F32) return NNW_BAD_ARGS;
+  if ((p.w_zp_s != 0 && p.w_zp_s != 1) || (p.scale_s != 0 && p.scale_s != 1)) return NNW_BAD_ARGS;
+  NNW_TRY(nnw_q8_check_out(p.y_dtype, p.y_zp, p.y_min, p.y_max));
+  int64_t scratch = scratch_bytes(&p);
+  if (scratch < 0) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)p.n, m = (uint64_t)p.m;
+  uint64_t x_n = nnw_mul(nnw_mul(n, (uint64_t)p.c), nnw_mul((uint64_t)p.h, (uint64_t)p.wd));
+  uint64_t w_n = nnw_mul(nnw_mul(m, (uint64_t)(p.c / p.group)), nnw_mul((uint64_t)p.kh, (uint64_t)p.kw));
+  uint64_t y_n = nnw_mul(nnw_mul(n, m), nnw_mul((uint64_t)p.oh, (uint64_t)p.ow));
+  uint64_t wzp_n = p.w_zp_s ? m : 1, scale_n = p.scale_s ? m : 1;
+  NNW_TRY(nnw_check_typed(p.x, x_n, p.x_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.w, w_n, p.w_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.x_zp, 1, p.x_dtype, arena_bytes, 1));
+  NNW_TRY(nnw_check_typed(p.w_zp, wzp_n, p.w_dtype, arena_bytes, 1));
+  NNW_TRY(nnw_check_typed(p.bias, m, NNW_I32, arena_bytes, 1));
+  NNW_TRY(nnw_check_typed(p.scale, scale_n, NNW_F32, arena_bytes, p.y_dtype == NNW_I32));
+  NNW_TRY(nnw_check_typed(p.y, y_n, p.y_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.scratch, (uint64_t)scratch / 4, NNW_I32, arena_bytes, 0));
+  const int32_t at[] = {p.x, p.w, p.x_zp, p.w_zp, p.bias, p.scale, p.y, p.scratch};
+  const uint64_t size[] = {x_n, w_n, 1, wzp_n, 4 * m, 4 * scale_n,
+                           nnw_mul(y_n, (uint64_t)nnw_dtype_size(p.y_dtype)), (uint64_t)scratch};
+  for (int i = 0; i < 8; i++)      /* the output and the scratch apart from everything else */
+    for (int j = i + 1; j < 8; j++)
+      if (j >= 6) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
+  return NNW_OK;
+}
+
+/* col[(ci*kh + ky)*kw + kx][oy*ow + ox] = x[ci][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw], pad outside */
+static void im2col(const struct q8_conv *p, const uint8_t *x, int32_t channels, uint8_t pad,
+                   uint8_t *col) {
+  for (int32_t ci = 0; ci < channels; ci++) {
+    const uint8_t *xc = x + (size_t)ci * (size_t)p->h * (size_t)p->wd;
+    for (int32_t ky = 0; ky < p->kh; ky++)
+      for (int32_t kx = 0; kx < p->kw; kx++)
+        for (int32_t oy = 0; oy < p->oh; oy++, col += p->ow) {
+          int32_t iy = oy * p->sh - p->pt + ky * p->dh;
+          if (iy < 0 || iy >= p->h) {
+            memset(col, pad, (size_t)p->ow);
+            continue;
+          }
+          const uint8_t *row = xc + (size_t)iy * (size_t)p->wd;
+          /* output columns whose tap lands inside the image: ox in [lo, hi) */
+          int32_t off = kx * p->dw - p->pl;
+          int32_t lo = off >= 0 ? 0 : (-off + p->sw - 1) / p->sw;
+          int32_t hi = off >= p->wd ? 0 : (p->wd - off + p->sw - 1) / p->sw;
+          if (hi > p->ow) hi = p->ow;
+          if (lo > hi) lo = hi;
+          memset(col, pad, (size_t)lo);
+          if (p->sw == 1) {
+            memcpy(col + lo, row + lo + off, (size_t)(hi - lo));
+          } else {
+            for (int32_t ox = lo; ox < hi; ox++) col[ox] = row[ox * p->sw + off];
+          }
+          memset(col + hi, pad, (size_t)(p->ow - hi));
+        }
+  }
+}
+
+void nnw_run_q8_conv2d(const int32_t *args, uint8_t *arena) {
+  struct q8_conv p = decode(args);
+  int32_t cg = p.c / p.group, mg = p.m / p.group;
+  size_t plane = (size_t)p.oh * (size_t)p.ow, ck = (size_t)cg * (size_t)p.kh * (size_t)p.kw;
+  int ysize = nnw_dtype_size(p.y_dtype);
+  const uint8_t *x_zp = nnw_q8_at(arena, p.x_zp);
+  uint8_t pad = x_zp ? x_zp[0] : 0;
+  int is_pw = pointwise(&p);
+  uint8_t *col = arena + p.scratch;
+  size_t col_bytes = is_pw ? 0 : (ck * plane + 3) / 4 * 4;
+  const float *scale = nnw_f32_at(arena, p.scale);
+  const int32_t *bias = p.bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p.bias);
+  const uint8_t *w_zp = nnw_q8_at(arena, p.w_zp);
+  for (int32_t b = 0; b < p.n; b++)
+    for (int32_t gr = 0; gr < p.group; gr++) {
+      const uint8_t *x = arena + p.x + ((size_t)b * (size_t)p.c + (size_t)gr * (size_t)cg) *
+                                           (size_t)p.h * (size_t)p.wd;
+      if (!is_pw) im2col(&p, x, cg, pad, col);
+      size_t o0 = (size_t)gr * (size_t)mg;
+      struct nnw_q8_gemm g = {
+          .m = mg, .n = (int32_t)plane, .k = (int32_t)ck, .a_dtype = p.w_dtype,
+          .b_dtype = p.x_dtype, .y_dtype = p.y_dtype,
+          .a = arena + p.w + o0 * ck, .b = is_pw ? x : col,
+          .a_zp = w_zp ? w_zp + o0 * (size_t)p.w_zp_s : NULL, .b_zp = x_zp,
+          .lda = (ptrdiff_t)ck, .ldb = (ptrdiff_t)plane, .a_zp_rs = p.w_zp_s, .b_zp_cs = 0,
+          .bias = bias ? bias + o0 : NULL, .scale = scale ? scale + o0 * (size_t)p.scale_s : NULL,
+          .bias_s = 1, .scale_s = p.scale_s, .per_row = 1, .y_zp = p.y_zp, .y_min = p.y_min,
+          .y_max = p.y_max,
+          .y = arena + p.y + (((size_t)b * (size_t)p.m + o0) * plane) * (size_t)ysize,
+          .ldy = (ptrdiff_t)plane, .scratch = col + col_bytes};
+      nnw_q8_gemm_run(&g);
+    }
+}

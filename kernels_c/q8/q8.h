@@ -1,0 +1,64 @@
+/* Shared by the int8 kernels (kernels_c/q8/): element access by nnw_dtype, the round-and-saturate
+ * rule, and the integer GEMM that q8_gemm and q8_conv2d run on. */
+#ifndef NNW_Q8_H
+#define NNW_Q8_H
+#include <math.h>
+
+#include "../internal.h"
+
+/* the quantized types' ranges; 0 for a dtype that is not uint8/int8 */
+static inline int nnw_q8_is_q(int32_t dtype) { return dtype == NNW_U8 || dtype == NNW_I8; }
+static inline int32_t nnw_q8_min(int32_t dtype) { return dtype == NNW_I8 ? -128 : 0; }
+static inline int32_t nnw_q8_max(int32_t dtype) { return dtype == NNW_I8 ? 127 : 255; }
+
+/* element i of a uint8/int8/int32 tensor as int32 (p may be NULL: 0) */
+static inline int32_t nnw_q8_get(const uint8_t *p, int32_t dtype, size_t i) {
+  if (p == NULL) return 0;
+  switch (dtype) {
+    case NNW_U8: return p[i];
+    case NNW_I8: return (int8_t)p[i];
+    default: {
+      int32_t v;
+      memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+  }
+}
+
+static inline const uint8_t *nnw_q8_at(const uint8_t *arena, int32_t t) {
+  return t < 0 ? NULL : arena + t;
+}
+
+/* round half to even (the default rounding mode) and saturate into [lo, hi] after adding zp;
+ * NaN goes to lo. The clamp happens in float so the conversion never overflows. */
+static inline int32_t nnw_q8_round_sat(float v, int32_t zp, int32_t lo, int32_t hi) {
+  float r = nearbyintf(v) + (float)zp;
+  if (!(r >= (float)lo)) return lo;
+  if (r > (float)hi) return hi;
+  return (int32_t)r;
+}
+
+/* The integer GEMM: y[i*ldy + j] for i < m, j < n, following q8_gemm's rule in ops.def.
+ * a[i*lda + kk], b[kk*ldb + j] (uint8 or int8); a_zp[i*a_zp_rs], b_zp[j*b_zp_cs] of the same
+ * dtypes (NULL = 0); bias (int32) and scale indexed by i if per_row else j, times their stride.
+ * scratch: nnw_q8_gemm_scratch(m, k) bytes, 4-aligned. */
+struct nnw_q8_gemm {
+  int32_t m, n, k, a_dtype, b_dtype, y_dtype;
+  const uint8_t *a, *b, *a_zp, *b_zp;
+  ptrdiff_t lda, ldb, a_zp_rs, b_zp_cs;
+  const int32_t *bias;
+  const float *scale;
+  ptrdiff_t bias_s, scale_s;
+  int per_row;
+  int32_t y_zp, y_min, y_max;
+  uint8_t *y;
+  ptrdiff_t ldy;
+  void *scratch;
+};
+uint64_t nnw_q8_gemm_scratch(uint64_t m, uint64_t k);
+void nnw_q8_gemm_run(const struct nnw_q8_gemm *g);
+
+/* NNW_OK if y_dtype's output parameters are in range: y_zp, y_min <= y_max inside the type */
+int nnw_q8_check_out(int32_t y_dtype, int32_t y_zp, int32_t y_min, int32_t y_max);
+
+#endif

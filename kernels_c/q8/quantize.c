@@ -1,0 +1,143 @@
+/* QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear over an [outer, axis, inner] view
+ * (per-tensor: axis = 1). The arithmetic is onnxruntime's (MLAS): quantize divides by the scale,
+ * rounds half to even and saturates; dequantize is (x - zp) * scale in float. */
+#include "q8.h"
+#include "../simd.h"
+
+struct q8_axis {
+  int32_t x, scale, zp, y, dtype, outer, axis, inner;
+};
+
+static int validate_axis(const int32_t *v, uint32_t arena_bytes, int quantize) {
+  struct q8_axis p = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+  if (p.outer <= 0 || p.axis <= 0 || p.inner <= 0) return NNW_BAD_ARGS;
+  if (quantize ? !nnw_q8_is_q(p.dtype) : !(nnw_q8_is_q(p.dtype) || p.dtype == NNW_I32))
+    return NNW_BAD_ARGS;
+  uint64_t count = nnw_mul(nnw_mul((uint64_t)p.outer, (uint64_t)p.axis), (uint64_t)p.inner);
+  int32_t x_dt = quantize ? NNW_F32 : p.dtype, y_dt = quantize ? p.dtype : NNW_F32;
+  NNW_TRY(nnw_check_typed(p.x, count, x_dt, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.y, count, y_dt, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.scale, (uint64_t)p.axis, NNW_F32, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.zp, (uint64_t)p.axis, p.dtype, arena_bytes, 1));
+  uint64_t y_bytes = nnw_mul(count, (uint64_t)nnw_dtype_size(y_dt));
+  uint64_t x_bytes = nnw_mul(count, (uint64_t)nnw_dtype_size(x_dt));
+  NNW_TRY(nnw_check_apart(p.x, x_bytes, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.scale, 4 * (uint64_t)p.axis, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.zp, (uint64_t)p.axis * (uint64_t)nnw_dtype_size(p.dtype), p.y, y_bytes, 0));
+  return NNW_OK;
+}
+
+int nnw_validate_q8_quantize(const int32_t *args, uint32_t arena_bytes) {
+  return validate_axis(args, arena_bytes, 1);
+}
+
+int nnw_validate_q8_dequantize(const int32_t *args, uint32_t arena_bytes) {
+  return validate_axis(args, arena_bytes, 0);
+}
+
+/* n values of x to y, one scale and zero point */
+static void quantize_row(const float *x, uint8_t *y, size_t n, float scale, int32_t zp,
+                         int32_t dtype) {
+  int32_t lo = nnw_q8_min(dtype), hi = nnw_q8_max(dtype);
+  size_t i = 0;
+#ifdef __wasm_simd128__
+  /* clamping to [lo - zp, hi - zp] before rounding is the same as after (the bounds are
+   * integers); pmax(lo, v) also sends NaN to lo, as the scalar rule does */
+  v128_t vs = wasm_f32x4_splat(scale), vz = wasm_i32x4_splat(zp);
+  v128_t vlo = wasm_f32x4_splat((float)(lo - zp)), vhi = wasm_f32x4_splat((float)(hi - zp));
+  for (; i + 8 <= n; i += 8) {
+    v128_t a = wasm_f32x4_div(wasm_v128_load(x + i), vs), b = wasm_f32x4_div(wasm_v128_load(x + i + 4), vs);
+    a = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_nearest(a)), vhi);
+    b = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_nearest(b)), vhi);
+    v128_t ia = wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(a), vz);
+    v128_t ib = wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(b), vz);
+    v128_t h = wasm_i16x8_narrow_i32x4(ia, ib);
+    v128_t q = dtype == NNW_U8 ? wasm_u8x16_narrow_i16x8(h, h) : wasm_i8x16_narrow_i16x8(h, h);
+    wasm_v128_store64_lane(y + i, q, 0);
+  }
+#endif
+  for (; i < n; i++) y[i] = (uint8_t)nnw_q8_round_sat(x[i] / scale, zp, lo, hi);
+}
+
+void nnw_run_q8_quantize(const int32_t *args, uint8_t *arena) {
+  struct q8_axis p = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
+  const float *x = nnw_f32_at(arena, p.x), *scale = nnw_f32_at(arena, p.scale);
+  const uint8_t *zp = nnw_q8_at(arena, p.zp);
+  uint8_t *y = arena + p.y;
+  for (int32_t o = 0; o < p.outer; o++)
+    for (int32_t a = 0; a < p.axis; a++) {
+      size_t at = ((size_t)o * (size_t)p.axis + (size_t)a) * (size_t)p.inner;
+      quantize_row(x + at, y + at, (size_t)p.inner, scale[a], nnw_q8_get(zp, p.dtype, (size_t)a),
+                   p.dtype);
+    }
+}
+
+void nnw_run_q8_dequantize(const int32_t *args, uint8_t *arena) {
+  struct q8_axis p = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
+  const uint8_t *x = arena + p.x, *zp = nnw_q8_at(arena, p.zp);
+  const float *scale = nnw_f32_at(arena, p.scale);
+  float *y = nnw_f32_at(arena, p.y);
+  for (int32_t o = 0; o < p.outer; o++)
+    for (int32_t a = 0; a < p.axis; a++) {
+      size_t at = ((size_t)o * (size_t)p.axis + (size_t)a) * (size_t)p.inner;
+      int32_t z = nnw_q8_get(zp, p.dtype, (size_t)a);
+      float s = scale[a];
+      size_t i = at, end = at + (size_t)p.inner;
+#ifdef __wasm_simd128__
+      v128_t vz = wasm_i32x4_splat(z), vs = wasm_f32x4_splat(s);
+      for (; p.dtype != NNW_I32 && i + 8 <= end; i += 8) {
+        v128_t h = p.dtype == NNW_U8 ? wasm_u16x8_load8x8(x + i) : wasm_i16x8_load8x8(x + i);
+        v128_t lo = wasm_i32x4_sub(wasm_i32x4_extend_low_i16x8(h), vz);
+        v128_t hi = wasm_i32x4_sub(wasm_i32x4_extend_high_i16x8(h), vz);
+        wasm_v128_store(y + i, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(lo), vs));
+        wasm_v128_store(y + i + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hi), vs));
+      }
+#endif
+      for (; i < end; i++)
+        y[i] = (float)(int32_t)((uint32_t)nnw_q8_get(x, p.dtype, i) - (uint32_t)z) * s;
+    }
+}
+
+int nnw_validate_q8_dyn_quantize(const int32_t *args, uint32_t arena_bytes) {
+  int32_t x = args[NNW_Q8_DYN_QUANTIZE_X], y = args[NNW_Q8_DYN_QUANTIZE_Y];
+  int32_t scale = args[NNW_Q8_DYN_QUANTIZE_SCALE], zp = args[NNW_Q8_DYN_QUANTIZE_ZERO_POINT];
+  int32_t count = args[NNW_Q8_DYN_QUANTIZE_COUNT];
+  if (count <= 0) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)count;
+  NNW_TRY(nnw_check_typed(x, n, NNW_F32, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(y, n, NNW_U8, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(scale, 1, NNW_F32, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(zp, 1, NNW_U8, arena_bytes, 0));
+  const int32_t at[] = {x, y, scale, zp};
+  const uint64_t size[] = {4 * n, n, 4, 1};
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
+  return NNW_OK;
+}
+
+void nnw_run_q8_dyn_quantize(const int32_t *args, uint8_t *arena) {
+  const float *x = nnw_f32_at(arena, args[NNW_Q8_DYN_QUANTIZE_X]);
+  size_t n = (size_t)args[NNW_Q8_DYN_QUANTIZE_COUNT];
+  /* the range always includes 0, so that 0 is exact */
+  float lo = 0.0f, hi = 0.0f;
+  size_t i = 0;
+  v4 vlo = v4_set1(0.0f), vhi = v4_set1(0.0f);
+  for (; i + 4 <= n; i += 4) {
+    v4 v = v4_load(x + i);
+    vlo = v4_min(v, vlo);
+    vhi = v4_max(v, vhi);
+  }
+  lo = -v4_hmax(v4_sub(v4_set1(0.0f), vlo));
+  hi = v4_hmax(vhi);
+  for (; i < n; i++) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  float zp_f = 0.0f - lo / scale;
+  zp_f = !(zp_f > 0.0f) ? 0.0f : zp_f > 255.0f ? 255.0f : zp_f; /* NaN (inf input) -> 0 */
+  int32_t zp = (int32_t)nearbyintf(zp_f);
+  memcpy(arena + args[NNW_Q8_DYN_QUANTIZE_SCALE], &scale, 4);
+  arena[args[NNW_Q8_DYN_QUANTIZE_ZERO_POINT]] = (uint8_t)zp;
+  quantize_row(x, arena + args[NNW_Q8_DYN_QUANTIZE_Y], n, scale, zp, NNW_U8);
+}

@@ -1,0 +1,383 @@
+"""int8 lowerings (kernels_c/q8/): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and com.microsoft's QLinearAdd, QGemm and
+MatMulIntegerToFloat.
+
+As in XNNPACK's qs8/qu8 operators, the quantization parameters are prepared here, once per
+operator: the requantization multipliers x_scale * w_scale / y_scale (float32, as onnxruntime
+computes them) become a small constant tensor, and the output zero point and clamp bounds plan
+integers, so the kernels never see ONNX attributes. Zero points and int32 biases are read where
+they live (a runtime scalar such as DynamicQuantizeLinear's output works too)."""
+import struct
+
+from ...dtypes import BY_NAME
+from ...host import get_host
+from ...tensor import numel
+from .common import f32_tensor
+from .conv import _check_window, _window
+
+U8, I8, I32, F32 = (BY_NAME[n] for n in ("uint8", "int8", "int32", "float32"))
+QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
+
+
+def _f32(v):
+    """v rounded to float32 (products and quotients of float32 values round correctly from double)."""
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def _input(node, i):
+    return node.inputs[i] if len(node.inputs) > i and node.inputs[i] else None
+
+
+def _const_values(g, name):
+    t = g.initializers.get(name) if name else None
+    return None if t is None else t.tolist()
+
+
+def _is_scalar(g, name):
+    return numel(g.values[name].shape) == 1
+
+
+def _dt(g, name):
+    return g.values[name].dtype.name
+
+
+def _per_channel(g, name, count):
+    """0 for a one-value tensor, 1 for one value per channel, None otherwise."""
+    shape = g.values[name].shape
+    if numel(shape) == 1:
+        return 0
+    return 1 if len(shape) == 1 and shape[0] == count else None
+
+
+# ---- QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear ---------------------------------
+
+def _axis_view(node, g, x):
+    """(outer, axis, inner) of x for the node's scale: per-tensor is (count, 1, 1)."""
+    shape = g.values[x].shape
+    if _is_scalar(g, node.inputs[1]):
+        return numel(shape), 1, 1
+    ax = node.attr("axis", 1)
+    ax = ax + len(shape) if ax < 0 else ax
+    return numel(shape[:ax]), shape[ax], numel(shape[ax + 1:])
+
+
+def check_quantize(node, g):
+    x, scale, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    data, q = (x, y) if node.op_type == "QuantizeLinear" else (y, x)
+    if _dt(g, data) != "float32" or _dt(g, scale) != "float32":
+        return "this WASM kernel (de)quantizes float32 with float32 scales"
+    allowed = QRANGE if node.op_type == "QuantizeLinear" else ("uint8", "int8", "int32")
+    if _dt(g, q) not in allowed:
+        return f"'{q}' is {_dt(g, q)}"
+    if node.attr("block_size", 0):
+        return "blocked quantization (block_size)"
+    if not _is_scalar(g, scale) and len(g.values[scale].shape) != 1:
+        return "scale is neither a scalar nor 1-D"
+    zp = _input(node, 2)
+    if zp and numel(g.values[zp].shape) != numel(g.values[scale].shape):
+        return "zero point and scale of different sizes"
+    return None
+
+
+def lower_quantize(node, b):
+    x, scale, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    outer, axis, inner = _axis_view(node, b.graph, x)
+    zp = _input(node, 2)
+    quantize = node.op_type == "QuantizeLinear"
+    dtype = b.dtype(y if quantize else x).onnx
+    args = dict(x=b.ref(x), scale=b.ref(scale), zero_point=b.ref(zp) if zp else None, y=b.ref(y),
+                outer=outer, axis=axis, inner=inner)
+    if quantize:
+        b.emit("q8_quantize", y_dtype=dtype, **args)
+    else:
+        b.emit("q8_dequantize", x_dtype=dtype, **args)
+
+
+def check_dynamic_quantize(node, g):
+    if _dt(g, node.inputs[0]) != "float32":
+        return "DynamicQuantizeLinear of a non-float32 input"
+    return None
+
+
+def lower_dynamic_quantize(node, b):
+    outs = list(node.outputs) + [""] * (3 - len(node.outputs))
+    refs = [b.ref(o) if o else b.scratch(n) for o, n in zip(outs, (numel(b.shape(node.inputs[0])), 4, 1))]
+    b.emit("q8_dyn_quantize", x=b.ref(node.inputs[0]), y=refs[0], scale=refs[1], zero_point=refs[2],
+           count=numel(b.shape(node.inputs[0])))
+
+
+# ---- the GEMM family ---------------------------------------------------------------------------
+
+def _mm_dims(g, a, w):
+    """MatMul's view: a and w as [batch..., rows, cols] (1-D operands get a dim), batch counts."""
+    sa, sb = g.values[a].shape, g.values[w].shape
+    a2 = ((1,) + tuple(sa)) if len(sa) == 1 else tuple(sa)
+    b2 = (tuple(sb) + (1,)) if len(sb) == 1 else tuple(sb)
+    return a2, b2, numel(a2[:-2]), numel(b2[:-2])
+
+
+def _out_params(g, y_zp, dtype):
+    """(zero point, lo, hi) of a quantized output."""
+    lo, hi = QRANGE[dtype]
+    zp = int(_const_values(g, y_zp)[0]) if y_zp else 0
+    return zp, lo, hi
+
+
+def _multipliers(scales_a, scales_b, y_scale, alpha=1.0):
+    """float32 x_scale * w_scale[i] (* alpha) / y_scale, one per channel."""
+    out = []
+    for sa in scales_a:
+        for sb in scales_b:
+            v = _f32(_f32(sa * sb) * alpha) if alpha != 1.0 else _f32(sa * sb)
+            out.append(_f32(v / y_scale) if y_scale is not None else v)
+    return out
+
+
+def _check_matmul_like(node, g, a, b_, a_zp, b_zp, need_const):
+    for name in (a, b_):
+        if _dt(g, name) not in QRANGE:
+            return f"'{name}' is {_dt(g, name)}; the q8 GEMM takes uint8 and int8"
+    a2, b2, ba, bb = _mm_dims(g, a, b_)
+    if ba != bb and ba != 1 and bb != 1:
+        return "batch broadcasting other than one side of batch 1"
+    if ba == bb and ba > 1 and a2[:-2] != b2[:-2]:
+        return "batch dims differ in shape"
+    if a_zp and not _is_scalar(g, a_zp):
+        return "a per-row zero point of A"
+    if b_zp and (_per_channel(g, b_zp, b2[-1]) is None or numel(g.values[b_zp].shape) > 1 and bb > 1):
+        return "a zero point that is neither per-tensor nor per-column of a 2-D B"
+    for name in need_const:
+        if name and name not in g.initializers:
+            return f"'{name}' is not a constant (the requantization is prepared at plan build)"
+    if get_host().call("nnw_q8_gemm_scratch_bytes", a2[-2], a2[-1]) < 0:
+        return "kernels.wasm refuses a GEMM this large"
+    return None
+
+
+def _emit_gemm(b, a, w, a_zp, b_zp, y, y_dtype, bias=None, bias_s=0, scale=None, scale_s=0,
+               y_zp=0, y_min=0, y_max=0):
+    a2, b2, ba, bb = _mm_dims(b.graph, a, w)
+    m, k, n = a2[-2], a2[-1], b2[-1]
+    g = b.graph
+    b.emit("q8_gemm", a=b.ref(a), b=b.ref(w), a_zp=b.ref(a_zp) if a_zp else None,
+           b_zp=b.ref(b_zp) if b_zp else None, bias=bias, scale=scale, y=b.ref(y),
+           scratch=b.scratch(b.host.call("nnw_q8_gemm_scratch_bytes", m, k)),
+           a_dtype=b.dtype(a).onnx, b_dtype=b.dtype(w).onnx, y_dtype=y_dtype, batch=max(ba, bb), m=m, n=n, k=k,
+           a_bs=m * k if ba > 1 else 0, b_bs=k * n if bb > 1 else 0,
+           a_zp_rs=0, b_zp_cs=_per_channel(g, b_zp, n) if b_zp else 0,
+           per_row=0, bias_s=bias_s, scale_s=scale_s, y_zp=y_zp, y_min=y_min, y_max=y_max)
+
+
+def check_matmul_integer(node, g):
+    return _check_matmul_like(node, g, node.inputs[0], node.inputs[1], _input(node, 2), _input(node, 3), ())
+
+
+def lower_matmul_integer(node, b):
+    _emit_gemm(b, node.inputs[0], node.inputs[1], _input(node, 2), _input(node, 3), node.outputs[0], I32.onnx)
+
+
+def _qlinear_inputs(node, count=8):
+    """The first `count` inputs, None for the omitted ones."""
+    return [_input(node, i) for i in range(count)]
+
+
+def check_qlinear_matmul(node, g):
+    a, a_s, a_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
+    why = _check_matmul_like(node, g, a, w, a_zp, w_zp, (a_s, w_s, y_s, y_zp))
+    if why:
+        return why
+    n = _mm_dims(g, a, w)[1][-1]
+    if not _is_scalar(g, a_s) or not _is_scalar(g, y_s) or _per_channel(g, w_s, n) is None:
+        return "scales other than per-tensor (and per-column for B)"
+    if _per_channel(g, w_s, n) and len(g.values[w].shape) > 2:
+        return "per-column scales of a batched B"
+    return None
+
+
+def lower_qlinear_matmul(node, b):
+    a, a_s, a_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
+    g = b.graph
+    mult = _multipliers(_const_values(g, a_s), _const_values(g, w_s), _const_values(g, y_s)[0])
+    dtype = _dt(g, node.outputs[0])
+    zp, lo, hi = _out_params(g, y_zp, dtype)
+    _emit_gemm(b, a, w, a_zp, w_zp, node.outputs[0], b.dtype(node.outputs[0]).onnx,
+               scale=b.constant(f32_tensor((len(mult),), mult)), scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo,
+               y_max=hi)
+
+
+def check_qgemm(node, g):
+    a, a_s, a_zp, w, w_s, w_zp = _qlinear_inputs(node, 6)
+    c, y_s, y_zp = _input(node, 6), _input(node, 7), _input(node, 8)
+    if node.attr("transA", 0) or node.attr("transB", 0):
+        return "QGemm with transposed operands"
+    why = _check_matmul_like(node, g, a, w, a_zp, w_zp, (a_s, w_s, y_s, y_zp))
+    if why:
+        return why
+    n = g.values[w].shape[1]
+    if not _is_scalar(g, a_s) or (y_s and not _is_scalar(g, y_s)) or _per_channel(g, w_s, n) is None:
+        return "scales other than per-tensor (and per-column for B)"
+    if c and (_dt(g, c) != "int32" or _per_channel(g, c, n) is None):
+        return "C is not an int32 scalar or [N] vector"
+    return None
+
+
+def lower_qgemm(node, b):
+    a, a_s, a_zp, w, w_s, w_zp = _qlinear_inputs(node, 6)
+    c, y_s, y_zp = _input(node, 6), _input(node, 7), _input(node, 8)
+    g = b.graph
+    mult = _multipliers(_const_values(g, a_s), _const_values(g, w_s),
+                        _const_values(g, y_s)[0] if y_s else None, float(node.attr("alpha", 1.0)))
+    y = node.outputs[0]
+    zp, lo, hi = _out_params(g, y_zp, _dt(g, y)) if y_s else (0, 0, 0)
+    _emit_gemm(b, a, w, a_zp, w_zp, y, b.dtype(y).onnx, bias=b.ref(c) if c else None,
+               bias_s=_per_channel(g, c, numel(g.values[w].shape[1:])) if c else 0,
+               scale=b.constant(f32_tensor((len(mult),), mult)), scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo,
+               y_max=hi)
+
+
+def check_matmul_integer_to_float(node, g):
+    a, w, a_s, w_s = _qlinear_inputs(node, 4)
+    why = _check_matmul_like(node, g, a, w, _input(node, 4), _input(node, 5), ())
+    if why:
+        return why
+    if _input(node, 6):
+        return "a fused bias"
+    n = _mm_dims(g, a, w)[1][-1]
+    if _dt(g, a_s) != "float32" or _dt(g, w_s) != "float32" or not _is_scalar(g, a_s) \
+            or _per_channel(g, w_s, n) is None or _per_channel(g, w_s, n) and len(g.values[w].shape) > 2:
+        return "scales other than float32 per-tensor (and per-column for a 2-D B)"
+    return None
+
+
+def lower_matmul_integer_to_float(node, b):
+    """The scales' product (a runtime scalar times b_scale) into scratch, then the GEMM's float
+    output multiplies by it."""
+    a, w, a_s, w_s = _qlinear_inputs(node, 4)
+    count = numel(b.shape(w_s))
+    scale = b.scratch(4 * count)
+    dims = {f"d{i}": count if i == 0 else 1 for i in range(6)}
+    dims.update({f"as{i}": 0 for i in range(6)})
+    dims.update({f"bs{i}": int(i == 0 and count > 1) for i in range(6)})
+    b.emit("binary", kind=2, a=b.ref(a_s), b=b.ref(w_s), y=scale, rank=1, **dims)
+    _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), node.outputs[0], F32.onnx, scale=scale,
+               scale_s=int(count > 1))
+
+
+# ---- convolution -------------------------------------------------------------------------------
+
+def _conv_scratch(node, g, host, x, w):
+    n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_ConvView(node, x, w), g)
+    m = g.values[w].shape[0]
+    return host.call("nnw_q8_conv2d_scratch_bytes", c, m, node.attr("group", 1), kh, kw, oh, ow, sh, sw, dh, dw,
+                     pt, pl, h, wd)
+
+
+class _ConvView:
+    """The node seen as a Conv (x, w inputs) by conv.py's geometry helpers."""
+    op_type = "Conv"
+
+    def __init__(self, node, x, w):
+        self.node, self.inputs, self.outputs = node, [x, w], node.outputs
+
+    def attr(self, name, default=None):
+        return self.node.attr(name, default)
+
+
+def _check_conv_like(node, g, x, w, x_zp, w_zp, need_const):
+    for name in (x, w):
+        if _dt(g, name) not in QRANGE:
+            return f"'{name}' is {_dt(g, name)}; the q8 conv takes uint8 and int8"
+    why = _check_window(_ConvView(node, x, w), g)
+    if why:
+        return why
+    m = g.values[w].shape[0]
+    if x_zp and not _is_scalar(g, x_zp):
+        return "a per-channel input zero point"
+    if w_zp and _per_channel(g, w_zp, m) is None:
+        return "a weight zero point that is neither per-tensor nor per-output-channel"
+    for name in need_const:
+        if name and name not in g.initializers:
+            return f"'{name}' is not a constant (the requantization is prepared at plan build)"
+    if _conv_scratch(node, g, get_host(), x, w) < 0:
+        return "kernels.wasm refuses these conv parameters (group, pads or sizes)"
+    return None
+
+
+def _emit_conv(node, b, x, w, x_zp, w_zp, bias, y_dtype, scale=None, scale_s=0, y_zp=0, y_min=0, y_max=0):
+    g = b.graph
+    n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_ConvView(node, x, w), g)
+    m = b.shape(w)[0]
+    b.emit("q8_conv2d", x=b.ref(x), weight=b.ref(w), x_zp=b.ref(x_zp) if x_zp else None,
+           w_zp=b.ref(w_zp) if w_zp else None, bias=b.ref(bias) if bias else None, scale=scale,
+           y=b.ref(node.outputs[0]), scratch=b.scratch(_conv_scratch(node, g, b.host, x, w)),
+           x_dtype=b.dtype(x).onnx, w_dtype=b.dtype(w).onnx, y_dtype=y_dtype, n=n, c=c, h=h, w=wd, m=m,
+           oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, group=node.attr("group", 1),
+           w_zp_s=_per_channel(g, w_zp, m) if w_zp else 0, scale_s=scale_s, y_zp=y_zp, y_min=y_min, y_max=y_max)
+
+
+def check_conv_integer(node, g):
+    return _check_conv_like(node, g, node.inputs[0], node.inputs[1], _input(node, 2), _input(node, 3), ())
+
+
+def lower_conv_integer(node, b):
+    _emit_conv(node, b, node.inputs[0], node.inputs[1], _input(node, 2), _input(node, 3), None, I32.onnx)
+
+
+def check_qlinear_conv(node, g):
+    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
+    why = _check_conv_like(node, g, x, w, x_zp, w_zp, (x_s, w_s, y_s, y_zp))
+    if why:
+        return why
+    m = g.values[w].shape[0]
+    if not _is_scalar(g, x_s) or not _is_scalar(g, y_s) or _per_channel(g, w_s, m) is None:
+        return "scales other than per-tensor (and per-output-channel for the weights)"
+    bias = _input(node, 8)
+    if bias and g.values[bias].shape != (m,):
+        return "bias is not of shape [M]"
+    return None
+
+
+def lower_qlinear_conv(node, b):
+    x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp = _qlinear_inputs(node)
+    g = b.graph
+    mult = _multipliers(_const_values(g, x_s), _const_values(g, w_s), _const_values(g, y_s)[0])
+    zp, lo, hi = _out_params(g, y_zp, _dt(g, node.outputs[0]))
+    _emit_conv(node, b, x, w, x_zp, w_zp, _input(node, 8), b.dtype(node.outputs[0]).onnx,
+               scale=b.constant(f32_tensor((len(mult),), mult)), scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo,
+               y_max=hi)
+
+
+# ---- QLinearAdd --------------------------------------------------------------------------------
+
+def check_qlinear_add(node, g):
+    a, a_s, a_zp, c, c_s, c_zp, y_s, y_zp = _qlinear_inputs(node)
+    if _dt(g, a) not in QRANGE or _dt(g, c) != _dt(g, a):
+        return "QLinearAdd of types other than uint8/int8 pairs"
+    if len(g.values[node.outputs[0]].shape) > 6:
+        return "more than 6 dimensions"
+    for name in (a_s, a_zp, c_s, c_zp, y_s, y_zp):
+        if name and (name not in g.initializers or not _is_scalar(g, name)):
+            return "scales and zero points that are not constant scalars"
+    return None
+
+
+def lower_qlinear_add(node, b):
+    from .common import broadcast_strides
+    a, a_s, a_zp, c, c_s, c_zp, y_s, y_zp = _qlinear_inputs(node)
+    g = b.graph
+    ys = _const_values(g, y_s)[0]
+    zps = [int(_const_values(g, z)[0]) if z else 0 for z in (a_zp, c_zp, y_zp)]
+    y = node.outputs[0]
+    out = tuple(b.shape(y)) or (1,)
+    rank = len(out)
+    lo, hi = QRANGE[_dt(g, y)]
+    args = dict(a=b.ref(a), b=b.ref(c), y=b.ref(y), dtype=b.dtype(y).onnx,
+                a_mult=_f32(_const_values(g, a_s)[0] / ys), b_mult=_f32(_const_values(g, c_s)[0] / ys),
+                a_zp=zps[0], b_zp=zps[1], y_zp=zps[2], y_min=lo, y_max=hi, rank=rank)
+    dims = list(out) + [1] * (6 - rank)
+    sa = broadcast_strides(b.shape(a), rank, out) + [0] * (6 - rank)
+    sb = broadcast_strides(b.shape(c), rank, out) + [0] * (6 - rank)
+    args.update({f"d{i}": dims[i] for i in range(6)})
+    args.update({f"as{i}": sa[i] for i in range(6)})
+    args.update({f"bs{i}": sb[i] for i in range(6)})
+    b.emit("q8_add", **args)
