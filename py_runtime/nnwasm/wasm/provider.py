@@ -38,6 +38,9 @@ class WasmExecutionProvider:
         """None if the node lowers to plan ops, else why not."""
         entry = LOWERINGS.get(lowering_key(node))
         if entry is None:
+            if lookup(node.domain, node.op_type, node.opset).fold is not None and not _all_constant(node, graph):
+                # Shape, Range, ConstantOfShape... fed by symbolic dims fold away at the first run
+                return Deferred(f"no WASM kernel for {node.op_type}, which may fold once input shapes are known")
             return f"no WASM kernel for {lowering_key(node)}"
         names = [n for n in node.inputs if n] + [n for n in node.outputs if n]
         for name in names:
@@ -70,3 +73,7 @@ class WasmExecutionProvider:
         ins = [(n, io[n], b.nbytes(n)) for n in inputs]
         outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
         return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops), op_nodes)
+
+
+def _all_constant(node, graph):
+    return all(n in graph.initializers for n in node.inputs if n)
