@@ -28,21 +28,17 @@ def _tokens(rng):
     return {"input_ids": ids, "attention_mask": mask}
 
 
-# model -> (feeds from a seeded Generator, atol, op types left on numpy today or "refused")
+# model -> (feeds from a seeded Generator, atol, op types left on numpy today or "refused").
+# Every entry is empty since the kernels of issue 5: each model runs entirely on WASM.
 CASES = {
-    "silero_vad": (lambda r: {**_audio(r), "sr": np.array(16000, np.int64)}, 1e-5, "refused"),
-    "silero_vad_16k_op15": (lambda r: {**_audio(r), "sr": np.array(16000, np.int64)}, 1e-5, "refused"),
-    "silero_vad_half": (_audio, 1e-3, "refused"),
-    "magika": (lambda r: {"bytes": r.integers(0, 257, (1, 2048)).astype(np.int32)}, 1e-5,
-               {"Cast", "Equal", "Exp", "Expand", "GlobalMaxPool", "Max", "Reciprocal", "ReduceMax", "ReduceSum",
-                "Slice", "Sqrt"}),
-    "ppocr_det": (lambda r: {"x": r.random((1, 3, 160, 224), dtype=np.float32)}, 1e-4,
-                  {"ConvTranspose", "HardSigmoid", "Resize"}),
-    "ppocr_rec": (lambda r: {"x": r.random((1, 3, 48, 160), dtype=np.float32)}, 1e-4,
-                  {"HardSigmoid", "Pow", "ReduceMean", "Slice", "Sqrt"}),
-    "ppocr_cls": (lambda r: {"x": r.random((1, 3, 48, 192), dtype=np.float32)}, 1e-4, {"HardSigmoid"}),
-    "minilm_l6": (_tokens, 1e-4, {"And", "Cast", "Erf", "Expand", "Gather", "GatherElements", "IsNaN",
-                                  "LayerNormalization", "ReduceL2", "ReduceSum", "Where"}),
+    "silero_vad": (lambda r: {**_audio(r), "sr": np.array(16000, np.int64)}, 1e-5, set()),
+    "silero_vad_16k_op15": (lambda r: {**_audio(r), "sr": np.array(16000, np.int64)}, 1e-5, set()),
+    "silero_vad_half": (_audio, 1e-3, set()),
+    "magika": (lambda r: {"bytes": r.integers(0, 257, (1, 2048)).astype(np.int32)}, 1e-5, set()),
+    "ppocr_det": (lambda r: {"x": r.random((1, 3, 160, 224), dtype=np.float32)}, 1e-4, set()),
+    "ppocr_rec": (lambda r: {"x": r.random((1, 3, 48, 160), dtype=np.float32)}, 1e-4, set()),
+    "ppocr_cls": (lambda r: {"x": r.random((1, 3, 48, 192), dtype=np.float32)}, 1e-4, set()),
+    "minilm_l6": (_tokens, 1e-4, set()),
 }
 
 
@@ -90,5 +86,5 @@ def test_runs_entirely_on_wasm(name):
         pytest.xfail(f"ops not yet on WASM: {fallback}")
     path, feeds = _path(name), make_feeds(np.random.default_rng(0))
     sess = nnwasm.InferenceSession(str(path), _wasm_only_options(), providers=WASM_ONLY)
-    assert {p for _, _, p in sess.get_provider_assignment()} == {"WasmExecutionProvider"}
     _agree(sess.run(None, feeds), _reference(path, feeds), atol)
+    assert {p for _, _, p in sess.get_provider_assignment()} == {"WasmExecutionProvider"}

@@ -349,12 +349,6 @@ def test_qdq_cnn_runs_fused_on_wasm(cnn, per_channel, reduce_range, optimized):
         assert got.argmax() == want.argmax()
 
 
-# Float ops of the dynamic-quantization graph that other op families bring to WASM; the lead
-# empties this set as they merge (the whole-graph assertion below then passes, and strict xfail
-# turns that into a failure until the mark goes).
-DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM = {"LayerNormalization", "Erf", "Gather", "ReduceMean"}
-
-
 # per_channel with reduce_range: onnxruntime's x86 u8s8 MatMulInteger saturates int16 pair sums of
 # full-range int8 weights (its docs recommend reduce_range there); nnwasm's sums are exact.
 @pytest.fixture(scope="module", params=[False, True], ids=["per_tensor", "per_channel_reduce_range"])
@@ -380,13 +374,12 @@ def test_dynamic_bert_int8_ops_on_wasm(bert):
     int8_ops = {"MatMulIntegerToFloat", "DynamicQuantizeLinear", "DequantizeLinear"}
     assert {t for _, t, _ in placed} >= int8_ops
     assert {p for _, t, p in placed if t in int8_ops} == {"WasmExecutionProvider"}
-    assert {t for _, t, p in placed if p != "WasmExecutionProvider"} <= DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM
+    assert {p for _, _, p in placed} == {"WasmExecutionProvider"}
     for x in ids:
         got, want = sess.run(None, {"ids": x})[0], _ort(qb, {"ids": x})[0]
         assert _cosine(got, want) >= 0.999
 
 
-@pytest.mark.xfail(strict=True, reason="float ops in DYNAMIC_BERT_FLOAT_OPS_NOT_ON_WASM come from other families")
 def test_dynamic_bert_entirely_on_wasm(bert):
     _, qb, ids = bert
     sess = nnwasm.InferenceSession(qb, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
