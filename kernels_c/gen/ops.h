@@ -18,24 +18,24 @@ enum nnw_opcode {
   NNW_OP_UNARY_BOOL = 13,
   NNW_OP_CAST = 14,
   NNW_OP_WHERE = 15,
-  NNW_OP_GATHER_AXES = 30,
-  NNW_OP_GATHER = 31,
-  NNW_OP_GATHER_ELEMENTS = 32,
-  NNW_OP_RESIZE_LINEAR = 33,
-  NNW_OP_CONV_TRANSPOSE2D = 70,
-  NNW_OP_RECURRENT = 71,
-  NNW_OP_REDUCE = 50,
-  NNW_OP_ARGREDUCE = 51,
-  NNW_OP_NORM = 52,
-  NNW_OP_BMATMUL = 53,
-  NNW_OP_LP_NORMALIZE = 54,
-  NNW_OP_Q8_QUANTIZE = 95,
-  NNW_OP_Q8_DEQUANTIZE = 96,
-  NNW_OP_Q8_DYN_QUANTIZE = 97,
-  NNW_OP_Q8_GEMM = 98,
-  NNW_OP_Q8_CONV2D = 99,
-  NNW_OP_Q8_ADD = 100,
-  NNW_OP_COUNT = 101 /* one past the largest opcode */
+  NNW_OP_GATHER_AXES = 16,
+  NNW_OP_GATHER = 17,
+  NNW_OP_GATHER_ELEMENTS = 18,
+  NNW_OP_RESIZE_LINEAR = 19,
+  NNW_OP_CONV_TRANSPOSE2D = 20,
+  NNW_OP_RECURRENT = 21,
+  NNW_OP_REDUCE = 22,
+  NNW_OP_ARGREDUCE = 23,
+  NNW_OP_NORM = 24,
+  NNW_OP_BMATMUL = 25,
+  NNW_OP_LP_NORMALIZE = 26,
+  NNW_OP_Q8_QUANTIZE = 27,
+  NNW_OP_Q8_DEQUANTIZE = 28,
+  NNW_OP_Q8_DYN_QUANTIZE = 29,
+  NNW_OP_Q8_GEMM = 30,
+  NNW_OP_Q8_CONV2D = 31,
+  NNW_OP_Q8_ADD = 32,
+  NNW_OP_COUNT = 33 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -652,23 +652,23 @@ enum nnw_q8_add_arg {
   X(13, unary_bool, UNARY_BOOL, 4, "itti") \
   X(14, cast, CAST, 5, "iitti") \
   X(15, where, WHERE, 30, "ittttiiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(30, gather_axes, GATHER_AXES, 13, "ttttiiiiiiiii") \
-  X(31, gather, GATHER, 9, "tttiiiiii") \
-  X(32, gather_elements, GATHER_ELEMENTS, 20, "tttiiiiiiiiiiiiiiiii") \
-  X(33, resize_linear, RESIZE_LINEAR, 13, "ttttttiiiiiii") \
-  X(70, conv_transpose2d, CONV_TRANSPOSE2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
-  X(71, recurrent, RECURRENT, 23, "itttttttttttiiiiiiiiiif") \
-  X(50, reduce, REDUCE, 7, "iittiii") \
-  X(51, argreduce, ARGREDUCE, 8, "iittiiii") \
-  X(52, norm, NORM, 14, "ttttttiiiiiiif") \
-  X(53, bmatmul, BMATMUL, 12, "tttiiiiiiiii") \
-  X(54, lp_normalize, LP_NORMALIZE, 6, "ttiiii") \
-  X(95, q8_quantize, Q8_QUANTIZE, 8, "ttttiiii") \
-  X(96, q8_dequantize, Q8_DEQUANTIZE, 8, "ttttiiii") \
-  X(97, q8_dyn_quantize, Q8_DYN_QUANTIZE, 5, "tttti") \
-  X(98, q8_gemm, Q8_GEMM, 25, "ttttttttiiiiiiiiiiiiiiiii") \
-  X(99, q8_conv2d, Q8_CONV2D, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(100, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii")
+  X(16, gather_axes, GATHER_AXES, 13, "ttttiiiiiiiii") \
+  X(17, gather, GATHER, 9, "tttiiiiii") \
+  X(18, gather_elements, GATHER_ELEMENTS, 20, "tttiiiiiiiiiiiiiiiii") \
+  X(19, resize_linear, RESIZE_LINEAR, 13, "ttttttiiiiiii") \
+  X(20, conv_transpose2d, CONV_TRANSPOSE2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
+  X(21, recurrent, RECURRENT, 23, "itttttttttttiiiiiiiiiif") \
+  X(22, reduce, REDUCE, 7, "iittiii") \
+  X(23, argreduce, ARGREDUCE, 8, "iittiiii") \
+  X(24, norm, NORM, 14, "ttttttiiiiiiif") \
+  X(25, bmatmul, BMATMUL, 12, "tttiiiiiiiii") \
+  X(26, lp_normalize, LP_NORMALIZE, 6, "ttiiii") \
+  X(27, q8_quantize, Q8_QUANTIZE, 8, "ttttiiii") \
+  X(28, q8_dequantize, Q8_DEQUANTIZE, 8, "ttttiiii") \
+  X(29, q8_dyn_quantize, Q8_DYN_QUANTIZE, 5, "tttti") \
+  X(30, q8_gemm, Q8_GEMM, 25, "ttttttttiiiiiiiiiiiiiiiii") \
+  X(31, q8_conv2d, Q8_CONV2D, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
+  X(32, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,
