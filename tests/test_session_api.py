@@ -208,3 +208,26 @@ def test_feeds_of_every_memory_layout_and_a_dtype_onnx_lacks():
         assert np.array_equal(sess.run(None, {"X": feed})[0], want)
     with pytest.raises(nnwasm.InvalidArgument, match="input 'X': numpy dtype complex64 has no ONNX element type"):
         sess.run(None, {"X": x.T.astype(np.complex64)})
+
+
+def test_wasm_only_symbolic_model_defers_ops_that_fold():
+    """Shape and Range have no WASM kernels but fold once the batch dim is known: a WASM-only
+    session of a model with a symbolic dim is created, and runs with every node on WASM."""
+    nodes = [helper.make_node("Shape", ["X"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+             helper.make_node("Range", ["zero", "n", "step"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["X", "rf"], ["Y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["B", 3])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["B", 3])],
+                          [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+                           helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+                           helper.make_tensor("step", TensorProto.INT64, [], [1])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    sess = nnwasm.InferenceSession(model.SerializeToString(), so, providers=["WasmExecutionProvider"])
+    x = rand(2, 3)
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], x + np.arange(3, dtype=np.float32))
+    assert {p for _, _, p in sess.get_provider_assignment()} == {"WasmExecutionProvider"}
