@@ -6,9 +6,10 @@ ratios measured together mean anything).
 
 Per model:
   wasm%      share of nodes on WASM (python -m nnwasm inspect)
-  CPython    nnwasm on WASM alone (numpy fallback disabled) and nnwasm with the numpy fallback
-             allowed, each over onnxruntime CPU (1 thread). "WASM alone" is empty while nodes
-             fall back; the fallback column is the baseline a new kernel must not be slower than.
+  CPython    nnwasm on WASM alone (numpy fallback disabled), and "before": the WASM provider
+             limited to the ops it had before issue 5 (BEFORE_ISSUE_5), the rest on numpy, as
+             the runtime was; each over onnxruntime CPU (1 thread). A model must not be slower
+             through the new kernels than "before" (empty where the model did not run at all).
   Node       nnwasm via web/nnwasm.mjs (WASM alone: Pyodide has no numpy) over onnxruntime-web's
              wasm backend (1 thread), from bench/bench_zoo_web.mjs.
 Models that can't run print why. --all adds the slow models.
@@ -38,6 +39,29 @@ def _why(e):
     return f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
 
 
+# The WASM provider's ops before issue 5's kernels (LOWERINGS on 2026-11-22): "before" runs
+# every other op on numpy, as the runtime then did (the optimizer of today still runs).
+BEFORE_ISSUE_5 = set("""Add Sub Mul Div Sum BatchNormalization Relu Clip Sigmoid Tanh Conv MaxPool AveragePool
+    Gemm MatMul GlobalAveragePool Softmax LogSoftmax Reshape Flatten Squeeze Unsqueeze Identity Dropout
+    Concat Transpose""".split())
+
+
+def _before_provider():
+    """A WASM provider that refuses what it could not run before issue 5, registered by name."""
+    from nnwasm.providers import PROVIDERS
+    from nnwasm.wasm.provider import WasmExecutionProvider
+
+    class Before(WasmExecutionProvider):
+        name = "WasmExecutionProvider(before issue 5)"
+
+        def capability(self, node, graph):
+            if node.domain not in ("", "ai.onnx") or node.op_type not in BEFORE_ISSUE_5:
+                return "not on WASM before issue 5"
+            return super().capability(node, graph)
+    PROVIDERS[Before.name] = Before
+    return [Before.name, "NumpyExecutionProvider"]
+
+
 def bench_cpython(name, meta, zoo, seconds):
     import onnxruntime
     import nnwasm
@@ -49,7 +73,7 @@ def bench_cpython(name, meta, zoo, seconds):
     wasm_only = nnwasm.SessionOptions()
     wasm_only.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     for key, make in (("wasm", lambda: nnwasm.InferenceSession(path, wasm_only, providers=["WasmExecutionProvider"])),
-                      ("fallback", lambda: nnwasm.InferenceSession(path))):
+                      ("before", lambda: nnwasm.InferenceSession(path, providers=_before_provider()))):
         try:
             sess = make()
             sess.run(None, x)
@@ -108,19 +132,17 @@ def main():
     if not a.no_node:
         for name, r in bench_node(names, zoo, a.seconds).items():
             rows[name]["node"] = r
-    print(f"{'model':30s} {'wasm%':>6s} | {'ort ms':>8s} {'wasm/ort':>8s} {'w/numpy/ort':>11s} | "
+    print(f"{'model':30s} {'wasm%':>6s} | {'ort ms':>8s} {'wasm/ort':>8s} {'before/ort':>11s} | "
           f"{'ortweb ms':>9s} {'nnwasm/ortweb':>13s} | why not on WASM alone")
     for name, row in rows.items():
         c, n = row["cpython"], row.get("node", {})
         why = "falls back: " + " ".join(row["fallback_ops"]) if row["fallback_ops"] else (
             c.get("wasm_error") or n.get("error") or "")
         print(f"{name:30s} {100 * row['wasm_share']:5.1f}% | {fmt(c.get('ort_ms')):>8s} {fmt(c.get('wasm_over_ort')):>8s} "
-              f"{fmt(c.get('fallback_over_ort')):>11s} | {fmt(n.get('ortweb_ms')):>9s} "
+              f"{fmt(c.get('before_over_ort')):>11s} | {fmt(n.get('ortweb_ms')):>9s} "
               f"{fmt(n.get('nnwasm_over_ortweb')):>13s} | {why[:100]}")
-        if c.get("fallback_error"):
-            print(f"{'':30s} not even with the numpy fallback: " + (
-                "no provider runs " + " ".join(row["no_provider_ops"]) if row["no_provider_ops"]
-                else c["fallback_error"][:120]))
+        if c.get("before_error"):
+            print(f"{'':30s} did not run before issue 5: " + c["before_error"][:120])
     if a.json:
         Path(a.json).write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                             "models": rows}, indent=1))

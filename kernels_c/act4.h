@@ -2,7 +2,7 @@
  * nothing overflows and both stay within a few ulp, tiny and huge inputs included:
  *   sigmoid(x) = (x >= 0 ? 1 : z) / (1 + z), z = exp(-|x|)
  *   tanh(x) = sign(x) * -u / (2 + u),         u = expm1(-2|x|)  (exact near 0, unlike via exp)
- * (the same as unary.c's, which can include this header when next edited) */
+ * unary.c and recurrent.c use them. */
 #ifndef NNW_ACT4_H
 #define NNW_ACT4_H
 #include "simd.h"

@@ -1,13 +1,10 @@
 /* unary: activations and float32 math over count contiguous elements; y may equal x.
- * sigmoid and tanh go through the exp of a non-positive number only (simd.h), so nothing
- * overflows and both stay within a few ulp, tiny and huge inputs included:
- *   sigmoid(x) = (x >= 0 ? 1 : z) / (1 + z), z = exp(-|x|)
- *   tanh(x) = sign(x) * -u / (2 + u),         u = expm1(-2|x|)  (exact near 0, unlike via exp)
- * elu and selu take expm1 of min(x, 0) likewise; exp, erf, both gelus and mish are vectorised
+ * sigmoid and tanh are act4.h's (shared with the recurrent op); elu and selu take expm1 of min(x, 0) likewise; exp, erf, both gelus and mish are vectorised
  * (vmath.h); the rest are plain loops over libm or single instructions. */
 #include <math.h>
 
 #include "internal.h"
+#include "act4.h"
 #include "simd.h"
 #include "vmath.h"
 
@@ -28,17 +25,6 @@ int nnw_validate_unary(const int32_t *v, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
-static inline v4 sigmoid4(v4 x) {
-  v4 one = v4_set1(1.0f);
-  v4 z = v4_exp_nonpos(v4_sub(v4_set1(0.0f), v4_abs(x)));
-  return v4_div(v4_select_nonneg(x, one, z), v4_add(one, z));
-}
-
-static inline v4 tanh4(v4 x) {
-  v4 u = v4_expm1_nonpos(v4_mul(v4_set1(-2.0f), v4_abs(x)));
-  return v4_copysign(v4_div(v4_sub(v4_set1(0.0f), u), v4_add(v4_set1(2.0f), u)), x);
-}
-
 /* x >= 0 ? x : alpha * expm1(x) */
 static inline v4 elu4(v4 x, v4 alpha) {
   v4 e = v4_expm1_nonpos(v4_min(x, v4_set1(0.0f)));
@@ -53,7 +39,7 @@ static inline v4 gelu4(v4 x) {
 /* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
 static inline v4 gelu_tanh4(v4 x) {
   v4 u = v4_mul(x, v4_madd(v4_set1(1.0f), v4_set1(0.044715f), v4_mul(x, x)));
-  return v4_mul(x, sigmoid4(v4_mul(v4_set1(1.595769121605730711f), u)));
+  return v4_mul(x, nnw_sigmoid4(v4_mul(v4_set1(1.595769121605730711f), u)));
 }
 
 /* x tanh(softplus(x)) = x n / (n + 2), n = e (e + 2), e = exp(x): no log, and exact in the
@@ -71,8 +57,8 @@ static inline v4 hard_sigmoid4(v4 x, v4 alpha, v4 beta) {
 static inline v4 apply(int32_t kind, v4 x, v4 p0, v4 p1) {
   switch (kind) {
     case CLAMP: return v4_clamp(x, p0, p1);
-    case SIGMOID: return sigmoid4(x);
-    case TANH: return tanh4(x);
+    case SIGMOID: return nnw_sigmoid4(x);
+    case TANH: return nnw_tanh4(x);
     case EXP: return v4_exp(x);
     case ERF: return v4_erf(x);
     case GELU: return gelu4(x);
@@ -127,8 +113,8 @@ void nnw_run_unary(const int32_t *v, uint8_t *arena) {
     /* one loop per kind so the switch stays out of the loop */
 #define LOOP(f) for (; i + 4 <= count; i += 4) v4_store(y + i, f); break;
     case CLAMP: LOOP(v4_clamp(v4_load(x + i), p0, p1))
-    case SIGMOID: LOOP(sigmoid4(v4_load(x + i)))
-    case TANH: LOOP(tanh4(v4_load(x + i)))
+    case SIGMOID: LOOP(nnw_sigmoid4(v4_load(x + i)))
+    case TANH: LOOP(nnw_tanh4(v4_load(x + i)))
     case EXP: LOOP(v4_exp(v4_load(x + i)))
     case ERF: LOOP(v4_erf(v4_load(x + i)))
     case GELU: LOOP(gelu4(v4_load(x + i)))
