@@ -8,12 +8,10 @@ a failure unless WRONG_EXPECTED lists it with a reason. MIN_PASSING ratchets the
 raise it when more ops land, never lower it. The cases are generated in memory by onnx's own
 generators (this onnx wheel ships no backend/test/data/node directory).
 
-The optimizer levels must agree: test_optimizer_levels_agree runs a subset of the cases (every
-LEVEL_STEP-th by name) at ORT_DISABLE_ALL and compares with the default level's (ORT_ENABLE_ALL)
-results; NNWASM_CONFORMANCE_LEVELS=all runs every case so (about 30 s more).
+The optimizer levels must agree: test_optimizer_levels_agree runs every passing case again at
+ORT_DISABLE_ALL and compares with the default level's (ORT_ENABLE_ALL) results (about 30 s).
 """
 import collections
-import os
 import warnings
 
 import numpy as np
@@ -42,7 +40,6 @@ def _array(x):
     return numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else np.asarray(x)
 
 
-LEVEL_STEP = 5
 LEVELS_DIFFER = {   # cases whose results depend on the optimization level, and why
     "test_causal_conv_with_state_silu_fp16_expanded":
         "fp16 model: ORT_DISABLE_ALL computes it in float16 node by node, outside the reference's "
@@ -118,10 +115,8 @@ def test_pass_count_ratchet(outcomes):
 def test_optimizer_levels_agree(cases, outcomes):
     """Cases that pass at the default level (ORT_ENABLE_ALL) pass at ORT_DISABLE_ALL too, with
     outputs equal within the case's tolerance."""
-    every = os.environ.get("NNWASM_CONFORMANCE_LEVELS") == "all"
     chosen = sorted((c for c in cases if outcomes[c.name][0] == "pass" and c.name not in LEVELS_DIFFER),
                     key=lambda c: c.name)
-    chosen = chosen if every else chosen[::LEVEL_STEP]
     bad = []
     for case in chosen:
         full, off = [], []
@@ -138,5 +133,5 @@ def test_optimizer_levels_agree(cases, outcomes):
         except Exception as e:  # noqa: BLE001 - collected and reported together
             bad.append(f"{case.name}: {type(e).__name__}: {str(e)[:300]}")
     print(f"\noptimizer levels compared on {len(chosen)} passing cases")
-    assert len(chosen) >= (1000 if every else 200)
+    assert len(chosen) >= 1000
     assert not bad, "levels disagree:\n" + "\n".join(bad)
