@@ -29,7 +29,8 @@ BUILD = ROOT / "build"
 STAMPS = BUILD / "stamps"
 ALLOWED_IMPORTS = {("env", "emscripten_notify_memory_growth")}
 
-WARN = ["-std=c99", "-Wall", "-Wextra"]
+# kernels include the shared headers (internal.h, simd.h, ...) from any family folder by name
+WARN = ["-std=c99", "-Wall", "-Wextra", f"-I{KERNELS}"]
 EMCC_WASM = ["-O3", "-msimd128", "-sSTANDALONE_WASM", "--no-entry", "-sALLOW_MEMORY_GROWTH=1"]
 EMCC_TEST = ["-O3", "-msimd128", "-sSTANDALONE_WASM", "-sALLOW_MEMORY_GROWTH=1"]
 GCC_LIB = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden"]

@@ -4,7 +4,7 @@
 #define NNW_Q8_H
 #include <math.h>
 
-#include "../internal.h"
+#include "internal.h"
 
 /* the quantized types' ranges; 0 for a dtype that is not uint8/int8 */
 static inline int nnw_q8_is_q(int32_t dtype) { return dtype == NNW_U8 || dtype == NNW_I8; }

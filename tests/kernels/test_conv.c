@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../kernels_c/conv2d.h"
+#include "../../kernels_c/conv/conv2d.h"
 #include "harness.h"
 #include "tests.h"
 

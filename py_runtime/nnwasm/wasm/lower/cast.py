@@ -1,5 +1,5 @@
 """Cast and CastLike on the `cast` op: any fixed-size type to any other (ONNX type codes pass
-through as the kernel's from/to). kernels_c/cast.c documents the conversions, among them what C
+through as the kernel's from/to). kernels_c/elementwise/cast.c documents the conversions, among them what C
 and onnxruntime leave undefined (NaN or out-of-range floats to integers)."""
 from ...tensor import numel
 
