@@ -204,13 +204,14 @@ static inline void v4_deinterleave(v4 a, v4 b, v4 *even, v4 *odd) {
  * p = expm1(r), r = x - n*ln2 in [-ln2/2, ln2/2]. ln2 is split (Cody-Waite) so n*LN2_HI is exact
  * for |n| <= 150; Taylor to degree 7 leaves a 5e-9 truncation error, under half an ulp. s is
  * built as 2^n1 * 2^n2 with n1 >= -125, so results down to the denormals stay right. */
-static inline void nnw_exp_parts(v4 x, v4 *s, v4 *p) {
+/* expm1(r) for r = x - n*ln2, with n = round(x/ln2) returned in *n (as a float): the reduction
+ * and polynomial nnw_exp_parts and vmath.h's v4_exp share. */
+static inline v4 nnw_exp_reduce(v4 x, v4 *n) {
   const v4 magic = v4_set1(12582912.0f); /* 0x1.8p23 */
-  x = v4_max(x, v4_set1(-104.0f));       /* exp(-104) is below the smallest denormal */
   v4 t = v4_add(v4_mul(x, v4_set1(1.44269504088896341f)), magic);
-  v4 n = v4_sub(t, magic);
-  v4 r = v4_sub(x, v4_mul(n, v4_set1(0.693145751953125f)));
-  r = v4_sub(r, v4_mul(n, v4_set1(1.428606765330187045e-6f)));
+  *n = v4_sub(t, magic);
+  v4 r = v4_sub(x, v4_mul(*n, v4_set1(0.693145751953125f)));
+  r = v4_sub(r, v4_mul(*n, v4_set1(1.428606765330187045e-6f)));
   v4 q = v4_set1(1.0f / 5040.0f);
   q = v4_madd(v4_set1(1.0f / 720.0f), q, r);
   q = v4_madd(v4_set1(1.0f / 120.0f), q, r);
@@ -218,7 +219,13 @@ static inline void nnw_exp_parts(v4 x, v4 *s, v4 *p) {
   q = v4_madd(v4_set1(1.0f / 6.0f), q, r);
   q = v4_madd(v4_set1(0.5f), q, r);
   q = v4_madd(v4_set1(1.0f), q, r);
-  *p = v4_mul(q, r);
+  return v4_mul(q, r);
+}
+
+static inline void nnw_exp_parts(v4 x, v4 *s, v4 *p) {
+  const v4 magic = v4_set1(12582912.0f);
+  v4 n;
+  *p = nnw_exp_reduce(v4_max(x, v4_set1(-104.0f)), &n); /* exp(-104) is below the smallest denormal */
   v4 n1 = v4_max(n, v4_set1(-125.0f));
   v4 n2 = v4_sub(n, n1);
   *s = v4_mul(v4_pow2_from_magic(v4_add(n1, magic)), v4_pow2_from_magic(v4_add(n2, magic)));

@@ -9,19 +9,7 @@
  * overflows before the last, correctly rounded, product. */
 static inline v4 v4_exp(v4 x) {
   const v4 magic = v4_set1(12582912.0f); /* 0x1.8p23 */
-  x = v4_clamp(x, v4_set1(-104.0f), v4_set1(89.0f));
-  v4 t = v4_add(v4_mul(x, v4_set1(1.44269504088896341f)), magic);
-  v4 n = v4_sub(t, magic);
-  v4 r = v4_sub(x, v4_mul(n, v4_set1(0.693145751953125f)));
-  r = v4_sub(r, v4_mul(n, v4_set1(1.428606765330187045e-6f)));
-  v4 q = v4_set1(1.0f / 5040.0f);
-  q = v4_madd(v4_set1(1.0f / 720.0f), q, r);
-  q = v4_madd(v4_set1(1.0f / 120.0f), q, r);
-  q = v4_madd(v4_set1(1.0f / 24.0f), q, r);
-  q = v4_madd(v4_set1(1.0f / 6.0f), q, r);
-  q = v4_madd(v4_set1(0.5f), q, r);
-  q = v4_madd(v4_set1(1.0f), q, r);
-  v4 p = v4_mul(q, r);
+  v4 n, p = nnw_exp_reduce(v4_clamp(x, v4_set1(-104.0f), v4_set1(89.0f)), &n);
   v4 n1 = v4_clamp(n, v4_set1(-125.0f), v4_set1(127.0f));
   v4 n2 = v4_sub(n, n1); /* in [-25, 1] */
   v4 s1 = v4_pow2_from_magic(v4_add(n1, magic)), s2 = v4_pow2_from_magic(v4_add(n2, magic));
