@@ -7,6 +7,7 @@
 from .errors import (FallbackUnavailable, InvalidArgument, InvalidModel, KernelError, NnwasmError, Unsupported,
                      NotImplementedOp)
 from .options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
+from .plan_compile import compile_plan
 from .session import InferenceSession, NodeArg, get_available_providers
 
 __version__ = "0.1.0"
@@ -16,6 +17,6 @@ def get_device():
     return "CPU-WASM"
 
 
-__all__ = ["InferenceSession", "SessionOptions", "RunOptions", "NodeArg", "GraphOptimizationLevel",
+__all__ = ["InferenceSession", "compile_plan", "SessionOptions", "RunOptions", "NodeArg", "GraphOptimizationLevel",
            "ExecutionMode", "get_available_providers", "get_device", "NnwasmError", "InvalidModel",
            "InvalidArgument", "Unsupported", "NotImplementedOp", "FallbackUnavailable", "KernelError"]

@@ -83,6 +83,13 @@ class _Prepared:
 
 
 class InferenceSession:
+    def __new__(cls, path_or_bytes=None, *args, **kwargs):
+        # .nnwp plan files (recognised by their magic) get a PlanSession: same API, no ONNX
+        from .plan_session import PlanSession, starts_with_magic
+        if cls is InferenceSession and starts_with_magic(path_or_bytes):
+            return super().__new__(PlanSession)
+        return super().__new__(cls)
+
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._sess_options = sess_options or SessionOptions()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)

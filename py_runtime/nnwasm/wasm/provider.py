@@ -59,9 +59,17 @@ class WasmExecutionProvider:
         return compile_nodes(self, part.nodes, graph, part.outputs)
 
     def compile_plan(self, nodes, graph, inputs, outputs):
-        """One plan for straight-line nodes that all lower to plan ops."""
+        """One plan for straight-line nodes that all lower to plan ops, loaded into kernels.wasm."""
+        b, plan, arena, io, op_nodes = self.build_plan(nodes, graph, inputs, outputs)
+        ins = [(n, io[n], b.nbytes(n)) for n in inputs]
+        outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
+        return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops), op_nodes)
+
+    def build_plan(self, nodes, graph, inputs, outputs):
+        """(builder, plan bytes, arena bytes, {value: arena offset}, node of each op): the plan
+        alone, not loaded; plan files (planfile.py) are written from it."""
         b = PlanBuilder(graph, inputs, outputs)
-        b.host = get_host()
+        b.host = get_host()   # lowerings may run kernels.wasm to fold constants
         b.users = graph.consumers()
         b.members = {id(n) for n in nodes}
         op_nodes = []
@@ -70,9 +78,7 @@ class WasmExecutionProvider:
                 LOWERINGS[lowering_key(node)][1](node, b)
                 op_nodes += [node] * (len(b.ops) - len(op_nodes))
         plan, arena, io = b.finish(MAX_ARENA_BYTES)
-        ins = [(n, io[n], b.nbytes(n)) for n in inputs]
-        outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
-        return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops), op_nodes)
+        return b, plan, arena, io, op_nodes
 
 
 def _all_constant(node, graph):

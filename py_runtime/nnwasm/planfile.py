@@ -1,0 +1,130 @@
+""".nnwp plan files: a compiled WASM plan with its I/O table, runnable without ONNX or Python.
+This module alone knows the layout (docs/architecture.md, "Plan files"):
+
+    0  "NNWF" | format_version | abi_version | flags | io_bytes | plan_bytes | crc32 | reserved
+    32 I/O table (UTF-8 JSON), zero-padded to 16 | the plan as PlanBuilder.finish returns it
+
+read() refuses anything that does not add up, before a byte reaches kernels.wasm (whose
+nnw_plan_load then validates every op as the last guard). Standard library only: Pyodide too.
+"""
+import json
+import struct
+import zlib
+from dataclasses import dataclass
+
+from . import dtypes
+from .errors import InvalidModel, Unsupported
+from .tensor import numel
+from .wasm.plan import MAGIC as PLAN_MAGIC, VERSION as ABI_VERSION
+
+MAGIC = b"NNWF"
+FORMAT_VERSION = 1
+HEADER = struct.Struct("<4s7I")   # magic, format, abi, flags, io_bytes, plan_bytes, crc32, reserved
+PLAN_HEADER = struct.Struct("<8i")
+
+
+@dataclass(frozen=True)
+class Value:
+    name: str
+    dtype: object    # dtypes.DType
+    shape: tuple
+    offset: int      # in the arena
+
+    @property
+    def nbytes(self):
+        return numel(self.shape) * self.dtype.size
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    inputs: list     # [Value]
+    outputs: list    # [Value]
+    plan: bytes      # kernels.wasm's plan (kernels_c/nnw.h layout)
+    arena_bytes: int
+    producer: str
+    model: str
+
+
+def is_plan_file(data):
+    return bytes(data[:4]) == MAGIC
+
+
+def _pad16(n):
+    return (n + 15) // 16 * 16
+
+
+def write(plan, inputs, outputs, producer, model):
+    """File bytes for a plan; inputs/outputs are [Value] in the model's order."""
+    def row(v):
+        return {"name": v.name, "dtype": v.dtype.name, "shape": list(v.shape), "offset": v.offset}
+    table = {"inputs": [row(v) for v in inputs], "outputs": [row(v) for v in outputs],
+             "producer": producer, "model": model}
+    io = json.dumps(table, separators=(",", ":")).encode("utf-8")
+    body = io + bytes(_pad16(len(io)) - len(io)) + bytes(plan)
+    crc = zlib.crc32(body) & 0xFFFFFFFF
+    return HEADER.pack(MAGIC, FORMAT_VERSION, ABI_VERSION, 0, len(io), len(plan), crc, 0) + body
+
+
+def read(data):
+    """PlanFile from file bytes; InvalidModel (corrupt, truncated) or Unsupported (another
+    version) for anything a writer of this format would not have written."""
+    data = bytes(data)
+    if len(data) < HEADER.size:
+        raise InvalidModel(f"not a plan file: {len(data)} bytes, shorter than the {HEADER.size}-byte header")
+    magic, fmt, abi, flags, io_bytes, plan_bytes, crc, _ = HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise InvalidModel(f"not a plan file: it starts with {magic!r}, not {MAGIC!r}")
+    if fmt != FORMAT_VERSION:
+        raise Unsupported(f"plan file format version {fmt}; this nnwasm reads version {FORMAT_VERSION}")
+    if abi != ABI_VERSION:
+        raise Unsupported(f"plan file made for kernels.wasm plan version {abi}; this kernels.wasm runs "
+                          f"version {ABI_VERSION}: compile the model again")
+    if flags:
+        raise Unsupported(f"plan file flags {flags:#x}: this nnwasm knows no flags")
+    io_pad = _pad16(io_bytes)
+    if HEADER.size + io_pad + plan_bytes != len(data):
+        raise InvalidModel(f"plan file sizes do not add up: header says {HEADER.size} + {io_pad} + {plan_bytes} "
+                           f"bytes, the file has {len(data)} (truncated or corrupt)")
+    if zlib.crc32(memoryview(data)[HEADER.size:]) & 0xFFFFFFFF != crc:
+        raise InvalidModel("plan file checksum mismatch: the file is corrupt")
+    plan = data[HEADER.size + io_pad:]
+    if plan_bytes < PLAN_HEADER.size:
+        raise InvalidModel(f"plan file holds a {plan_bytes}-byte plan, shorter than its header")
+    head = PLAN_HEADER.unpack_from(plan)
+    if head[0] != PLAN_MAGIC:
+        raise InvalidModel("plan file holds no kernels.wasm plan (bad plan magic)")
+    arena = head[2]
+    try:
+        table = json.loads(data[HEADER.size:HEADER.size + io_bytes].decode("utf-8"))
+        inputs = [_value(r, arena, "input") for r in table["inputs"]]
+        outputs = [_value(r, arena, "output") for r in table["outputs"]]
+        producer, model = table["producer"], table["model"]
+        if not isinstance(producer, str) or not isinstance(model, str):
+            raise TypeError("producer and model must be strings")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:   # JSONDecodeError is a ValueError
+        if isinstance(e, (InvalidModel, Unsupported)):
+            raise
+        raise InvalidModel(f"plan file I/O table is not valid: {type(e).__name__}: {e}") from None
+    names = [v.name for v in inputs] + [v.name for v in outputs]
+    if len(set(names)) != len(names):
+        raise InvalidModel("plan file I/O table names a value twice")
+    return PlanFile(inputs, outputs, plan, arena, producer, model)
+
+
+def _value(row, arena, kind):
+    name, dt, shape, offset = row["name"], row["dtype"], row["shape"], row["offset"]
+    if not isinstance(name, str) or not isinstance(shape, list) or not _is_int(offset) \
+            or not all(_is_int(d) and d >= 0 for d in shape):
+        raise InvalidModel(f"plan file {kind} {name!r}: name, shape or offset of the wrong type")
+    dtype = dtypes.BY_NAME.get(dt) if isinstance(dt, str) else None
+    if dtype is None or not dtype.size:
+        raise InvalidModel(f"plan file {kind} {name!r} has unknown element type {dt!r}")
+    v = Value(name, dtype, tuple(shape), offset)
+    if offset < 0 or arena < 0 or offset + v.nbytes > arena:
+        raise InvalidModel(f"plan file {kind} '{name}' ({v.nbytes} bytes at offset {offset}) lies outside "
+                           f"the plan's {arena}-byte arena")
+    return v
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
