@@ -86,6 +86,9 @@ def test_plan_session_from_path_and_feed_checks(cnn_plan, tmp_path, models):
         sess.run(None, {"x": np.zeros((1, 3, 16, 15), np.float32)})
     with pytest.raises(nnwasm.InvalidArgument, match="invalid output name"):
         sess.run(["nope"], {"x": x})
+    with pytest.raises(nnwasm.InvalidArgument, match="alone"):
+        nnwasm.InferenceSession(cnn_plan, providers=["NumpyExecutionProvider"])
+    assert nnwasm.InferenceSession(cnn_plan, providers=[(WASM, {})]).get_providers() == [WASM]
 
 
 def test_symbolic_dims_bound_by_input_shapes():

@@ -16,6 +16,7 @@ from .wasm.provider import WasmExecutionProvider
 from .wasm.runner import WasmRunner
 
 _OP_NAMES = {op.code: name for name, op in OPS.items()}
+WASM = WasmExecutionProvider.name
 
 
 def read_bytes(path_or_bytes):
@@ -42,6 +43,9 @@ def starts_with_magic(path_or_bytes):
 
 class PlanSession(InferenceSession):
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers or [WASM]]
+        if WASM not in names:
+            raise InvalidArgument(f"a plan file runs on {WASM} alone; providers {names} exclude it")
         pf = planfile.read(read_bytes(path_or_bytes))
         self._plan_file = pf
         self._sess_options = sess_options or SessionOptions()
@@ -53,7 +57,7 @@ class PlanSession(InferenceSession):
         self._runner = WasmRunner(get_host(), pf.plan, pf.arena_bytes,
                                   [(v.name, v.offset, v.nbytes) for v in pf.inputs],
                                   [(v.name, v.offset, v.dtype, v.shape) for v in pf.outputs], len(ops))
-        self._assignment = [(f"#{k}", op, WasmExecutionProvider.name) for k, op in enumerate(ops)]
+        self._assignment = [(f"#{k}", op, WASM) for k, op in enumerate(ops)]
 
     def get_modelmeta(self):
         meta = ModelMetadata(None)
