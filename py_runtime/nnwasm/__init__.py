@@ -7,10 +7,15 @@
 from .errors import (FallbackUnavailable, InvalidArgument, InvalidModel, KernelError, NnwasmError, Unsupported,
                      NotImplementedOp)
 from .options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
-from .plan_compile import compile_plan
 from .session import InferenceSession, NodeArg, get_available_providers
 
 __version__ = "0.1.0"
+
+
+def compile_plan(model, input_shapes=None, sess_options=None):
+    """.nnwp plan file bytes for a model whose nodes all run on WASM (plan_compile.py)."""
+    from .plan_compile import compile_plan as compile_
+    return compile_(model, input_shapes, sess_options)
 
 
 def get_device():
