@@ -222,7 +222,8 @@ def test_reader_refuses_bad_io_tables(cnn_plan):
              with_input(shape=[1, 3, "h", 16]), with_input(shape=None), with_input(shape=[1, -3, 16, 16]),
              with_input(offset=pf.arena_bytes), with_input(offset=-16), with_input(offset=1.5),
              with_input(shape=[1 << 40, 3, 16, 16]), with_input(name=None),
-             json.dumps({**table, "inputs": [x, x]}).encode()]
+             json.dumps({**table, "inputs": [x, x]}).encode(), b"[" * 100000, b'{"inputs":"ab"}',
+             with_input(offset=10 ** 400), b'{"inputs":[{"name":"x","dtype":"float32","shape":[1],"offset":NaN}]}']
     for io in cases:
         _refused(_rewrap(io, pf.plan), nnwasm.InvalidModel)
     _refused(_rewrap(with_input(), pf.plan[:28]), nnwasm.InvalidModel, "shorter than its header")
@@ -272,3 +273,14 @@ def test_compile_and_run_without_numpy(tmp_path, models, cnn_plan):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not out["numpy"] and bytes.fromhex(out["plan"]) == cnn_plan
     assert bytes.fromhex(out["y"]) == nnwasm.InferenceSession(model).run(None, feeds)[0].tobytes()
+
+
+def test_efficientnet_plan_file_is_bit_identical():
+    """The demo's model: one plan, byte-identical compiles, outputs identical to the ONNX session's."""
+    from imagenet_fixture import preprocess
+    model = ROOT / "demo" / "assets" / "efficientnet-lite0.onnx"
+    data = nnwasm.compile_plan(str(model))
+    assert data == nnwasm.compile_plan(model.read_bytes())
+    x = preprocess(ROOT / "demo" / "assets" / "coffee.png")
+    got = nnwasm.InferenceSession(data).run(None, {"input": x})[0]
+    assert got.tobytes() == nnwasm.InferenceSession(str(model)).run(None, {"input": x})[0].tobytes()

@@ -101,7 +101,7 @@ def read(data):
         producer, model = table["producer"], table["model"]
         if not isinstance(producer, str) or not isinstance(model, str):
             raise TypeError("producer and model must be strings")
-    except (ValueError, KeyError, TypeError, AttributeError) as e:   # JSONDecodeError is a ValueError
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:   # JSONDecodeError: ValueError
         if isinstance(e, (InvalidModel, Unsupported)):
             raise
         raise InvalidModel(f"plan file I/O table is not valid: {type(e).__name__}: {e}") from None
