@@ -284,3 +284,10 @@ def test_efficientnet_plan_file_is_bit_identical():
     x = preprocess(ROOT / "demo" / "assets" / "coffee.png")
     got = nnwasm.InferenceSession(data).run(None, {"input": x})[0]
     assert got.tobytes() == nnwasm.InferenceSession(str(model)).run(None, {"input": x})[0].tobytes()
+
+
+def test_abi_version_is_kernels_plan_version():
+    """kernels.wasm exports no version: the writer's abi_version is wasm/plan.py's, which must be nnw.h's."""
+    import re
+    header = (ROOT / "kernels_c" / "nnw.h").read_text()
+    assert int(re.search(r"#define NNW_PLAN_VERSION (\d+)", header).group(1)) == planfile.ABI_VERSION

@@ -7,6 +7,7 @@ run:    validate feeds -> for each partition in order, runner.run(env) -> output
 Models whose input shapes have symbolic dims are prepared (shape inference, partitioning,
 compiling, and the optimizer passes that need concrete shapes) per concrete input shape at the
 first run with it, and cached.
+A .nnwp plan file (recognised by its magic) gives a PlanSession instead: plan_session.py.
 """
 from collections import OrderedDict
 
