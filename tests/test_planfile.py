@@ -291,3 +291,38 @@ def test_abi_version_is_kernels_plan_version():
     import re
     header = (ROOT / "kernels_c" / "nnw.h").read_text()
     assert int(re.search(r"#define NNW_PLAN_VERSION (\d+)", header).group(1)) == planfile.ABI_VERSION
+
+
+PYODIDE_COMPILE = """
+import { readFileSync } from "node:fs";
+import { boot, env } from "%s";
+env.distURL = process.env.NNWASM_DIST_URL;
+const py = (await boot()).pyodide;
+for (const path of process.argv.slice(2)) {
+  py.globals.set("model", new Uint8Array(readFileSync(path)));
+  console.log(py.runPython("import nnwasm\\nnnwasm.compile_plan(model.to_bytes()).hex()"));
+}
+"""
+
+
+@pytest.mark.node
+def test_pyodide_compiles_the_same_bytes(tmp_path, models, cnn_plan):
+    """compile_plan in Pyodide (no numpy) writes the file CPython writes, byte for byte."""
+    import shutil
+    node = shutil.which("node")
+    assert node, "Node.js is not installed"
+    build = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    names = [n for n in ("cnn", "bert", "int8") if n in models]
+    for n in names:
+        (tmp_path / f"{n}.onnx").write_bytes(models[n][0])
+    script = tmp_path / "compile.mjs"
+    script.write_text(PYODIDE_COMPILE % (ROOT / "web" / "nnwasm.mjs").as_uri())
+    env = {**os.environ, "NNWASM_DIST_URL": (ROOT / "dist" / "web").as_uri() + "/"}
+    proc = subprocess.run([node, str(script), *[str(tmp_path / f"{n}.onnx") for n in names]], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = proc.stdout.strip().splitlines()[-len(names):]
+    assert got[0] == cnn_plan.hex()
+    assert got == [nnwasm.compile_plan(models[n][0]).hex() for n in names]
