@@ -73,9 +73,11 @@ export class InferenceSession {
     if (options !== undefined && (options === null || typeof options !== "object")) {
       throw new TypeError("InferenceSession.create: options must be an object");
     }
-    // A .nnwp plan file runs on kernels.wasm alone: no Pyodide, and on this thread even with
-    // env.wasm.proxy (a plan session's run is one synchronous call into kernels.wasm).
-    if (isPlanFile(model)) return new InferenceSession(await PlanSession.create(model));
+    // A .nnwp plan file runs on kernels.wasm alone, never booting Pyodide: here, or in the proxy
+    // worker with env.wasm.proxy.
+    if (isPlanFile(model)) {
+      return new InferenceSession(await (impl() === ProxySession ? ProxySession.createPlan(model) : PlanSession.create(model)));
+    }
     const providers = resolveProviders(options?.executionProviders);
     return new InferenceSession(await impl().create(model, providers));
   }

@@ -33,17 +33,16 @@ let kernels = null; // promise of the realm's one kernels.wasm instance
 
 /** The realm's kernels.wasm: {exports, url, compileMs}. Compiled and instantiated once; a failure
  * is forgotten so a later call (say, after fixing env.wasm.wasmPaths) tries again. */
-export function loadKernels() {
-  kernels ??= instantiateKernels().catch((e) => {
+export function loadKernels(urls = resolveKernelsURL()) {
+  kernels ??= instantiateKernels(urls).catch((e) => {
     kernels = null;
     throw e;
   });
   return kernels;
 }
 
-async function instantiateKernels() {
+async function instantiateKernels(candidates) {
   const t0 = performance.now();
-  const candidates = resolveKernelsURL();
   let bytes = null, url = null;
   const failures = [];
   for (const candidate of candidates) {
@@ -91,11 +90,12 @@ function malloc(k, n) {
 }
 
 export class PlanSession {
-  /** Loads kernels.wasm if needed, checks the file, loads the plan. */
-  static async create(fileBytes) {
+  /** Loads kernels.wasm if needed (from kernelsURLs, the first that loads), checks the file,
+   * loads the plan. */
+  static async create(fileBytes, kernelsURLs = undefined) {
     const t0 = performance.now();
     const parsed = parsePlanFile(fileBytes); // refuses a bad file before kernels.wasm is even fetched
-    const { exports, compileMs } = await loadKernels();
+    const { exports, compileMs } = await loadKernels(kernelsURLs);
     if (!acceptsVersion(exports, parsed.abiVersion)) {
       throw nnwasmError("InvalidModel", `nnwasm: not a valid .nnwp plan file: abi_version ${parsed.abiVersion} ` +
                         "is not the loaded kernels.wasm's plan version (recompile the model with this nnwasm)");

@@ -9,6 +9,7 @@ import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { resolveKernelsURL } from "../../web/env.mjs";
 import { crc32, parsePlanFile } from "../../web/plan-file.mjs";
 import { bootCount } from "../../web/pyodide-boot.mjs";
+import { stopProxyWorker } from "../../web/proxy-session.mjs";
 
 const dir = process.env.NNWASM_PLAN_FIXTURES;
 const fixtures = dir ? JSON.parse(readFileSync(join(dir, "fixtures.json"), "utf8")) : null;
@@ -225,18 +226,34 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     }
   });
 
-  test("with env.wasm.proxy set, plan files still run (on this thread)", async () => {
-    env.wasm.proxy = true;
-    try {
-      const session = await InferenceSession.create(fixtures.cnn.plan);
-      assertBitIdentical(await session.run(feedsOf(fixtures.cnn)), fixtures.cnn);
-      await session.release();
-    } finally {
-      env.wasm.proxy = false;
-    }
-  });
-
   test("Pyodide was never booted", () => {
     assert.equal(bootCount(), 0);
+  });
+
+  // Last: env.wasm.proxy is read once per process. Pyodide could not boot in the worker either
+  // (env.pyodideIndexURL leads nowhere, and a failed boot would end the worker).
+  test("env.wasm.proxy: plan sessions run in the worker, bit-identical, same errors", async () => {
+    env.wasm.proxy = true;
+    try {
+      const a = await InferenceSession.create(fixtures.cnn.plan);
+      const b = await InferenceSession.create(bytesOf(fixtures.attention.plan));
+      assert.deepEqual(a.inputNames, ["x"]);
+      assert.ok(a.timings.bootMs > 0 && a.timings.createMs >= 0);
+      const feeds = feedsOf(fixtures.cnn);
+      assertBitIdentical(await a.run(feeds), fixtures.cnn);
+      assert.equal(feeds.x.data.byteLength, 432 * 4, "the caller's input stays usable");
+      assertBitIdentical(await b.run(feedsOf(fixtures.attention), ["probs"]), fixtures.attention, ["probs"]);
+      await assert.rejects(a.run({ x: new Tensor("float32", feeds.x.data, [1, 12, 3, 12]) }), (e) =>
+        e.name === "InvalidArgument" && /mismatch at dimension 1, 2/.test(e.message));
+      await assert.rejects(InferenceSession.create(assemble({ ...parts(bytesOf(fixtures.cnn.plan)), words: { 6: 1 } })), (e) =>
+        e.name === "InvalidModel" && /checksum mismatch/.test(e.message));
+      assertBitIdentical(await a.run(feedsOf(fixtures.cnn)), fixtures.cnn);
+      await a.release();
+      await assert.rejects(a.run(feedsOf(fixtures.cnn)), /released/);
+      await b.release();
+      assert.equal(bootCount(), 0);
+    } finally {
+      stopProxyWorker();
+    }
   });
 });
