@@ -1,5 +1,6 @@
-"""A .nnwp plan file run in a page by Debian's chromium: web/nnwasm.mjs must fetch the file and
-kernels.wasm only (no Pyodide, no wheel), and give outputs bit-identical to CPython's."""
+"""A .nnwp plan file run in a page by Debian's chromium, on the page's thread and in the proxy
+worker: web/nnwasm.mjs must fetch the file and kernels.wasm only (no Pyodide, no wheel), and give
+outputs bit-identical to CPython's."""
 import importlib.util
 import json
 import subprocess
@@ -15,7 +16,8 @@ pytestmark = pytest.mark.browser
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>plan file</title>
 <script type="module">
-import { InferenceSession, Tensor } from "/web/nnwasm.mjs";
+import { env, InferenceSession, Tensor } from "/web/nnwasm.mjs";
+env.wasm.proxy = location.search === "?proxy";
 const ARRAYS = { float32: Float32Array, int64: BigInt64Array };
 window.__result = (async () => {
   const fixtures = await (await fetch("fixtures.json")).json();
@@ -69,7 +71,8 @@ def plan_site(tmp_path_factory):
     thread.join(timeout=10)
 
 
-def test_plan_file_in_chromium(plan_site, page):
+@pytest.mark.parametrize("mode", ["", "?proxy"], ids=["page", "proxy-worker"])
+def test_plan_file_in_chromium(plan_site, page, mode):
     server, fixtures = plan_site
     requests, errors, failed = [], [], []
     page.context.on("request", lambda r: requests.append(r.url))
@@ -77,7 +80,7 @@ def test_plan_file_in_chromium(plan_site, page):
     # A failed load is checked below by URL (Chromium asks for /favicon.ico, which is not served).
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "Failed to load resource" not in m.text else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(server.url + "plan.html")
+    page.goto(server.url + "plan.html" + mode)
     result = page.evaluate("window.__result")
     assert not errors and not failed, (errors, failed)
     for name, entry in fixtures.items():
@@ -88,5 +91,6 @@ def test_plan_file_in_chromium(plan_site, page):
                 assert bytes(got["bytes"]) == f.read(), f"{name} output '{out}' differs from CPython's"
     fetched = [u.split("/", 3)[3] for u in requests]
     assert "dist/web/kernels.wasm" in fetched, fetched
+    assert ("web/proxy-worker.mjs" in fetched) == (mode == "?proxy"), fetched
     # Our own modules (web/pyodide-*.mjs are statically imported) load; Pyodide's files do not.
     assert not [u for u in fetched if u.startswith("dist/web/") and u != "dist/web/kernels.wasm"], fetched
