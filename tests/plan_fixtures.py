@@ -7,6 +7,8 @@ import zlib
 import numpy as np
 from onnx import helper
 
+import imagenet_fixture
+from conftest import ROOT
 from model_builders import graph_model, rand
 
 
@@ -72,11 +74,18 @@ def _attention():
     return graph_model(nodes, {"ids": ids}, ["out", "probs"], {"emb": emb, "wq": wq, "wk": wk, "wv": wv}), {"ids": ids}
 
 
+def _efficientnet():
+    """EfficientNet-Lite0 (all of it runs on WASM) and the demo's coffee photo."""
+    assets = ROOT / "demo" / "assets"
+    x = imagenet_fixture.preprocess(assets / "coffee.png").astype("<f4")
+    return (assets / "efficientnet-lite0.onnx").read_bytes(), {"input": x}
+
+
 def build_plan_fixtures(d):
     """Writes the .nnwp files, their inputs and CPython's outputs (raw bytes) and fixtures.json
     into folder d, for tests/node/plan-runner.test.mjs (NNWASM_PLAN_FIXTURES=d)."""
     fixtures = {}
-    for name, build in {"cnn": _cnn, "attention": _attention}.items():
+    for name, build in {"cnn": _cnn, "attention": _attention, "efficientnet": _efficientnet}.items():
         model, feeds = build()
         results = write_plan_file(model, feeds, d / f"{name}.nnwp")
         entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {}}

@@ -112,6 +112,16 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     await session.release();
   });
 
+  test("EfficientNet-Lite0 from a plan file: logits bit-identical to CPython's, espresso", async () => {
+    const entry = fixtures.efficientnet;
+    const session = await InferenceSession.create(entry.plan);
+    const out = await session.run(feedsOf(entry));
+    assertBitIdentical(out, entry);
+    const logits = Object.values(out)[0].data;
+    assert.equal(logits.indexOf(Math.max(...logits)), 967); // espresso
+    await session.release();
+  });
+
   test("two sessions share one kernels.wasm and keep their own arenas", async () => {
     const a = await InferenceSession.create(fixtures.cnn.plan);
     const b = await InferenceSession.create(fixtures.attention.plan);
