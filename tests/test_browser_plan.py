@@ -23,15 +23,20 @@ window.__result = (async () => {
   const fixtures = await (await fetch("fixtures.json")).json();
   const out = {};
   for (const [name, entry] of Object.entries(fixtures)) {
+    const t0 = performance.now();
     const session = await InferenceSession.create(name + ".nnwp");
+    const t1 = performance.now();
     const feeds = {};
     for (const [input, v] of Object.entries(entry.inputs)) {
       const buf = await (await fetch(v.file)).arrayBuffer();
       feeds[input] = new Tensor(v.dtype, new ARRAYS[v.dtype](buf), v.shape);
     }
+    const t2 = performance.now();
     const results = await session.run(feeds);
+    const t3 = performance.now();
     out[name] = Object.fromEntries(Object.entries(results).map(([k, t]) =>
       [k, { dims: [...t.dims], bytes: Array.from(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)) }]));
+    out[name].__ms = { create: t1 - t0, firstRun: t3 - t2, pageOpenToResult: t3 };
     await session.release();
   }
   return out;
@@ -72,7 +77,7 @@ def plan_site(tmp_path_factory):
 
 
 @pytest.mark.parametrize("mode", ["", "?proxy"], ids=["page", "proxy-worker"])
-def test_plan_file_in_chromium(plan_site, page, mode):
+def test_plan_file_in_chromium(plan_site, page, mode, record_property):
     server, fixtures = plan_site
     requests, errors, failed = [], [], []
     page.context.on("request", lambda r: requests.append(r.url))
@@ -83,6 +88,9 @@ def test_plan_file_in_chromium(plan_site, page, mode):
     page.goto(server.url + "plan.html" + mode)
     result = page.evaluate("window.__result")
     assert not errors and not failed, (errors, failed)
+    timings = {name: {k: round(v, 1) for k, v in result[name].pop("__ms").items()} for name in fixtures}
+    record_property("plan-timings-ms", timings)
+    print(f"Chromium, plan files ({mode or 'page thread'}), ms:", timings)
     for name, entry in fixtures.items():
         for out, want in entry["outputs"].items():
             got = result[name][out]
