@@ -4,6 +4,7 @@
     dist/web/pyodide/         Pyodide's core files, copied from node_modules/pyodide (`npm ci`)
     dist/web/nnwasm-<version>-py3-none-any.whl
     dist/web/nnwasm-web.json  names the wheel; web/env.mjs finds everything through it
+    dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
 
 Serve the repository root (demo/serve.py) and /web/ finds /dist/web/ next to it.
 Idempotent: a file is rewritten only when its content changed, and older wheels are removed.
@@ -112,6 +113,8 @@ def main():
                 old.unlink()
                 removed.append(old)
         write_if_changed(folder / wheel_name, wheel, written)
+    # Plan files (.nnwp) run on kernels.wasm alone, without Pyodide or the wheel.
+    write_if_changed(WEB / "kernels.wasm", kernels, written)
     for name in PYODIDE_FILES:
         write_if_changed(WEB / "pyodide" / name, (PYODIDE_SRC / name).read_bytes(), written)
     manifest = {"wheel": wheel_name, "pyodide": "pyodide/", "pyodideVersion": version,

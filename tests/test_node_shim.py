@@ -14,6 +14,7 @@ from onnx import helper
 import imagenet_fixture
 from conftest import ROOT
 from model_builders import graph_model
+from plan_fixtures import build_plan_fixtures
 
 pytestmark = pytest.mark.node
 
@@ -124,13 +125,16 @@ def node_fixtures(tmp_path_factory):
         "vad": _vad_model(d / "vad.onnx"),
     }
     (d / "fixtures.json").write_text(json.dumps(fixtures, indent=1))
+    (d / "plans").mkdir()
+    build_plan_fixtures(d / "plans")   # for plan-runner.test.mjs
     return d
 
 
 def test_node_shim(web_bundle, node_fixtures, record_property):
     node = shutil.which("node")
     assert node, "Node.js is not installed"
-    env = {**os.environ, "NNWASM_NODE_FIXTURES": str(node_fixtures), "NNWASM_DIST_URL": web_bundle.as_uri() + "/"}
+    env = {**os.environ, "NNWASM_NODE_FIXTURES": str(node_fixtures),
+           "NNWASM_PLAN_FIXTURES": str(node_fixtures / "plans"), "NNWASM_DIST_URL": web_bundle.as_uri() + "/"}
     proc = subprocess.run([node, "--test", "--test-reporter=tap", "tests/node/"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr

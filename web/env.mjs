@@ -44,6 +44,12 @@ export const env = {
     // Tensors cross by transfer; the caller's own arrays are copied first and stay usable.
     // Read once, at the first boot() or create(): all sessions live on one side.
     proxy: false,
+    // Where plan files (.nnwp) get kernels.wasm, as onnxruntime-web's wasmPaths: a folder URL
+    // (ending in "/") holding kernels.wasm, or the URL of the file itself. null = distURL +
+    // "kernels.wasm" (build_scripts/build_web.py copies it there), then, for a source checkout
+    // without dist/web/, py_runtime/nnwasm/kernels.wasm next to this file's folder. The .onnx
+    // path never reads it: there kernels.wasm comes inside the nnwasm wheel.
+    wasmPaths: null,
   },
 
   versions: Object.freeze({ web: VERSION, pyodide: PYODIDE_VERSION }),
@@ -95,4 +101,16 @@ export function resolveEnv() {
     bootTimeoutMs: env.bootTimeoutMs,
     proxy,
   };
+}
+
+/** The URLs plan sessions try for kernels.wasm, in order (see env.wasm.wasmPaths). */
+export function resolveKernelsURL() {
+  const base = baseURL();
+  const paths = checkURL("wasm.wasmPaths", env.wasm?.wasmPaths ?? null);
+  if (paths !== null) {
+    const url = new URL(paths, base).href;
+    return [url.endsWith("/") ? new URL("kernels.wasm", url).href : url];
+  }
+  const distURL = withSlash(new URL(checkURL("distURL", env.distURL), base).href);
+  return [new URL("kernels.wasm", distURL).href, new URL("../py_runtime/nnwasm/kernels.wasm", import.meta.url).href];
 }

@@ -1,9 +1,12 @@
 // InferenceSession with onnxruntime-web's interface: create(), run(), release(), inputNames,
 // outputNames, inputMetadata, outputMetadata. Argument checking lives here; the Python side is
 // in pyodide-session.mjs, reached directly or, with env.wasm.proxy, through proxy-session.mjs.
+// A .nnwp plan file (magic "NNWF") instead gets a plan-session.mjs: kernels.wasm alone, no Python.
 import { resolveEnv } from "./env.mjs";
 import { resolveProviders } from "./execution-providers.mjs";
 import { loadBytes } from "./load-bytes.mjs";
+import { isPlanFile } from "./plan-file.mjs";
+import { PlanSession } from "./plan-session.mjs";
 import { ProxySession } from "./proxy-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
 
@@ -69,6 +72,11 @@ export class InferenceSession {
     const [model, options] = await modelAndOptions(arg0, arg1, arg2, arg3);
     if (options !== undefined && (options === null || typeof options !== "object")) {
       throw new TypeError("InferenceSession.create: options must be an object");
+    }
+    // A .nnwp plan file runs on kernels.wasm alone, never booting Pyodide: here, or in the proxy
+    // worker with env.wasm.proxy.
+    if (isPlanFile(model)) {
+      return new InferenceSession(await (impl() === ProxySession ? ProxySession.createPlan(model) : PlanSession.create(model)));
     }
     const providers = resolveProviders(options?.executionProviders);
     return new InferenceSession(await impl().create(model, providers));

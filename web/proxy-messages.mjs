@@ -1,11 +1,14 @@
 // The protocol between proxy-session.mjs (the calling thread) and proxy-worker.mjs (the worker
-// holding Pyodide), for env.wasm.proxy. A typed union of four requests; each has an id, and the
+// holding Pyodide and plan sessions), for env.wasm.proxy. A typed union of five requests; each has an id, and the
 // worker answers each with the same type and id and either `out` or `err`, in any order.
 //
 //   type      in (calling thread -> worker)                 out (worker -> calling thread)
-//   "init"    {config}: resolveEnv()'s absolute settings   {bootMs, versions}
+//   "init"    {config}: resolveEnv()'s absolute settings   {bootMs, versions} (sent before the first
+//                                                            create, never for plan files)
 //   "create"  {model: Uint8Array, providers, loadNumpy}    {handle, inputMetadata, outputMetadata,
 //                                                            providers, providerAssignment, createMs}
+//   "plan"    {model: Uint8Array (a .nnwp file),         like create's, plus bootMs (kernels.wasm's
+//              kernelsURLs: string[]}                     load); handle is "plan:<n>". No Pyodide boot
 //   "run"     {handle, feeds: WireTensor[], outputNames,   {outputs: WireTensor[]}
 //              loadNumpy}
 //   "release" {handle}                                     {}
@@ -21,18 +24,19 @@
  * @typedef {{name: string, message: string, pythonType?: string, pythonTraceback?: string}} WireError
  * @typedef {{type: "init", id: number, in: {config: object}}
  *   | {type: "create", id: number, in: {model: Uint8Array, providers: string[] | null, loadNumpy: boolean}}
+ *   | {type: "plan", id: number, in: {model: Uint8Array, kernelsURLs: string[]}}
  *   | {type: "run", id: number, in: {handle: number, feeds: WireTensor[], outputNames: string[] | null, loadNumpy: boolean}}
  *   | {type: "release", id: number, in: {handle: number}}} Request
  * @typedef {{type: Request["type"], id: number, out: object} | {type: Request["type"], id: number, err: WireError}} Answer
  */
 
-export const REQUEST_TYPES = Object.freeze(["init", "create", "run", "release"]);
+export const REQUEST_TYPES = Object.freeze(["init", "create", "plan", "run", "release"]);
 
 /** The ArrayBuffers a request's `in` or an answer's `out` hands over rather than copies: model
  * bytes and tensor data. Every one of them must be a fresh buffer only this message refers to. */
 export function transferables(type, payload) {
   let views = [];
-  if (type === "create") views = [payload.model];
+  if (type === "create" || type === "plan") views = [payload.model];
   else if (type === "run") views = (payload.feeds ?? payload.outputs).map(([, , , data]) => data);
   const buffers = new Set(); // a buffer listed twice is a DataCloneError
   for (const view of views) {

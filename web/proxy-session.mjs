@@ -3,7 +3,7 @@
 // a run. The worker starts with the first boot() or create() and speaks proxy-messages.mjs. A
 // worker that fails to boot or dies takes its sessions with it: every call in flight rejects,
 // and the next create() starts a new worker.
-import { env, resolveEnv } from "./env.mjs";
+import { env, resolveEnv, resolveKernelsURL } from "./env.mjs";
 import { IN_NODE } from "./load-bytes.mjs";
 import { errorFromWire, ownedBytes, transferables } from "./proxy-messages.mjs";
 import { Tensor } from "./tensor.mjs";
@@ -28,13 +28,22 @@ class WorkerLink {
   #nextId = 1;
   stopped = null;       // once the worker is gone: the Error every later call gets
 
+  #config;
+  #t0 = performance.now();
+  #booted = null;
+
   constructor(config) {
-    const t0 = performance.now();
+    this.#config = config;
     this.#worker = spawn().then((worker) => this.#listen(worker));
+  }
+
+  /** Boots Pyodide in the worker, once: not at the worker's start, since plan files never need it. */
+  boot() {
     // bootMs here counts the worker's own start-up too: it is what the page waits.
-    this.ready = this.request("init", { config }).then((out) => ({ ...out, bootMs: performance.now() - t0 }));
+    this.#booted ??= this.request("init", { config: this.#config }).then((out) => ({ ...out, bootMs: performance.now() - this.#t0 }));
     // A failed boot ends this worker, so the next create() tries afresh (say, with a fixed env.distURL).
-    this.ready.catch((e) => this.stop(`its boot failed: ${e.message}`));
+    this.#booted.catch((e) => this.stop(`its boot failed: ${e.message}`));
+    return this.#booted;
   }
 
   #listen(worker) {
@@ -119,15 +128,23 @@ export class ProxySession {
 
   /** Starts the worker and boots Pyodide in it; resolves to {bootMs, versions}. */
   static boot() {
-    return connect().ready;
+    return connect().boot();
   }
 
   /** modelBytes: a Uint8Array (copied: the caller keeps it); providers: names or null. */
   static async create(modelBytes, providers) {
     const link = connect();
-    const { bootMs } = await link.ready;
+    const { bootMs } = await link.boot();
     const info = await link.request("create", { model: ownedBytes(modelBytes), providers, loadNumpy: env.loadNumpy });
     return new ProxySession(link, info, bootMs);
+  }
+
+  /** A .nnwp plan file's session in the worker (plan-session.mjs there); Pyodide is not booted. */
+  static async createPlan(fileBytes) {
+    const link = connect();
+    // Resolved here: the worker's own location is not the page's.
+    const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL() });
+    return new ProxySession(link, info, info.bootMs);
   }
 
   constructor(link, info, bootMs) {
@@ -147,7 +164,7 @@ export class ProxySession {
     return Object.fromEntries(outputs.map(([name, type, dims, data]) => [name, new Tensor(type, data, dims)]));
   }
 
-  /** Frees the Python session; nothing to free if its worker is gone. */
+  /** Frees the worker's session; nothing to free if its worker is gone. */
   async release() {
     try {
       await this.#link.request("release", { handle: this.handle });

@@ -4,13 +4,15 @@
 // Worker in Node; proxy-session.mjs starts it.
 import { env } from "./env.mjs";
 import { boot } from "./pyodide-boot.mjs";
+import { PlanSession } from "./plan-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
 import { errorToWire, REQUEST_TYPES, transferables } from "./proxy-messages.mjs";
 
 // A browser worker's scope, or Node's parentPort (only Node gets to the await).
 const port = typeof WorkerGlobalScope !== "undefined" ? self : (await import("node:worker_threads")).parentPort;
 
-const sessions = new Map(); // handle -> PyodideSession
+const sessions = new Map(); // handle -> PyodideSession, or PlanSession under "plan:<n>"
+let plans = 0;
 
 function sessionFor(handle) {
   const session = sessions.get(handle);
@@ -39,9 +41,18 @@ const HANDLERS = {
              createMs: session.timings.createMs };
   },
 
+  async plan({ model, kernelsURLs }) {
+    const session = await PlanSession.create(model, kernelsURLs);
+    const handle = `plan:${++plans}`;
+    sessions.set(handle, session);
+    const { inputMetadata, outputMetadata, providerAssignment } = session;
+    return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment,
+             createMs: session.timings.createMs, bootMs: session.timings.bootMs };
+  },
+
   async run({ handle, feeds, outputNames, loadNumpy }) {
     env.loadNumpy = loadNumpy;
-    // PyodideSession reads a feed's type, dims and data only; data arrives as its bytes.
+    // Both sessions read a feed's type, dims and data only; data arrives as its bytes.
     const tensors = feeds.map(([name, type, dims, data]) => [name, { type, dims, data }]);
     const out = await sessionFor(handle).run(tensors, outputNames);
     return { outputs: Object.entries(out).map(([name, t]) => [name, t.type, [...t.dims], t.data]) };

@@ -11,6 +11,12 @@ const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
 
 let booting = null;
+let boots = 0;
+
+/** How many times a boot was started in this realm (plan files must never start one). */
+export function bootCount() {
+  return boots;
+}
 
 /**
  * Boots Pyodide and installs nnwasm; every call returns the same promise. Resolves to
@@ -19,6 +25,7 @@ let booting = null;
  */
 export function boot() {
   if (booting === null) {
+    boots++;
     booting = withTimeout(bootOnce(), resolveEnv().bootTimeoutMs).catch((e) => {
       booting = null;
       throw e;

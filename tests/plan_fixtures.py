@@ -1,0 +1,105 @@
+"""Fixtures for tests/node/plan-runner.test.mjs: small models compiled into .nnwp plan files
+(PLANFILE_FORMAT.md), their inputs, and the outputs CPython's nnwasm gives on the same plan."""
+import json
+import struct
+import zlib
+
+import numpy as np
+from onnx import helper
+
+import imagenet_fixture
+from conftest import ROOT
+from model_builders import graph_model, rand
+
+
+def write_plan_file(model_bytes, feeds, path):
+    """Compiles a model whose nodes all run on WASM into one plan and writes it as a .nnwp file
+    (PLANFILE_FORMAT.md, version 1). Throwaway: `python -m nnwasm compile` replaces it at merge."""
+    import nnwasm
+    from nnwasm import dtypes
+    from nnwasm.wasm import provider
+    runners = []
+
+    class Recording(provider.WasmRunner):
+        def __init__(self, host, plan, arena_bytes, inputs, outputs, *rest):
+            runners.append((bytes(plan), arena_bytes, inputs, outputs))
+            super().__init__(host, plan, arena_bytes, inputs, outputs, *rest)
+
+    real, provider.WasmRunner = provider.WasmRunner, Recording
+    try:
+        sess = nnwasm.InferenceSession(model_bytes, providers=["WasmExecutionProvider"])
+        results = sess.run(None, feeds)
+    finally:
+        provider.WasmRunner = real
+    assert len(runners) == 1, "the model must compile into one WASM plan"
+    plan, arena_bytes, ins, outs = runners[0]
+    metas = {m.name: m for m in sess.get_inputs()}
+    order = [m.name for m in sess.get_outputs()]
+    assert sorted(n for n, _, _ in ins) == sorted(metas) and sorted(n for n, *_ in outs) == sorted(order)
+    outs = sorted(outs, key=lambda o: order.index(o[0]))
+    io = {"inputs": [{"name": n, "dtype": dtypes.from_name(metas[n].type).name, "shape": list(feeds[n].shape),
+                      "offset": off} for n, off, _ in ins],
+          "outputs": [{"name": n, "dtype": dt.name, "shape": list(shape), "offset": off} for n, off, dt, shape in outs],
+          "producer": f"nnwasm {nnwasm.__version__}", "model": "test"}
+    table = json.dumps(io, separators=(",", ":")).encode()
+    body = table + bytes(-len(table) % 16) + plan
+    header = b"NNWF" + struct.pack("<7I", 1, 1, 0, len(table), len(plan), zlib.crc32(body), 0)
+    path.write_bytes(header + body)
+    return results
+
+
+def _cnn():
+    x = rand(1, 3, 12, 12, seed=1)
+    w, b = rand(8, 3, 3, 3, seed=2) * 0.3, rand(8, seed=3)
+    fw, fb = rand(5, 8, seed=4), rand(5, seed=5)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], transB=1)]
+    return graph_model(nodes, {"x": x}, ["logits"], {"w": w, "b": b, "fw": fw, "fb": fb}), {"x": x}
+
+
+def _attention():
+    ids = np.array([[3, 0, 7, 11, 2, 9]], np.int64)
+    emb, wq, wk, wv = rand(12, 16, seed=6), rand(16, 16, seed=7) * 0.25, rand(16, 16, seed=8) * 0.25, rand(16, 16, seed=9)
+    nodes = [helper.make_node("Gather", ["emb", "ids"], ["h"]),
+             helper.make_node("MatMul", ["h", "wq"], ["q"]),
+             helper.make_node("MatMul", ["h", "wk"], ["k"]),
+             helper.make_node("MatMul", ["h", "wv"], ["v"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+             helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+             helper.make_node("MatMul", ["probs", "v"], ["out"])]
+    return graph_model(nodes, {"ids": ids}, ["out", "probs"], {"emb": emb, "wq": wq, "wk": wk, "wv": wv}), {"ids": ids}
+
+
+def _efficientnet():
+    """EfficientNet-Lite0 (all of it runs on WASM) and the demo's coffee photo."""
+    assets = ROOT / "demo" / "assets"
+    x = imagenet_fixture.preprocess(assets / "coffee.png").astype("<f4")
+    return (assets / "efficientnet-lite0.onnx").read_bytes(), {"input": x}
+
+
+def build_plan_fixtures(d):
+    """Writes the .nnwp files, their inputs and CPython's outputs (raw bytes) and fixtures.json
+    into folder d, for tests/node/plan-runner.test.mjs (NNWASM_PLAN_FIXTURES=d)."""
+    fixtures = {}
+    for name, build in {"cnn": _cnn, "attention": _attention, "efficientnet": _efficientnet}.items():
+        model, feeds = build()
+        results = write_plan_file(model, feeds, d / f"{name}.nnwp")
+        entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {}}
+        for k, v in feeds.items():
+            v.tofile(d / f"{name}.in.{k}.bin")
+            entry["inputs"][k] = {"path": str(d / f"{name}.in.{k}.bin"), "dtype": v.dtype.name, "shape": list(v.shape)}
+        for k, v in zip([o for o in _output_names(model)], results):
+            v.tofile(d / f"{name}.out.{k}.bin")
+            entry["outputs"][k] = {"path": str(d / f"{name}.out.{k}.bin"), "dtype": v.dtype.name, "shape": list(v.shape)}
+        fixtures[name] = entry
+    (d / "fixtures.json").write_text(json.dumps(fixtures, indent=1))
+    return d
+
+
+def _output_names(model_bytes):
+    import onnx
+    return [o.name for o in onnx.load_from_string(model_bytes).graph.output]

@@ -1,0 +1,129 @@
+// Reading a .nnwp plan file (format version 1, PLANFILE_FORMAT.md): every check the format asks
+// for happens here, before any byte reaches kernels.wasm; nnw_plan_load then validates each op.
+import { typedArrayFor } from "./tensor.mjs";
+
+export const PLAN_FILE_MAGIC = "NNWF";
+export const PLAN_FILE_VERSION = 1;
+const HEADER_BYTES = 32;
+const PLAN_MAGIC = 0x50574e4e; // "NNWP", word 0 of the plan (kernels_c/nnw.h)
+const PLAN_HEADER_BYTES = 32;
+
+// Bytes per element of the dtypes a plan's inputs and outputs may have (py_runtime/nnwasm/dtypes.py
+// without strings); onnxruntime-web's type names are numpy's, so these are also Tensor types.
+const ELEMENT_BYTES = {
+  float32: 4, uint8: 1, int8: 1, uint16: 2, int16: 2, int32: 4, int64: 8, bool: 1,
+  float16: 2, float64: 8, uint32: 4, uint64: 8,
+};
+
+let crcTable = null;
+
+/** CRC-32 (IEEE 802.3, zlib.crc32's) of bytes. */
+export function crc32(bytes) {
+  if (crcTable === null) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  let crc = 0xffffffff;
+  for (let i = 0; i < bytes.length; i++) crc = crcTable[(crc ^ bytes[i]) & 0xff] ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** True when bytes start with the plan file magic "NNWF". */
+export function isPlanFile(bytes) {
+  return bytes.length >= 4 && bytes[0] === 0x4e && bytes[1] === 0x4e && bytes[2] === 0x57 && bytes[3] === 0x46;
+}
+
+function refuse(why) {
+  const error = new Error(`nnwasm: not a valid .nnwp plan file: ${why}`);
+  error.name = "InvalidModel"; // as CPython's nnwasm names a bad model
+  return error;
+}
+
+function checkValue(v, where) {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw refuse(`${where} is not an object`);
+  if (typeof v.name !== "string") throw refuse(`${where} has no name`);
+  if (typeof v.dtype !== "string") throw refuse(`${where} ('${v.name}') has no dtype`);
+  const size = Object.hasOwn(ELEMENT_BYTES, v.dtype) ? ELEMENT_BYTES[v.dtype] : undefined;
+  if (size === undefined) throw refuse(`${where} ('${v.name}') has an unknown dtype '${v.dtype}'`);
+  if (!Array.isArray(v.shape) || !v.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    throw refuse(`${where} ('${v.name}') has no shape of non-negative integers`);
+  }
+  if (!Number.isSafeInteger(v.offset) || v.offset < 0) throw refuse(`${where} ('${v.name}') has no offset`);
+  const nbytes = v.shape.reduce((a, d) => a * d, 1) * size;
+  return { name: v.name, dtype: v.dtype, shape: v.shape.slice(), offset: v.offset, nbytes };
+}
+
+/**
+ * Parses and checks a plan file (a Uint8Array). Returns {abiVersion, io: {inputs, outputs,
+ * producer, model}, plan: Uint8Array (a view of the plan part), arenaBytes}; each input and
+ * output is {name, dtype, shape, offset, nbytes}. Throws an Error named InvalidModel on any
+ * refusal of the format.
+ */
+export function parsePlanFile(bytes) {
+  if (!(bytes instanceof Uint8Array)) throw new TypeError("parsePlanFile needs a Uint8Array");
+  if (bytes.length < HEADER_BYTES) throw refuse(`${bytes.length} bytes, shorter than the ${HEADER_BYTES}-byte header`);
+  if (!isPlanFile(bytes)) throw refuse("wrong magic (expected \"NNWF\")");
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const word = (i) => view.getUint32(4 * i, true);
+  const [formatVersion, abiVersion, flags, ioBytes, planBytes, crc, reserved] = [1, 2, 3, 4, 5, 6, 7].map(word);
+  if (formatVersion !== PLAN_FILE_VERSION) {
+    throw refuse(`format_version ${formatVersion}; this reader knows version ${PLAN_FILE_VERSION}`);
+  }
+  if (flags !== 0) throw refuse(`flags 0x${flags.toString(16)}: no flag is defined in version ${PLAN_FILE_VERSION}`);
+  if (reserved !== 0) throw refuse(`reserved header word is ${reserved}, not 0`);
+  const ioPad = Math.ceil(ioBytes / 16) * 16;
+  const expected = HEADER_BYTES + ioPad + planBytes;
+  if (expected !== bytes.length) {
+    throw refuse(`the header's sizes (I/O table ${ioBytes} bytes, plan ${planBytes} bytes) make ${expected} bytes, ` +
+                 `the file has ${bytes.length}`);
+  }
+  const actual = crc32(bytes.subarray(HEADER_BYTES));
+  if (actual !== crc) {
+    throw refuse(`checksum mismatch (header 0x${crc.toString(16).padStart(8, "0")}, ` +
+                 `content 0x${actual.toString(16).padStart(8, "0")}): the file is damaged`);
+  }
+  for (let i = HEADER_BYTES + ioBytes; i < HEADER_BYTES + ioPad; i++) {
+    if (bytes[i] !== 0) throw refuse("non-zero padding after the I/O table");
+  }
+
+  const plan = bytes.subarray(HEADER_BYTES + ioPad);
+  if (planBytes < PLAN_HEADER_BYTES) throw refuse(`the plan has ${planBytes} bytes, less than its header`);
+  const planView = new DataView(plan.buffer, plan.byteOffset, plan.byteLength);
+  if (planView.getUint32(0, true) !== PLAN_MAGIC) throw refuse("the plan does not start with \"NNWP\"");
+  const planVersion = planView.getUint32(4, true);
+  if (planVersion !== abiVersion) throw refuse(`abi_version ${abiVersion} but the plan has version ${planVersion}`);
+  const arenaBytes = planView.getUint32(8, true);
+
+  let table;
+  try {
+    table = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes.subarray(HEADER_BYTES, HEADER_BYTES + ioBytes)));
+  } catch (e) {
+    throw refuse(`the I/O table is not UTF-8 JSON (${e.message})`);
+  }
+  if (table === null || typeof table !== "object" || Array.isArray(table)) throw refuse("the I/O table is not a JSON object");
+  for (const key of ["inputs", "outputs", "producer", "model"]) {
+    if (!Object.hasOwn(table, key)) throw refuse(`the I/O table lacks "${key}"`);
+  }
+  if (!Array.isArray(table.inputs) || !Array.isArray(table.outputs)) throw refuse("the I/O table's inputs/outputs are not lists");
+  if (typeof table.producer !== "string" || typeof table.model !== "string") throw refuse("the I/O table's producer/model are not strings");
+  const io = { producer: table.producer, model: table.model };
+  for (const side of ["inputs", "outputs"]) {
+    io[side] = table[side].map((v, i) => checkValue(v, `${side}[${i}]`));
+    const names = new Set();
+    for (const v of io[side]) {
+      if (names.has(v.name)) throw refuse(`${side} name '${v.name}' twice`);
+      names.add(v.name);
+      if (v.offset + v.nbytes > arenaBytes) {
+        throw refuse(`${side.slice(0, -1)} '${v.name}' (${v.nbytes} bytes at offset ${v.offset}) lies beyond the plan's ` +
+                     `${arenaBytes}-byte arena`);
+      }
+      if (v.offset % ELEMENT_BYTES[v.dtype] !== 0) throw refuse(`${side.slice(0, -1)} '${v.name}' is misaligned`);
+      typedArrayFor(v.dtype); // every dtype above is a Tensor type; fails loudly if that changes
+    }
+  }
+  return { abiVersion, io, plan, arenaBytes };
+}

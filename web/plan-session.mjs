@@ -1,0 +1,226 @@
+// Sessions over a .nnwp plan file, without Python: kernels.wasm instantiated with the JS
+// WebAssembly API alone, once per realm, and one plan + arena in its memory per session. Same
+// calling conventions as py_runtime/nnwasm/host/ and wasm/runner.py (whose STATUS table this
+// mirrors); feeds are checked with the Python session's wording, so errors read the same.
+import { resolveKernelsURL } from "./env.mjs";
+import { loadBytes } from "./load-bytes.mjs";
+import { parsePlanFile } from "./plan-file.mjs";
+import { Tensor, typedArrayFor } from "./tensor.mjs";
+
+const STATUS = {
+  1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode", 5: "bad op arguments",
+  6: "tensor outside the arena", 7: "out of memory", 8: "index out of range",
+};
+const BAD_INDEX = 8; // a run-time status: the input data was at fault, the session stays usable
+
+// onnxruntime's element names, for "tensor(float)" in messages (dtypes.py's ort_name).
+const ORT_NAMES = {
+  float32: "float", uint8: "uint8", int8: "int8", uint16: "uint16", int16: "int16", int32: "int32",
+  int64: "int64", string: "string", bool: "bool", float16: "float16", float64: "double",
+  uint32: "uint32", uint64: "uint64",
+};
+
+function nnwasmError(name, message) {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
+
+// Python's repr of a list of names or ints, as CPython's nnwasm prints them.
+const pyList = (items) => `[${items.map((v) => (typeof v === "string" ? `'${v}'` : String(v))).join(", ")}]`;
+
+let kernels = null; // promise of the realm's one kernels.wasm instance
+
+/** The realm's kernels.wasm: {exports, url, compileMs}. Compiled and instantiated once; a failure
+ * is forgotten so a later call (say, after fixing env.wasm.wasmPaths) tries again. */
+export function loadKernels(urls = resolveKernelsURL()) {
+  kernels ??= instantiateKernels(urls).catch((e) => {
+    kernels = null;
+    throw e;
+  });
+  return kernels;
+}
+
+async function instantiateKernels(candidates) {
+  const t0 = performance.now();
+  let bytes = null, url = null;
+  const failures = [];
+  for (const candidate of candidates) {
+    try {
+      bytes = await loadBytes(candidate);
+      url = candidate;
+      break;
+    } catch (e) {
+      failures.push(e.message);
+    }
+  }
+  if (bytes === null) {
+    throw new Error(`nnwasm: cannot load kernels.wasm (${failures.join("; ")}); run ` +
+                    "`python build_scripts/build_web.py`, or set env.wasm.wasmPaths");
+  }
+  // The only import of a standalone Emscripten module; views are re-taken after every call anyway.
+  const imports = { env: { emscripten_notify_memory_growth: () => {} } };
+  const { instance } = await WebAssembly.instantiate(bytes, imports);
+  const exports = instance.exports;
+  for (const name of ["memory", "nnw_malloc", "nnw_free", "nnw_plan_load", "nnw_plan_run", "nnw_plan_failed_op"]) {
+    if (!(name in exports)) throw new Error(`nnwasm: ${url} is not kernels.wasm: it exports no ${name}`);
+  }
+  exports._initialize?.();
+  return { exports, url, compileMs: performance.now() - t0 };
+}
+
+/** Whether the loaded kernels.wasm takes plans of this version: nnw_plan_load on an empty plan
+ * (header only, no ops, no arena) says bad version (2) or not. */
+function acceptsVersion(k, version) {
+  const empty = new Uint32Array([0x50574e4e, version, 0, 0, 32, 0, 0, 0]);
+  const p = k.nnw_malloc(empty.byteLength);
+  if (!p) throw new Error("nnwasm: kernels.wasm is out of memory");
+  try {
+    new Uint8Array(k.memory.buffer, p, empty.byteLength).set(new Uint8Array(empty.buffer));
+    return k.nnw_plan_load(p, empty.byteLength, 0, 0, 0) !== 2;
+  } finally {
+    k.nnw_free(p);
+  }
+}
+
+function malloc(k, n) {
+  const p = k.nnw_malloc(Math.max(n, 1));
+  if (!p) throw nnwasmError("KernelError", `kernels.wasm is out of memory allocating ${n} bytes`);
+  return p;
+}
+
+export class PlanSession {
+  /** Loads kernels.wasm if needed (from kernelsURLs, the first that loads), checks the file,
+   * loads the plan. */
+  static async create(fileBytes, kernelsURLs = undefined) {
+    const t0 = performance.now();
+    const parsed = parsePlanFile(fileBytes); // refuses a bad file before kernels.wasm is even fetched
+    const { exports, compileMs } = await loadKernels(kernelsURLs);
+    if (!acceptsVersion(exports, parsed.abiVersion)) {
+      throw nnwasmError("InvalidModel", `nnwasm: not a valid .nnwp plan file: abi_version ${parsed.abiVersion} ` +
+                        "is not the loaded kernels.wasm's plan version (recompile the model with this nnwasm)");
+    }
+    return new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 });
+  }
+
+  constructor(k, { io, plan, arenaBytes }, timings) {
+    this.k = k;
+    this.inputs = io.inputs;
+    this.outputs = io.outputs;
+    this.inputMetadata = io.inputs.map((v) => ({ name: v.name, isTensor: true, type: v.dtype, shape: v.shape.slice() }));
+    this.outputMetadata = io.outputs.map((v) => ({ name: v.name, isTensor: true, type: v.dtype, shape: v.shape.slice() }));
+    this.providers = ["WasmExecutionProvider"];
+    this.providerAssignment = []; // a plan file keeps no node names
+    this.timings = timings;
+    this.model = io.model;
+    this.producer = io.producer;
+    this.#load(plan, arenaBytes);
+  }
+
+  #load(plan, arenaBytes) {
+    const k = this.k;
+    let full = 0, statusAt = 0;
+    this.arena = this.plan = 0;
+    try {
+      this.arena = malloc(k, arenaBytes);
+      full = malloc(k, plan.length);
+      statusAt = malloc(k, 4);
+      new Uint8Array(k.memory.buffer, full, plan.length).set(plan);
+      const status = k.nnw_plan_load(full, plan.length, this.arena, arenaBytes, statusAt);
+      if (status) {
+        const bad = new Int32Array(k.memory.buffer, statusAt, 1)[0];
+        throw nnwasmError("KernelError", `kernels.wasm refused the plan: ${STATUS[status] ?? status} (op ${bad})`);
+      }
+      // The weights now live in the arena; keep only the header and op words (as WasmRunner).
+      const head = new DataView(plan.buffer, plan.byteOffset, 32);
+      const opsEnd = 4 * (8 + head.getUint32(20, true) + head.getUint32(24, true));
+      this.plan = malloc(k, opsEnd);
+      new Uint8Array(k.memory.buffer, this.plan, opsEnd).set(plan.subarray(0, opsEnd));
+    } catch (e) {
+      if (this.arena) k.nnw_free(this.arena);
+      this.arena = 0;
+      throw e;
+    } finally {
+      if (full) k.nnw_free(full);
+      if (statusAt) k.nnw_free(statusAt);
+    }
+  }
+
+  /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}. */
+  async run(feeds, outputNames) {
+    if (!this.plan) throw nnwasmError("InvalidArgument", "this session was released");
+    const given = new Map(feeds);
+    const expected = this.inputs.map((v) => v.name);
+    const unknown = [...given.keys()].filter((n) => !expected.includes(n));
+    if (unknown.length) {
+      throw nnwasmError("InvalidArgument", `invalid input name(s) ${pyList(unknown)}; the model's inputs are ${pyList(expected)}`);
+    }
+    const missing = expected.filter((n) => !given.has(n));
+    if (missing.length) {
+      throw nnwasmError("InvalidArgument", `required input(s) ${pyList(missing)} are missing from the feed (got ${pyList([...given.keys()])})`);
+    }
+    const known = this.outputs.map((v) => v.name);
+    const names = outputNames === null || outputNames.length === 0 ? known : outputNames;
+    const bad = names.filter((n) => !known.includes(n));
+    if (bad.length) {
+      throw nnwasmError("InvalidArgument", `invalid output name(s) ${pyList(bad)}; the model's outputs are ${pyList(known)}`);
+    }
+    const data = this.inputs.map((v) => checkFeed(v, given.get(v.name)));
+
+    const k = this.k;
+    let memory = new Uint8Array(k.memory.buffer);
+    this.inputs.forEach((v, i) => memory.set(data[i], this.arena + v.offset));
+    const status = k.nnw_plan_run(this.plan, this.arena);
+    if (status === BAD_INDEX) {
+      throw nnwasmError("InvalidArgument", `index out of range in op ${k.nnw_plan_failed_op()}: an index input holds ` +
+                        "a value outside the indexed axis");
+    }
+    if (status) throw nnwasmError("KernelError", `kernels.wasm failed running a plan: ${STATUS[status] ?? status}`);
+    memory = new Uint8Array(k.memory.buffer); // the run may have grown (and so detached) memory
+    const out = {};
+    for (const name of names) {
+      const v = this.outputs.find((o) => o.name === name);
+      const bytes = memory.slice(this.arena + v.offset, this.arena + v.offset + v.nbytes);
+      const ctor = typedArrayFor(v.dtype);
+      out[name] = new Tensor(v.dtype, new ctor(bytes.buffer), v.shape.slice());
+    }
+    return out;
+  }
+
+  release() {
+    if (!this.plan) return;
+    this.k.nnw_free(this.plan);
+    this.k.nnw_free(this.arena);
+    this.plan = this.arena = 0;
+  }
+}
+
+/** The feed's bytes, after the checks CPython's session makes (same messages). */
+function checkFeed(v, tensor) {
+  if (!Object.hasOwn(ORT_NAMES, tensor.type)) {
+    throw nnwasmError("InvalidArgument", `input '${v.name}': tensor type '${tensor.type}' is not supported by nnwasm`);
+  }
+  if (tensor.type !== v.dtype) {
+    throw nnwasmError("InvalidArgument", `input '${v.name}' has type tensor(${ORT_NAMES[tensor.type]}), expected tensor(${ORT_NAMES[v.dtype]})`);
+  }
+  const dims = [...tensor.dims].map(Number);
+  if (dims.length !== v.shape.length) {
+    throw nnwasmError("InvalidArgument", `input '${v.name}' has rank ${dims.length} (shape ${pyList(dims)}), ` +
+                      `expected rank ${v.shape.length} (shape ${pyList(v.shape)})`);
+  }
+  const mismatch = dims.map((d, i) => (d !== v.shape[i] ? i : -1)).filter((i) => i >= 0);
+  if (mismatch.length) {
+    throw nnwasmError("InvalidArgument", `input '${v.name}' has shape ${pyList(dims)}, expected ${pyList(v.shape)} ` +
+                      `(mismatch at dimension ${mismatch.join(", ")})`);
+  }
+  const data = tensor.data;
+  if (!ArrayBuffer.isView(data)) {
+    throw new TypeError(`input '${v.name}': a '${tensor.type}' tensor cannot be passed to nnwasm (needs a typed array)`);
+  }
+  const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (bytes.length !== v.nbytes) {
+    throw nnwasmError("InvalidArgument", `input '${v.name}': tensor of shape ${pyList(dims)} and type ${v.dtype} needs ` +
+                      `${v.nbytes} bytes, got ${bytes.length}`);
+  }
+  return bytes;
+}
