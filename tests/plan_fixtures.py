@@ -1,8 +1,6 @@
 """Fixtures for tests/node/plan-runner.test.mjs: small models compiled into .nnwp plan files
-(PLANFILE_FORMAT.md), their inputs, and the outputs CPython's nnwasm gives on the same plan."""
+(docs/architecture.md, "Plan files"), their inputs, and the outputs CPython's nnwasm gives on the same plan."""
 import json
-import struct
-import zlib
 
 import numpy as np
 from onnx import helper
@@ -13,39 +11,12 @@ from model_builders import graph_model, rand
 
 
 def write_plan_file(model_bytes, feeds, path):
-    """Compiles a model whose nodes all run on WASM into one plan and writes it as a .nnwp file
-    (PLANFILE_FORMAT.md, version 1). Throwaway: `python -m nnwasm compile` replaces it at merge."""
+    """Compiles a model whose nodes all run on WASM into a .nnwp file with nnwasm.compile_plan (the
+    shapes of `feeds`); returns the ONNX session's outputs, the reference the JS runner must equal."""
     import nnwasm
-    from nnwasm import dtypes
-    from nnwasm.wasm import provider
-    runners = []
-
-    class Recording(provider.WasmRunner):
-        def __init__(self, host, plan, arena_bytes, inputs, outputs, *rest):
-            runners.append((bytes(plan), arena_bytes, inputs, outputs))
-            super().__init__(host, plan, arena_bytes, inputs, outputs, *rest)
-
-    real, provider.WasmRunner = provider.WasmRunner, Recording
-    try:
-        sess = nnwasm.InferenceSession(model_bytes, providers=["WasmExecutionProvider"])
-        results = sess.run(None, feeds)
-    finally:
-        provider.WasmRunner = real
-    assert len(runners) == 1, "the model must compile into one WASM plan"
-    plan, arena_bytes, ins, outs = runners[0]
-    metas = {m.name: m for m in sess.get_inputs()}
-    order = [m.name for m in sess.get_outputs()]
-    assert sorted(n for n, _, _ in ins) == sorted(metas) and sorted(n for n, *_ in outs) == sorted(order)
-    outs = sorted(outs, key=lambda o: order.index(o[0]))
-    io = {"inputs": [{"name": n, "dtype": dtypes.from_name(metas[n].type).name, "shape": list(feeds[n].shape),
-                      "offset": off} for n, off, _ in ins],
-          "outputs": [{"name": n, "dtype": dt.name, "shape": list(shape), "offset": off} for n, off, dt, shape in outs],
-          "producer": f"nnwasm {nnwasm.__version__}", "model": "test"}
-    table = json.dumps(io, separators=(",", ":")).encode()
-    body = table + bytes(-len(table) % 16) + plan
-    header = b"NNWF" + struct.pack("<7I", 1, 1, 0, len(table), len(plan), zlib.crc32(body), 0)
-    path.write_bytes(header + body)
-    return results
+    shapes = {k: tuple(v.shape) for k, v in feeds.items()}
+    path.write_bytes(nnwasm.compile_plan(model_bytes, shapes))
+    return nnwasm.InferenceSession(model_bytes, providers=["WasmExecutionProvider"]).run(None, feeds)
 
 
 def _cnn():

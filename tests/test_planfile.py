@@ -204,7 +204,7 @@ def test_reader_refuses_truncation_and_header_changes(cnn_plan):
     _refused(_with_header(data, crc=crc ^ 1), nnwasm.InvalidModel, "checksum")
     for pos in (33, io_end + 1, len(data) - 1):   # any changed byte after the header
         _refused(data[:pos] + bytes([data[pos] ^ 0x20]) + data[pos + 1:], nnwasm.InvalidModel, "checksum")
-    nnwasm.InferenceSession(_with_header(data, reserved=7))   # not covered: readers ignore it
+    _refused(_with_header(data, reserved=7), nnwasm.InvalidModel, "reserved")
 
 
 def test_reader_refuses_bad_io_tables(cnn_plan):

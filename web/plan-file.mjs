@@ -1,4 +1,4 @@
-// Reading a .nnwp plan file (format version 1, PLANFILE_FORMAT.md): every check the format asks
+// Reading a .nnwp plan file (format version 1, as py_runtime/nnwasm/planfile.py writes it; layout in docs/architecture.md, "Plan files"): every check the format asks
 // for happens here, before any byte reaches kernels.wasm; nnw_plan_load then validates each op.
 import { typedArrayFor } from "./tensor.mjs";
 

@@ -71,7 +71,7 @@ def read(data):
     data = bytes(data)
     if len(data) < HEADER.size:
         raise InvalidModel(f"not a plan file: {len(data)} bytes, shorter than the {HEADER.size}-byte header")
-    magic, fmt, abi, flags, io_bytes, plan_bytes, crc, _ = HEADER.unpack_from(data)
+    magic, fmt, abi, flags, io_bytes, plan_bytes, crc, reserved = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise InvalidModel(f"not a plan file: it starts with {magic!r}, not {MAGIC!r}")
     if fmt != FORMAT_VERSION:
@@ -81,6 +81,8 @@ def read(data):
                           f"version {ABI_VERSION}: compile the model again")
     if flags:
         raise Unsupported(f"plan file flags {flags:#x}: this nnwasm knows no flags")
+    if reserved:   # as the JS reader (web/plan-file.mjs): both refuse what a writer never writes
+        raise InvalidModel(f"plan file reserved header word is {reserved:#x}, not 0")
     io_pad = _pad16(io_bytes)
     if HEADER.size + io_pad + plan_bytes != len(data):
         raise InvalidModel(f"plan file sizes do not add up: header says {HEADER.size} + {io_pad} + {plan_bytes} "
