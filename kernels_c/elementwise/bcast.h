@@ -1,5 +1,5 @@
 /* Broadcasting over up to 6 dims for the ops whose arguments end in `rank d0..d5` followed by n
- * groups of six element strides (0 where broadcast): binary_int, compare, where. The output is
+ * groups of six element strides (0 where broadcast): binary, binary_int, compare, where, q8_add. The output is
  * contiguous, d0 outermost. Validators get each operand's element extent; runners walk rows of
  * the innermost merged dim (neighbouring dims merge wherever every operand stays linear across
  * them, so a same-shape op is one row). */

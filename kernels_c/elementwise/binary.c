@@ -5,48 +5,27 @@
  * rows of H*W with a scalar b, and only truly strided operands fall back to scalar loops. */
 #include <math.h>
 
+#include "bcast.h"
 #include "internal.h"
 #include "simd.h"
 
-#define MAX_RANK 6
-
 enum { ADD, SUB, MUL, DIV, POW, MAX, MIN, PRELU, FMOD, KINDS };
 
-struct binary {
-  int32_t kind, a, b, y, rank;
-  int32_t d[MAX_RANK], as[MAX_RANK], bs[MAX_RANK];
-};
-
-static void binary_decode(const int32_t *v, struct binary *p) {
-  p->kind = v[NNW_BINARY_KIND];
-  p->a = v[NNW_BINARY_A];
-  p->b = v[NNW_BINARY_B];
-  p->y = v[NNW_BINARY_Y];
-  p->rank = v[NNW_BINARY_RANK];
-  for (int i = 0; i < MAX_RANK; i++) {
-    p->d[i] = v[NNW_BINARY_D0 + i];
-    p->as[i] = v[NNW_BINARY_AS0 + i];
-    p->bs[i] = v[NNW_BINARY_BS0 + i];
-  }
-}
+/* bcast.h reads `rank d0..d5 as0..as5 bs0..bs5` from the rank argument on */
+typedef char binary_layout_is_bcast_h[NNW_BINARY_D0 == NNW_BINARY_RANK + 1 &&
+                                      NNW_BINARY_AS0 == NNW_BINARY_D0 + NNW_BCAST_MAX_RANK &&
+                                      NNW_BINARY_BS0 == NNW_BINARY_AS0 + NNW_BCAST_MAX_RANK ? 1 : -1];
 
 int nnw_validate_binary(const int32_t *args, uint32_t arena_bytes) {
-  struct binary p;
-  binary_decode(args, &p);
-  if (p.kind < 0 || p.kind >= KINDS || p.rank < 0 || p.rank > MAX_RANK) return NNW_BAD_ARGS;
-  uint64_t count = 1, a_last = 0, b_last = 0; /* elements of y, last element index of a and b */
-  for (int i = 0; i < p.rank; i++) {
-    if (p.d[i] <= 0 || p.as[i] < 0 || p.bs[i] < 0) return NNW_BAD_ARGS;
-    uint64_t steps = (uint64_t)p.d[i] - 1;
-    count = nnw_mul(count, (uint64_t)p.d[i]);
-    a_last = nnw_add(a_last, nnw_mul(steps, (uint64_t)p.as[i]));
-    b_last = nnw_add(b_last, nnw_mul(steps, (uint64_t)p.bs[i]));
-  }
-  NNW_TRY(nnw_check_tensor(p.a, nnw_mul(a_last + 1, 4), arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.b, nnw_mul(b_last + 1, 4), arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.y, nnw_mul(count, 4), arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_apart(p.a, nnw_mul(a_last + 1, 4), p.y, nnw_mul(count, 4), 1));
-  NNW_TRY(nnw_check_apart(p.b, nnw_mul(b_last + 1, 4), p.y, nnw_mul(count, 4), 1));
+  int32_t kind = args[NNW_BINARY_KIND], a = args[NNW_BINARY_A], b = args[NNW_BINARY_B], y = args[NNW_BINARY_Y];
+  if (kind < 0 || kind >= KINDS) return NNW_BAD_ARGS;
+  uint64_t count, ext[2]; /* elements of y; elements a and b span */
+  NNW_TRY(nnw_bcast_extents(args + NNW_BINARY_RANK, 2, &count, ext));
+  NNW_TRY(nnw_check_tensor(a, nnw_mul(ext[0], 4), arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(b, nnw_mul(ext[1], 4), arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(y, nnw_mul(count, 4), arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(a, nnw_mul(ext[0], 4), y, nnw_mul(count, 4), 1));
+  NNW_TRY(nnw_check_apart(b, nnw_mul(ext[1], 4), y, nnw_mul(count, 4), 1));
   return NNW_OK;
 }
 
@@ -96,42 +75,15 @@ static void row(int kind, const float *a, ptrdiff_t as, const float *b, ptrdiff_
 }
 
 void nnw_run_binary(const int32_t *args, uint8_t *arena) {
-  struct binary p;
-  binary_decode(args, &p);
-  /* merged dims, innermost first */
-  int32_t d[MAX_RANK];
-  ptrdiff_t as[MAX_RANK], bs[MAX_RANK];
-  int r = 0;
-  for (int i = p.rank - 1; i >= 0; i--) {
-    if (p.d[i] == 1) continue;
-    if (r > 0 && p.as[i] == as[r - 1] * d[r - 1] && p.bs[i] == bs[r - 1] * d[r - 1]) {
-      d[r - 1] *= p.d[i];
-      continue;
-    }
-    d[r] = p.d[i];
-    as[r] = p.as[i];
-    bs[r] = p.bs[i];
-    r++;
-  }
-  if (r == 0) {
-    d[0] = 1;
-    as[0] = bs[0] = 0;
-    r = 1;
-  }
-  const float *a = nnw_f32_at(arena, p.a), *b = nnw_f32_at(arena, p.b);
-  float *y = nnw_f32_at(arena, p.y);
-  /* odometer over the outer dims 1..r-1 */
-  int32_t idx[MAX_RANK] = {0};
-  size_t rows = 1;
-  for (int i = 1; i < r; i++) rows *= (size_t)d[i];
-  for (size_t n = 0; n < rows; n++) {
-    ptrdiff_t ao = 0, bo = 0;
-    for (int i = 1; i < r; i++) {
-      ao += idx[i] * as[i];
-      bo += idx[i] * bs[i];
-    }
-    row(p.kind, a + ao, as[0], b + bo, bs[0], y, d[0]);
-    y += d[0];
-    for (int i = 1; i < r && ++idx[i] == d[i]; i++) idx[i] = 0;
+  int32_t kind = args[NNW_BINARY_KIND];
+  struct nnw_bcast bc;
+  nnw_bcast_init(&bc, args + NNW_BINARY_RANK, 2);
+  const float *a = nnw_f32_at(arena, args[NNW_BINARY_A]), *b = nnw_f32_at(arena, args[NNW_BINARY_B]);
+  float *y = nnw_f32_at(arena, args[NNW_BINARY_Y]);
+  for (size_t n = 0; n < bc.rows; n++) {
+    ptrdiff_t off[2];
+    nnw_bcast_row(&bc, off);
+    row(kind, a + off[0], bc.s[0][0], b + off[1], bc.s[1][0], y, bc.d[0]);
+    y += bc.d[0];
   }
 }
