@@ -1,12 +1,15 @@
 """Builds what web/nnwasm.mjs loads: the nnwasm wheel (kernels.wasm inside) and dist/web/.
 
     dist/nnwasm-<version>-py3-none-any.whl
-    dist/web/pyodide/         Pyodide's core files, copied from node_modules/pyodide (`npm ci`)
+    dist/web/pyodide/         Pyodide's core files, copied from node_modules/pyodide (`npm ci`),
+                              and LICENSE (theirs: build_scripts/pyodide-LICENSE.txt)
     dist/web/nnwasm-<version>-py3-none-any.whl
-    dist/web/nnwasm-web.json  names the wheel; web/env.mjs finds everything through it
+    dist/web/nnwasm-web.json  names the wheel; web/env.mjs finds everything through it. Also
+                              lists every file above with its SHA-256, and a digest of the .py
+                              sources, for `npm pack`'s check (build_scripts/check_dist.mjs)
     dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
 
-Serve the repository root (demo/serve.py) and /web/ finds /dist/web/ next to it.
+dist/web/ is what the npm package ships (package.json "files"). Serve the repository root (demo/serve.py) and /web/ finds /dist/web/ next to it.
 Idempotent: a file is rewritten only when its content changed, and older wheels are removed.
 Needs py_runtime/nnwasm/kernels.wasm (build_scripts/build_kernels.py) and node_modules/.
 """
@@ -26,6 +29,7 @@ PACKAGE = ROOT / "py_runtime" / "nnwasm"
 DIST = ROOT / "dist"
 WEB = DIST / "web"
 PYODIDE_SRC = ROOT / "node_modules" / "pyodide"
+PYODIDE_LICENSE = ROOT / "build_scripts" / "pyodide-LICENSE.txt"
 # What loadPyodide fetches from its indexURL at start-up; nothing else is needed offline.
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
 # The source tree a wheel is built from, copied apart so stale build/ output never leaks in.
@@ -72,6 +76,14 @@ def build_wheel():
         return wheels[0].name, wheels[0].read_bytes()
 
 
+def sources_sha256():
+    """Digest of the wheel's Python sources: SHA-256 of `<sha256>  <path under py_runtime/>` lines,
+    sorted by path (build_scripts/check_dist.mjs computes the same to find a stale wheel)."""
+    files = sorted(p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    lines = "".join(f"{sha256((PACKAGE.parent / f).read_bytes())}  {f}\n" for f in files)
+    return sha256(lines.encode())
+
+
 def check_wheel(name, data, kernels):
     """The wheel must hold this kernels.wasm and every module of the source tree."""
     with zipfile.ZipFile(io.BytesIO(data)) as z:
@@ -87,7 +99,7 @@ def check_wheel(name, data, kernels):
 
 
 def pyodide_version():
-    pinned = json.loads((ROOT / "package.json").read_text())["dependencies"]["pyodide"]
+    pinned = json.loads((ROOT / "package.json").read_text())["devDependencies"]["pyodide"]
     pkg = PYODIDE_SRC / "package.json"
     if not pkg.exists():
         fail(f"{PYODIDE_SRC} is missing: run `npm ci`")
@@ -106,19 +118,26 @@ def main():
     wheel_name, wheel = build_wheel()
     check_wheel(wheel_name, wheel, kernels)
 
-    written, removed = [], []
+    written, removed, shipped = [], [], {}
+
+    def ship(name, data):
+        write_if_changed(WEB / name, data, written)
+        shipped[name] = sha256(data)
+
     for folder in (DIST, WEB):
         for old in folder.glob("nnwasm-*.whl"):
             if old.name != wheel_name:
                 old.unlink()
                 removed.append(old)
-        write_if_changed(folder / wheel_name, wheel, written)
+    write_if_changed(DIST / wheel_name, wheel, written)
+    ship(wheel_name, wheel)
     # Plan files (.nnwp) run on kernels.wasm alone, without Pyodide or the wheel.
-    write_if_changed(WEB / "kernels.wasm", kernels, written)
+    ship("kernels.wasm", kernels)
     for name in PYODIDE_FILES:
-        write_if_changed(WEB / "pyodide" / name, (PYODIDE_SRC / name).read_bytes(), written)
+        ship(f"pyodide/{name}", (PYODIDE_SRC / name).read_bytes())
+    ship("pyodide/LICENSE", PYODIDE_LICENSE.read_bytes())
     manifest = {"wheel": wheel_name, "pyodide": "pyodide/", "pyodideVersion": version,
-                "kernelsSha256": sha256(kernels)}
+                "kernelsSha256": sha256(kernels), "sourcesSha256": sources_sha256(), "files": shipped}
     write_if_changed(WEB / "nnwasm-web.json", (json.dumps(manifest, indent=2) + "\n").encode(), written)
 
     for p in removed:
