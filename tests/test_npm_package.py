@@ -6,14 +6,18 @@ Plan files run under Node's permission model, which refuses every read outside t
 and the model's folder: kernels.wasm and the plan runner must come from node_modules/nnwasm/. The
 .onnx path boots Pyodide, which Node's permission model stops (process.binding), so there the
 files the process opens are traced with strace, where it is installed. Outputs must be
-bit-identical to CPython's nnwasm on the same file."""
+bit-identical to CPython's nnwasm on the same file. Then a page served from a folder holding
+node_modules/nnwasm/ and nothing else of nnwasm runs them in Chromium, as web/README.md says to."""
 import base64
+import functools
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 
 import numpy as np
 import pytest
@@ -139,3 +143,74 @@ def test_onnx_model_from_installed_package(project, models, tmp_path):
     mine = {p for p in opened if p.startswith(str(project) + "/")}
     assert all(p.startswith(str(package) + "/") for p in mine - {str(project / "package.json"), str(project / "consumer.mjs"),
                                                                   *(str(s) for s in project.glob("spec-*.json"))}), sorted(mine)
+
+
+# A page as web/README.md's "Serving it" has it: an import map names the installed package.
+PAGE = """<!doctype html><meta charset="utf-8"><title>nnwasm from npm</title>
+<script type="importmap">{"imports": {"nnwasm": "/node_modules/nnwasm/web/nnwasm.mjs"}}</script>
+<script type="module">
+import { env, InferenceSession, Tensor } from "nnwasm";
+const params = new URLSearchParams(location.search);
+env.wasm.proxy = params.has("proxy");
+const ARRAYS = { float32: Float32Array, int64: BigInt64Array };
+window.__result = (async () => {
+  const feeds = {};
+  for (const [name, { file, dtype, dims }] of Object.entries(INPUTS)) {
+    feeds[name] = new Tensor(dtype, new ARRAYS[dtype](await (await fetch(file)).arrayBuffer()), dims);
+  }
+  const session = await InferenceSession.create(params.get("model"));
+  const { probs } = await session.run(feeds);
+  await session.release();
+  return { distURL: env.distURL, dims: [...probs.dims], bytes: Array.from(new Uint8Array(probs.data.buffer, probs.data.byteOffset, probs.data.byteLength)) };
+})();
+</script>"""
+
+
+class StaticHandler(http.server.SimpleHTTPRequestHandler):
+    """A plain static server; only the types web/README.md asks for are set."""
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(project, models, tmp_path_factory):
+    """A served folder: the page, the models, and the scratch project's node_modules/ (nnwasm alone)."""
+    root = tmp_path_factory.mktemp("site")
+    (root / "node_modules").symlink_to(project / "node_modules")
+    d, inputs, _ = models
+    (root / "models").symlink_to(d)
+    page_inputs = {k: {**v, "file": "models/" + os.path.basename(v["path"])} for k, v in inputs.items()}
+    (root / "index.html").write_text(PAGE.replace("INPUTS", json.dumps(page_inputs)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(StaticHandler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("query", ["model=models/m.nnwp", "model=models/m.nnwp&proxy", "model=models/m.onnx"],
+                         ids=["plan-page", "plan-proxy-worker", "onnx-pyodide"])
+def test_page_serving_installed_package(site, models, page, query):
+    _, _, expected = models
+    model = query.split("&")[0].removeprefix("model=models/")
+    requests, errors = [], []
+    page.context.on("request", lambda r: requests.append(r.url))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400 and not r.url.endswith("/favicon.ico") else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(site + "index.html?" + query)
+    result = page.evaluate("window.__result")
+    assert not errors, errors
+    assert result["distURL"] == site + "node_modules/nnwasm/dist/web/"
+    assert result["dims"] == list(expected[model].shape)
+    assert bytes(result["bytes"]) == expected[model].astype("<f4").tobytes(), "outputs differ from CPython's"
+    paths = {u.removeprefix(site).split("?")[0] for u in requests}
+    ours = {p for p in paths if not p.startswith("node_modules/nnwasm/")}
+    assert ours <= {"index.html", "favicon.ico", "models/ids.bin", "models/x.bin", f"models/{model}"}, sorted(ours)
+    assert "node_modules/nnwasm/dist/web/kernels.wasm" in paths or model == "m.onnx", sorted(paths)
+    assert any(p.endswith("pyodide.asm.wasm") for p in paths) == (model == "m.onnx"), sorted(paths)

@@ -6,8 +6,9 @@ const VERSION = "0.1.0";
 const PYODIDE_VERSION = "314.0.7";
 
 export const env = {
-  // Folder written by build_scripts/build_web.py: pyodide/, the nnwasm wheel and
-  // nnwasm-web.json naming it. Default: dist/web/ of the source tree this file is in.
+  // Folder written by build_scripts/build_web.py: pyodide/, the nnwasm wheel, nnwasm-web.json
+  // naming it, and kernels.wasm. Default: dist/web/ next to this file's folder, in the source
+  // tree or in the npm package (node_modules/nnwasm/dist/web/), wherever that is served from.
   distURL: new URL("../dist/web/", import.meta.url).href,
 
   // Pyodide's indexURL (pyodide.mjs, pyodide.asm.*, python_stdlib.zip, pyodide-lock.json).
