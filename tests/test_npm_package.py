@@ -5,7 +5,7 @@ tests/node/package-consumer.mjs there importing { InferenceSession, Tensor } fro
 Plan files run under Node's permission model, which refuses every read outside the scratch project
 and the model's folder: kernels.wasm and the plan runner must come from node_modules/nnwasm/. The
 .onnx path boots Pyodide, which Node's permission model stops (process.binding), so there the
-files the process opens are traced with strace, where it is installed. Outputs must be
+files the process opens are traced with strace, where it is installed and allowed to trace. Outputs must be
 bit-identical to CPython's nnwasm on the same file. Then a page served from a folder holding
 node_modules/nnwasm/ and nothing else of nnwasm runs them in Chromium, as web/README.md says to."""
 import base64
@@ -98,6 +98,47 @@ def test_tarball_holds_the_module_and_dist_web(tarball):
     assert not pkg.get("dependencies"), "the package must install offline with nothing else"
 
 
+@pytest.fixture
+def checkout_copy(tarball, tmp_path):
+    """What build_scripts/check_dist.mjs reads, copied from the checkout (dist/web/ as built above)."""
+    for name in ["build_scripts/check_dist.mjs", "web/env.mjs", "package.json"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "py_runtime" / "nnwasm", tmp_path / "py_runtime" / "nnwasm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "dist" / "web", tmp_path / "dist" / "web")
+    return tmp_path
+
+
+def _append(path, data):
+    path.write_bytes(path.read_bytes() + data)
+
+
+STALE = {  # how dist/web/ goes wrong -> what `npm pack` must say
+    "never built": (lambda d: shutil.rmtree(d / "dist"), "dist/web/ was never built"),
+    "source edited": (lambda d: _append(d / "py_runtime/nnwasm/__init__.py", b"# edited\n"),
+                      "py_runtime/nnwasm/*.py changed since the wheel in dist/web/ was built"),
+    "kernels rebuilt": (lambda d: _append(d / "py_runtime/nnwasm/kernels.wasm", b"\0"),
+                        "py_runtime/nnwasm/kernels.wasm changed since dist/web/ was built"),
+    "file missing": (lambda d: (d / "dist/web/pyodide/python_stdlib.zip").unlink(),
+                     "dist/web/pyodide/python_stdlib.zip is missing"),
+    "stray file": (lambda d: (d / "dist/web/pyodide/extra.whl").write_bytes(b"x"),
+                   "dist/web/pyodide/extra.whl was not written by build_web.py"),
+    "version bumped": (lambda d: (d / "package.json").write_text((d / "package.json").read_text().replace('"0.1.0"', '"0.2.0"')),
+                       "versions differ: package.json 0.2.0"),
+}
+
+
+@pytest.mark.parametrize("case", STALE)
+def test_prepack_refuses_a_stale_dist(checkout_copy, case):
+    script = ["node", str(checkout_copy / "build_scripts" / "check_dist.mjs")]
+    _run(script, checkout_copy)   # the copy as built passes
+    spoil, message = STALE[case]
+    spoil(checkout_copy)
+    proc = subprocess.run(script, cwd=checkout_copy, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+
+
 def _consume(project, models, model, *, proxy=False, sandbox=True, trace=None):
     d, inputs, expected = models
     spec = project / f"spec-{model}-{proxy}.json"
@@ -127,9 +168,14 @@ def test_plan_file_from_installed_package(project, models, proxy):
     assert result["probe"] == "ERR_ACCESS_DENIED", "Node's permission model was not in force"
 
 
+def _can_strace():
+    return shutil.which("strace") is not None and subprocess.run(
+        ["strace", "-qq", "-o", os.devnull, "true"], capture_output=True, timeout=60).returncode == 0
+
+
 def test_onnx_model_from_installed_package(project, models, tmp_path):
     """Pyodide, the wheel and the manifest from node_modules/nnwasm/dist/web/ (~3 s)."""
-    trace = tmp_path / "opened.txt" if shutil.which("strace") else None
+    trace = tmp_path / "opened.txt" if _can_strace() else None
     result = _consume(project, models, "m.onnx", sandbox=False, trace=trace)
     assert result["probe"] == "read"
     if trace is None:
@@ -137,15 +183,15 @@ def test_onnx_model_from_installed_package(project, models, tmp_path):
     opened = {line.split('"')[1] for line in trace.read_text().splitlines() if '"' in line}
     package = project / "node_modules" / "nnwasm"
     assert str(package / "dist" / "web" / "pyodide" / "pyodide.asm.wasm") in opened, "strace saw no Pyodide"
-    allowed = (str(project) + "/", str(models[0]) + "/", *SYSTEM_DIRS)
-    outside = sorted(p for p in opened if not p.startswith(allowed) and p not in (str(ROOT / "package.json"), shutil.which("node")))
-    assert not outside, f"read outside the scratch project: {outside}"
-    mine = {p for p in opened if p.startswith(str(project) + "/")}
-    assert all(p.startswith(str(package) + "/") for p in mine - {str(project / "package.json"), str(project / "consumer.mjs"),
-                                                                  *(str(s) for s in project.glob("spec-*.json"))}), sorted(mine)
+    # The script's own files, the model's folder, what Node opens anyway, and the probe.
+    allowed = (str(package) + "/", str(models[0]) + "/", *SYSTEM_DIRS)
+    expected = {str(project / "package.json"), str(project / "consumer.mjs"), str(ROOT / "package.json"),
+                shutil.which("node"), *(str(p) for p in project.glob("spec-*.json"))}
+    outside = sorted(p for p in opened - expected if not p.startswith(allowed))
+    assert not outside, f"read outside node_modules/nnwasm/: {outside}"
 
 
-# A page as web/README.md's "Serving it" has it: an import map names the installed package.
+# A page as web/README.md's "Serving it in a page" has it: an import map names the installed package.
 PAGE = """<!doctype html><meta charset="utf-8"><title>nnwasm from npm</title>
 <script type="importmap">{"imports": {"nnwasm": "/node_modules/nnwasm/web/nnwasm.mjs"}}</script>
 <script type="module">
