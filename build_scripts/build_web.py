@@ -9,7 +9,9 @@
                               sources, for `npm pack`'s check (build_scripts/check_dist.mjs)
     dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
 
-dist/web/ is what the npm package ships (package.json "files"). Serve the repository root (demo/serve.py) and /web/ finds /dist/web/ next to it.
+dist/web/ is what the npm package ships (package.json "files"); every file written there goes
+through ship() so that nnwasm-web.json lists it. Serve the repository root (demo/serve.py) and
+/web/ finds /dist/web/ next to it.
 Idempotent: a file is rewritten only when its content changed, and older wheels are removed.
 Needs py_runtime/nnwasm/kernels.wasm (build_scripts/build_kernels.py) and node_modules/.
 """
