@@ -9,8 +9,10 @@ import { checkRecipe, preprocess } from "./preprocess.mjs";
 const RECIPE_URL = new URL("assets/efficientnet-lite0.json", import.meta.url);
 const DEFAULT_PHOTO = new URL("assets/coffee.png", import.meta.url);
 const TOP_K = 5;
-// The mark the page sets when its first top-1 is on screen (bench/bench_startup.py reads it).
-const FIRST_RESULT = "nnwasm-first-result";
+// Marks on the page's timeline (bench/bench_startup.py reads them; "first-result" is when the
+// first top-1 is on screen): the modules have loaded, the session exists, the photo is an input.
+const mark = (name) => performance.mark(`demo-${name}`);
+mark("modules");
 const params = new URLSearchParams(location.search);
 env.debug = params.has("debug"); // /demo/?debug logs boot steps
 // A plan run is one call into kernels.wasm (tens of ms), so the plan runs on this thread; ?proxy
@@ -21,7 +23,8 @@ const PYODIDE_IN_WORKER = !params.has("noproxy");
 env.wasm.proxy = params.has("onnx") ? PYODIDE_IN_WORKER : params.has("proxy");
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, recipe: null, labels: null, input: null, busy: false, runs: 0, firstResultMs: null };
+const state = { session: null, recipe: null, labels: null, input: null, busy: false, runs: 0, firstResultMs: null,
+                timings: {} }; // ms: bootMs, createMs, preMs, firstRunMs (as shown)
 window.nnwasmDemo = state; // for tests and the curious: the session, the last input tensor
 
 function status(text) {
@@ -78,7 +81,7 @@ function showPredictions(probs) {
   $("top1").textContent = state.labels[top[0][1]];
   $("photo").alt = `The photo being classified: ${state.labels[top[0][1]]}, ${(top[0][0] * 100).toFixed(0)}%`;
   if (state.firstResultMs === null) {
-    performance.mark(FIRST_RESULT);
+    mark("first-result");
     state.firstResultMs = performance.now(); // since the navigation started
     $("t-first").textContent = ms(state.firstResultMs);
   }
@@ -101,6 +104,7 @@ function showPath(session, { plan, name }) {
     : `${name}: an ONNX model, run by nnwasm in Python (Pyodide) driving kernels.wasm`;
   $("boot-label").textContent = plan ? "Load kernels.wasm" : "Start Python + nnwasm";
   $("t-boot").textContent = ms(session.timings.bootMs);
+  state.timings.bootMs ??= session.timings.bootMs;
   if (plan) {
     const item = document.createElement("li");
     item.textContent = "WasmExecutionProvider: every node (compiled into the plan)";
@@ -143,8 +147,11 @@ async function run(input) {
   const outputName = session.outputNames.includes(state.recipe.output) ? state.recipe.output : session.outputNames[0];
   const t1 = performance.now();
   const out = await session.run({ [inputName]: state.input });
+  const runMs = performance.now() - t1;
+  state.timings.firstRunMs ??= runMs;
+  state.timings.preMs ??= input.ms;
   // The first run also waits for V8 to finish optimising kernels.wasm: "Time 10 runs" shows the steady state.
-  $("t-run").textContent = ms(performance.now() - t1) + (state.runs++ === 0 ? " (first run)" : "");
+  $("t-run").textContent = ms(runMs) + (state.runs++ === 0 ? " (first run)" : "");
   const logits = out[outputName].data;
   if (logits.length !== state.labels.length) {
     throw new Error(`the model's output '${outputName}' has ${logits.length} values; this demo shows ` +
@@ -199,6 +206,7 @@ async function openOnnx(bytes, name) {
   const t0 = performance.now();
   // No executionProviders: nnwasm's default order, so the counts below show what it chose.
   const session = await InferenceSession.create(model);
+  state.timings.createMs ??= performance.now() - t0;
   $("t-create").textContent = ms(performance.now() - t0);
   await state.session?.release();
   state.session = session;
@@ -278,15 +286,17 @@ async function main() {
   // the photo's download, decode and preprocessing.
   const photo = fetchBlob(DEFAULT_PHOTO);
   const labels = fetchJSON(new URL(state.recipe.labels, RECIPE_URL)).then((l) => (state.labels = l));
-  const input = photo.then(prepare);
+  const input = photo.then(prepare).then((x) => (mark("input"), x));
   const t0 = performance.now();
   if (onnx) {
     await openOnnx(fetchBytes(modelURL), model);
   } else {
     state.session = await InferenceSession.create(modelURL.href);
-    $("t-create").textContent = ms(performance.now() - t0) + " (with its download)";
+    state.timings.createMs = performance.now() - t0;
+    $("t-create").textContent = ms(state.timings.createMs) + " (with its download)";
     showPath(state.session, { plan: true, name: model });
   }
+  mark("session");
   await labels;
   $("photo").src = URL.createObjectURL(await photo);
   status("Classifying…");
