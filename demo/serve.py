@@ -72,6 +72,9 @@ class DemoRequestHandler(http.server.SimpleHTTPRequestHandler):
 
 class DemoServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # The page asks for ~20 files at once (its preloads and modulepreloads); socketserver's
+    # default backlog of 5 refused some on a busy machine ("Failed to fetch").
+    request_queue_size = 64
 
     def __init__(self, port=8000, root=ROOT, verbose=False, extra_prefixes=(), handler=DemoRequestHandler):
         """extra_prefixes: more URL path prefixes to serve; handler: a DemoRequestHandler subclass
