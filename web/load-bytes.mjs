@@ -63,7 +63,8 @@ async function fetchOk(url) {
 // Into one buffer of Content-Length bytes when the server says it (and sends no encoding, under
 // which Content-Length counts the compressed bytes); growing by doubling otherwise.
 async function readStream(response, onChunk) {
-  const length = Number(response.headers.get("content-length"));
+  const header = response.headers.get("content-length");
+  const length = header === null ? NaN : Number(header);
   const exact = !response.headers.get("content-encoding") && Number.isSafeInteger(length) && length >= 0;
   let buffer = new Uint8Array(exact ? length : 1 << 20);
   let size = 0;
