@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web pack public-models zoo test test-all test-fast demo bench bench-zoo clean
+.PHONY: setup build kernels web pack public-models zoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -62,8 +62,17 @@ test-fast: kernels public-models zoo
 demo: build
 	$(PY) demo/serve.py --port $(PORT)
 
+# Recompiles the demo's committed plan file (demo/assets/efficientnet-lite0.nnwp) after a change to
+# the compiler, the kernels' plan ABI or the file format; tests/test_demo_plan.py fails until then.
+demo-plan: .venv/.installed
+	$(PY) build_scripts/compile_demo_plan.py
+
 bench: build
 	$(PY) bench/bench_efficientnet.py
+
+# Page open -> first result: the demo on its plan file, the demo through Pyodide, onnxruntime-web
+bench-startup: build
+	$(PY) bench/bench_startup.py
 
 bench-zoo: build zoo
 	$(PY) bench/bench_zoo.py

@@ -1,19 +1,30 @@
-// The demo page: boot nnwasm, load EfficientNet-Lite0, classify the default photo, then any
-// image the visitor picks or drops. Everything follows assets/efficientnet-lite0.json.
+// The demo page: classify the default photo with EfficientNet-Lite0, then any image the visitor
+// picks or drops. By default the model is its committed plan file (.nnwp), run by kernels.wasm
+// alone: no Python is downloaded. Opening an .onnx model (a picked or dropped file, or /demo/?onnx
+// for the committed one) boots Python in Pyodide, only then. Everything follows
+// assets/efficientnet-lite0.json.
 import { boot, env, InferenceSession, Tensor } from "../web/nnwasm.mjs";
 import { checkRecipe, preprocess } from "./preprocess.mjs";
 
 const RECIPE_URL = new URL("assets/efficientnet-lite0.json", import.meta.url);
 const DEFAULT_PHOTO = new URL("assets/coffee.png", import.meta.url);
 const TOP_K = 5;
+// Marks on the page's timeline (bench/bench_startup.py reads them; "first-result" is when the
+// first top-1 is on screen): the modules have loaded, the session exists, the photo is an input.
+const mark = (name) => performance.mark(`demo-${name}`);
+mark("modules");
 const params = new URLSearchParams(location.search);
 env.debug = params.has("debug"); // /demo/?debug logs boot steps
-// Pyodide boots and sessions run in a worker, so the page keeps painting meanwhile; /demo/?noproxy
-// runs them on this thread instead, for comparison (the page then freezes for seconds at boot).
-env.wasm.proxy = !params.has("noproxy");
+// A plan run is one call into kernels.wasm (tens of ms), so the plan runs on this thread; ?proxy
+// runs it in the worker instead. Pyodide takes seconds to boot, so it boots in the worker unless
+// ?noproxy (the page then freezes meanwhile). Plan sessions follow env.wasm.proxy as it is when
+// they are created; the first .onnx session fixes it for good.
+const PYODIDE_IN_WORKER = !params.has("noproxy");
+env.wasm.proxy = params.has("onnx") ? PYODIDE_IN_WORKER : params.has("proxy");
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, recipe: null, labels: null, input: null, busy: false, runs: 0 };
+const state = { session: null, recipe: null, labels: null, input: null, busy: false, runs: 0, firstResultMs: null,
+                timings: {} }; // ms: bootMs, createMs, preMs, firstRunMs (as shown)
 window.nnwasmDemo = state; // for tests and the curious: the session, the last input tensor
 
 function status(text) {
@@ -69,6 +80,11 @@ function showPredictions(probs) {
   }));
   $("top1").textContent = state.labels[top[0][1]];
   $("photo").alt = `The photo being classified: ${state.labels[top[0][1]]}, ${(top[0][0] * 100).toFixed(0)}%`;
+  if (state.firstResultMs === null) {
+    mark("first-result");
+    state.firstResultMs = performance.now(); // since the navigation started
+    $("t-first").textContent = ms(state.firstResultMs);
+  }
 }
 
 function showProviders(assignment) {
@@ -79,6 +95,23 @@ function showProviders(assignment) {
     item.textContent = `${provider}: ${n} node${n === 1 ? "" : "s"}`;
     return item;
   }));
+}
+
+/** Which model runs, and how: shown above the timings. */
+function showPath(session, { plan, name }) {
+  $("path").textContent = plan
+    ? `${name}: a plan file, run by kernels.wasm alone (no Python)`
+    : `${name}: an ONNX model, run by nnwasm in Python (Pyodide) driving kernels.wasm`;
+  $("boot-label").textContent = plan ? "Load kernels.wasm" : "Start Python + nnwasm";
+  $("t-boot").textContent = ms(session.timings.bootMs);
+  state.timings.bootMs ??= session.timings.bootMs;
+  if (plan) {
+    const item = document.createElement("li");
+    item.textContent = "WasmExecutionProvider: every node (compiled into the plan)";
+    $("providers").replaceChildren(item);
+  } else {
+    showProviders(session.providerAssignment);
+  }
 }
 
 async function decode(blob) {
@@ -97,35 +130,98 @@ async function decode(blob) {
   return ctx.getImageData(0, 0, canvas.width, canvas.height);
 }
 
-async function classify(blob, url) {
+/** The model input for an image; throws on a file that is no image. */
+async function prepare(blob) {
+  const t0 = performance.now();
+  const image = await decode(blob);
+  const { data, dims } = preprocess(image.data, image.width, image.height, state.recipe);
+  return { tensor: new Tensor("float32", data, dims), ms: performance.now() - t0 };
+}
+
+/** Runs the session on a prepared input and shows the result. */
+async function run(input) {
+  state.input = input.tensor;
+  $("t-pre").textContent = ms(input.ms);
+  const session = state.session;
+  const inputName = session.inputNames.includes(state.recipe.input) ? state.recipe.input : session.inputNames[0];
+  const outputName = session.outputNames.includes(state.recipe.output) ? state.recipe.output : session.outputNames[0];
+  const t1 = performance.now();
+  const out = await session.run({ [inputName]: state.input });
+  const runMs = performance.now() - t1;
+  state.timings.firstRunMs ??= runMs;
+  state.timings.preMs ??= input.ms;
+  // The first run also waits for V8 to finish optimising kernels.wasm: "Time 10 runs" shows the steady state.
+  $("t-run").textContent = ms(runMs) + (state.runs++ === 0 ? " (first run)" : "");
+  const logits = out[outputName].data;
+  if (logits.length !== state.labels.length) {
+    throw new Error(`the model's output '${outputName}' has ${logits.length} values; this demo shows ` +
+                    `${state.labels.length} ImageNet classes`);
+  }
+  showPredictions(softmax(logits));
+}
+
+/** Guards the page's one job at a time; `work` gets no argument and its errors are shown. */
+async function exclusive(work) {
   if (state.busy) {
-    URL.revokeObjectURL(url);
-    status("Still working on the previous image: try again in a moment.");
-    return;
+    status("Still working on the previous request: try again in a moment.");
+    return false;
   }
   state.busy = true;
   $("error").hidden = true;
   try {
-    status("Classifying…");
-    const t0 = performance.now();
-    const image = await decode(blob); // before showing it: a file that is no image changes nothing
-    if ($("photo").src.startsWith("blob:")) URL.revokeObjectURL($("photo").src);
-    $("photo").src = url;
-    const { data, dims } = preprocess(image.data, image.width, image.height, state.recipe);
-    state.input = new Tensor("float32", data, dims);
-    $("t-pre").textContent = ms(performance.now() - t0);
-    const t1 = performance.now();
-    const out = await state.session.run({ [state.recipe.input]: state.input });
-    // The first run also waits for V8 to finish optimising kernels.wasm: "Time 10 runs" shows the steady state.
-    $("t-run").textContent = ms(performance.now() - t1) + (state.runs++ === 0 ? " (first run)" : "");
-    showPredictions(softmax(out[state.recipe.output].data));
-    status("Done. Drop another image, or choose a file.");
+    await work();
+    return true;
   } catch (err) {
-    if ($("photo").src !== url) URL.revokeObjectURL(url);
     showError(err);
+    return false;
   } finally {
     state.busy = false;
   }
+}
+
+function classify(blob) {
+  const url = URL.createObjectURL(blob);
+  return exclusive(async () => {
+    try {
+      status("Classifying…");
+      const input = await prepare(blob); // before showing it: a file that is no image changes nothing
+      if ($("photo").src.startsWith("blob:")) URL.revokeObjectURL($("photo").src);
+      $("photo").src = url;
+      await run(input);
+      status("Done. Drop another image, or choose a file.");
+    } catch (err) {
+      if ($("photo").src !== url) URL.revokeObjectURL(url);
+      throw err;
+    }
+  });
+}
+
+/** Replaces the session by one for an .onnx model (bytes, or a promise of them): boots Pyodide. */
+async function openOnnx(bytes, name) {
+  env.wasm.proxy = PYODIDE_IN_WORKER; // read by this first .onnx create (and only by it)
+  status(`Starting Python (Pyodide) and nnwasm${PYODIDE_IN_WORKER ? " in a worker" : ""}, loading ${name}…`);
+  const [runtime, model] = await Promise.all([boot(), bytes]); // the download overlaps Pyodide's start-up
+  $("t-boot").textContent = ms(runtime.bootMs);
+  status(`Preparing ${name}…`);
+  const t0 = performance.now();
+  // No executionProviders: nnwasm's default order, so the counts below show what it chose.
+  const session = await InferenceSession.create(model);
+  state.timings.createMs ??= performance.now() - t0;
+  $("t-create").textContent = ms(performance.now() - t0);
+  await state.session?.release();
+  state.session = session;
+  showPath(session, { plan: false, name });
+}
+
+function openModelFile(file) {
+  return exclusive(async () => {
+    await openOnnx(file.arrayBuffer().then((b) => new Uint8Array(b)), file.name);
+    if (state.input) {
+      status(`Classifying with ${file.name}…`);
+      await run({ tensor: state.input, ms: 0 });
+    }
+    status(`Done: ${file.name} is loaded. Drop an image, or choose a file.`);
+  });
 }
 
 async function benchmark() {
@@ -135,9 +231,10 @@ async function benchmark() {
   status("Timing 10 runs…");
   const times = [];
   try {
+    const name = state.session.inputNames.includes(state.recipe.input) ? state.recipe.input : state.session.inputNames[0];
     for (let i = 0; i < 10; i++) {
       const t = performance.now();
-      await state.session.run({ [state.recipe.input]: state.input });
+      await state.session.run({ [name]: state.input });
       times.push(performance.now() - t);
       await new Promise((resolve) => setTimeout(resolve)); // let the page repaint between runs
     }
@@ -152,12 +249,17 @@ async function benchmark() {
   }
 }
 
+// A dropped or picked .onnx file is a model; anything else, an image to classify.
+function take(file) {
+  if (!file) return;
+  if (file.name.toLowerCase().endsWith(".onnx")) openModelFile(file);
+  else classify(file);
+}
+
 function wireInputs() {
   const zone = $("dropzone");
-  $("file").addEventListener("change", (e) => {
-    const file = e.target.files[0];
-    if (file) classify(file, URL.createObjectURL(file));
-  });
+  $("file").addEventListener("change", (e) => take(e.target.files[0]));
+  $("model-file").addEventListener("change", (e) => take(e.target.files[0]));
   zone.addEventListener("dragover", (e) => {
     e.preventDefault();
     zone.classList.add("over");
@@ -166,36 +268,48 @@ function wireInputs() {
   zone.addEventListener("drop", (e) => {
     e.preventDefault();
     zone.classList.remove("over");
-    const file = e.dataTransfer.files[0];
-    if (file) classify(file, URL.createObjectURL(file));
+    take(e.dataTransfer.files[0]);
   });
   $("bench").addEventListener("click", benchmark);
 }
 
 async function main() {
   wireInputs();
-  status(`Starting Python (Pyodide) and nnwasm${env.wasm.proxy ? " in a worker" : ""}, downloading EfficientNet-Lite0…`);
-  const recipe = checkRecipe(await fetchJSON(RECIPE_URL));
-  state.recipe = recipe;
-  // Downloads overlap Pyodide's start-up, the longest step.
-  const [runtime, labels, model, photo] = await Promise.all([
-    boot(),
-    fetchJSON(new URL(recipe.labels, RECIPE_URL)),
-    fetchBytes(new URL(recipe.model, RECIPE_URL)),
-    fetchBlob(DEFAULT_PHOTO),
-  ]);
-  state.labels = labels;
-  $("t-boot").textContent = ms(runtime.bootMs);
-
-  status("Preparing EfficientNet-Lite0…");
+  const onnx = params.has("onnx");
+  state.busy = true; // until the first result: later picks and drops wait their turn
+  status(onnx ? "Starting Python (Pyodide) and nnwasm, downloading EfficientNet-Lite0…"
+              : "Downloading EfficientNet-Lite0 (a plan file) and kernels.wasm…");
+  state.recipe = checkRecipe(await fetchJSON(RECIPE_URL));
+  const model = onnx ? state.recipe.model : state.recipe.plan;
+  const modelURL = new URL(model, RECIPE_URL);
+  // The downloads all started in index.html. The photo comes first: reading a downloaded model
+  // is a chain of promise callbacks that would hold back the decoder's until its end, and
+  // preparing the photo (~50-80 ms) then waits for the whole model instead of overlapping it.
+  const photo = fetchBlob(DEFAULT_PHOTO);
+  const labels = fetchJSON(new URL(state.recipe.labels, RECIPE_URL)).then((l) => (state.labels = l));
+  const input = photo.then(prepare).then((x) => (mark("input"), x));
+  if (!onnx) await input.catch(() => {}); // its error is shown by the run below
   const t0 = performance.now();
-  // No executionProviders: nnwasm's default order, so the counts below show what it chose.
-  state.session = await InferenceSession.create(model);
-  $("t-create").textContent = ms(performance.now() - t0);
-  showProviders(state.session.providerAssignment);
-
-  await classify(photo, URL.createObjectURL(photo));
+  if (onnx) {
+    await openOnnx(fetchBytes(modelURL), model);
+  } else {
+    state.session = await InferenceSession.create(modelURL.href);
+    state.timings.createMs = performance.now() - t0;
+    $("t-create").textContent = ms(state.timings.createMs) + " (with its download)";
+    showPath(state.session, { plan: true, name: model });
+  }
+  mark("session");
+  await labels;
+  $("photo").src = URL.createObjectURL(await photo);
+  status("Classifying…");
+  await run(await input);
+  state.busy = false;
   $("bench").disabled = false;
+  status(onnx ? "Done. Drop another image, or choose a file."
+              : "Done. Drop another image or an .onnx model, or choose a file.");
 }
 
-main().catch(showError);
+main().catch((err) => {
+  state.busy = false;
+  showError(err);
+});

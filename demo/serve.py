@@ -4,7 +4,7 @@ with the MIME types and cross-origin isolation headers it needs (`python -m http
     python demo/serve.py [--port 8000]      (--port 0 picks a free port)
 
 Importable: DemoServer(port=0) binds at once; .url is the demo's address; run it in a thread
-with serve_forever() and stop it with shutdown().
+with serve_forever() and stop it with shutdown(). The handler class is DemoRequestHandler.
 """
 import argparse
 import functools
@@ -53,7 +53,7 @@ class DemoRequestHandler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return None
-        if not path.startswith(SERVED_PREFIXES):
+        if not path.startswith(self.server.prefixes):
             self.send_error(404, "Not served by the demo server")
             return None
         return super().send_head()
@@ -72,10 +72,16 @@ class DemoRequestHandler(http.server.SimpleHTTPRequestHandler):
 
 class DemoServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # The page asks for ~20 files at once (its preloads and modulepreloads); socketserver's
+    # default backlog of 5 refused some on a busy machine ("Failed to fetch").
+    request_queue_size = 64
 
-    def __init__(self, port=8000, root=ROOT, verbose=False):
+    def __init__(self, port=8000, root=ROOT, verbose=False, extra_prefixes=(), handler=DemoRequestHandler):
+        """extra_prefixes: more URL path prefixes to serve; handler: a DemoRequestHandler subclass
+        (bench/bench_startup.py serves onnxruntime-web with one that counts the bytes it sends)."""
         self.verbose = verbose
-        handler = functools.partial(DemoRequestHandler, directory=str(root))
+        self.prefixes = SERVED_PREFIXES + tuple(extra_prefixes)
+        handler = functools.partial(handler, directory=str(root))
         super().__init__(("127.0.0.1", port), handler)
 
     @property

@@ -1,7 +1,9 @@
-"""The demo page in Debian's chromium, as a visitor would use it: it must boot nnwasm offline
-(every request to 127.0.0.1, the proxy worker's included), classify the default photo as
-"espresso" with no console error, keep painting while Pyodide boots in its worker, classify a
-picked file and a dropped one, and show an error for a file that is no image."""
+"""The demo page in Debian's chromium, as a visitor would use it: offline (every request to
+127.0.0.1, the proxy worker's included), it must classify the default photo as "espresso" with no
+console error from its plan file without requesting a file of Pyodide's or the wheel; through
+Pyodide (/demo/?onnx, or an .onnx picked on the page) give the same top-1 and keep painting while
+Pyodide boots in its worker; classify a picked file and a dropped one, and show an error for a
+file that is no image."""
 import importlib.util
 import re
 import subprocess
@@ -90,6 +92,12 @@ def _onnxruntime_top1(photo):
     return imagenet_fixture.labels()[int(np.argmax(logits))]
 
 
+def _pyodide_requests(page):
+    """Requests for Pyodide's files, the nnwasm wheel or the manifest naming it: the .onnx path's."""
+    paths = [urlparse(u).path for u in page.requests]
+    return [p for p in paths if p.startswith("/dist/web/pyodide/") or p.endswith((".whl", "/nnwasm-web.json"))]
+
+
 def _assert_offline(page, port):
     for url in page.requests:
         parsed = urlparse(url)
@@ -99,13 +107,15 @@ def _assert_offline(page, port):
 
 
 def test_demo_classifies_the_default_photo(watched_page, demo_server):
+    """The default page: the committed plan file on kernels.wasm, no Python at all."""
     page = watched_page
     page.goto(demo_server.url)
     expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
     expect(page.locator("#error")).to_be_hidden()
     expect(page.locator("#predictions li")).to_have_count(5)
+    expect(page.locator("#path")).to_contain_text("efficientnet-lite0.nnwp: a plan file")
     expect(page.locator("#providers li").first).to_contain_text("WasmExecutionProvider")
-    for cell in ("#t-boot", "#t-create", "#t-pre", "#t-run"):
+    for cell in ("#t-first", "#t-boot", "#t-create", "#t-pre", "#t-run"):
         expect(page.locator(cell)).to_have_text(re.compile(r"^\d+(\.\d+)? m?s"))
 
     # The page's canvas preprocessing must feed what Python's recipe gives (within 8-bit rounding).
@@ -116,10 +126,44 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
 
     page.click("#bench")
     expect(page.locator("#status")).to_have_text("Timed 10 runs.", timeout=60_000)
-    timings = {k: page.inner_text(f"#t-{k}") for k in ("boot", "create", "pre", "run")}
-    print("Chromium, EfficientNet-Lite0, proxy worker:", timings)
+    timings = {k: page.inner_text(f"#t-{k}") for k in ("first", "boot", "create", "pre", "run")}
+    print("Chromium, EfficientNet-Lite0 plan file, page thread:", timings)
     (ROOT / "build").mkdir(exist_ok=True)
     page.screenshot(path=str(ROOT / "build" / "demo.png"), full_page=True)
+
+    assert page.errors == []
+    paths = [urlparse(u).path for u in page.requests]
+    assert "/demo/assets/efficientnet-lite0.nnwp" in paths and "/dist/web/kernels.wasm" in paths, paths
+    assert _pyodide_requests(page) == [], "the plan page asked for Python's files"
+    assert "/demo/assets/efficientnet-lite0.onnx" not in paths and "/web/proxy-worker.mjs" not in paths, paths
+    assert len(paths) == len(set(paths)), f"a file was fetched twice (a preload missed): {paths}"
+    _assert_offline(page, demo_server.port)
+
+
+def test_demo_plan_in_the_proxy_worker(watched_page, demo_server):
+    """/demo/?proxy: the plan session lives in the proxy worker, which still boots no Python."""
+    page = watched_page
+    page.goto(demo_server.url + "?proxy")
+    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("#error")).to_be_hidden()
+    assert page.errors == []
+    paths = [urlparse(u).path for u in page.requests]
+    assert "/web/proxy-worker.mjs" in paths, paths
+    assert _pyodide_requests(page) == [], "the worker booted Python for a plan file"
+    _assert_offline(page, demo_server.port)
+
+
+def test_demo_onnx_through_pyodide(watched_page, demo_server):
+    """/demo/?onnx: the committed .onnx, through Python in Pyodide booted in the proxy worker; the
+    page keeps painting meanwhile, and the top-1 is the plan's."""
+    page = watched_page
+    page.goto(demo_server.url + "?onnx")
+    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("#error")).to_be_hidden()
+    expect(page.locator("#path")).to_contain_text("efficientnet-lite0.onnx: an ONNX model")
+    expect(page.locator("#providers li").first).to_contain_text("WasmExecutionProvider")
+    timings = {k: page.inner_text(f"#t-{k}") for k in ("first", "boot", "create", "pre", "run")}
+    print("Chromium, EfficientNet-Lite0 .onnx, proxy worker:", timings)
 
     # Pyodide booted in the worker: the page kept painting all along.
     gap, booted = _longest_frame_gap_during_boot(page)
@@ -130,14 +174,15 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
     # The worker's own requests are seen (the checks below cover it), and only it fetched Pyodide.
     paths = [urlparse(u).path for u in page.requests]
     assert "/web/proxy-worker.mjs" in paths and "/dist/web/pyodide/pyodide.asm.wasm" in paths, paths
+    assert "/demo/assets/efficientnet-lite0.nnwp" not in paths, "the .onnx page downloaded the plan too"
     _assert_offline(page, demo_server.port)
 
 
 def test_demo_without_the_worker(watched_page, demo_server):
-    """/demo/?noproxy boots Pyodide on the page's thread: same result, but the page freezes for
-    seconds. Also the control for the frame probe: it must see that freeze."""
+    """/demo/?onnx&noproxy boots Pyodide on the page's thread: same result, but the page freezes
+    for seconds. Also the control for the frame probe: it must see that freeze."""
     page = watched_page
-    page.goto(demo_server.url + "?noproxy")
+    page.goto(demo_server.url + "?onnx&noproxy")
     expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
     expect(page.locator("#error")).to_be_hidden()
     page.click("#bench")
@@ -182,4 +227,24 @@ def test_demo_classifies_picked_and_dropped_files(watched_page, demo_server):
     expect(page.locator("#error")).to_be_hidden()
 
     assert page.errors == []
+    assert _pyodide_requests(page) == [], "images alone made the plan page ask for Python's files"
+    _assert_offline(page, demo_server.port)
+
+
+def test_demo_opens_an_onnx_model(watched_page, demo_server):
+    """An .onnx picked on the plan page boots Pyodide (in the worker), only then, and classifies
+    the photo on screen as the plan did."""
+    page = watched_page
+    page.goto(demo_server.url)
+    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    assert _pyodide_requests(page) == []
+    page.locator("#top1").evaluate("e => { e.textContent = '…'; }")  # so the check below sees a new result
+    page.set_input_files("#model-file", str(ASSETS / "efficientnet-lite0.onnx"))
+    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("#path")).to_contain_text("efficientnet-lite0.onnx: an ONNX model")
+    expect(page.locator("#status")).to_contain_text("efficientnet-lite0.onnx is loaded")
+    expect(page.locator("#error")).to_be_hidden()
+    assert page.errors == []
+    paths = [urlparse(u).path for u in page.requests]
+    assert "/web/proxy-worker.mjs" in paths and "/dist/web/pyodide/pyodide.asm.wasm" in paths, paths
     _assert_offline(page, demo_server.port)

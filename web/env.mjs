@@ -43,7 +43,8 @@ export const env = {
     // true: Pyodide and every session live in a worker (a module Web Worker; worker_threads in
     // Node), so the calling thread keeps painting while Pyodide boots (seconds) and sessions run.
     // Tensors cross by transfer; the caller's own arrays are copied first and stay usable.
-    // Read once, at the first boot() or create(): all sessions live on one side.
+    // Read once, at the first boot() or .onnx create(): all Pyodide sessions live on one side.
+    // Plan (.nnwp) sessions read it at their create() until then.
     proxy: false,
     // Where plan files (.nnwp) get kernels.wasm, as onnxruntime-web's wasmPaths: a folder URL
     // (ending in "/") holding kernels.wasm, or the URL of the file itself. null = distURL +

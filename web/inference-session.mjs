@@ -5,8 +5,8 @@
 import { resolveEnv } from "./env.mjs";
 import { resolveProviders } from "./execution-providers.mjs";
 import { loadBytes } from "./load-bytes.mjs";
-import { isPlanFile } from "./plan-file.mjs";
-import { PlanSession } from "./plan-session.mjs";
+import { isPlanFile, PlanFileWatcher } from "./plan-file.mjs";
+import { loadKernels, PlanSession } from "./plan-session.mjs";
 import { ProxySession } from "./proxy-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
 
@@ -26,9 +26,28 @@ export async function boot() {
   return impl().boot();
 }
 
+// Plan sessions need no Python, so they follow env.wasm.proxy as it is at their create() until a
+// Pyodide session (or boot()) fixes the side for good.
+const planInWorker = () => (Impl ?? (resolveEnv().proxy ? ProxySession : PyodideSession)) === ProxySession;
+
+// A plan file fetched by URL: kernels.wasm loads while the rest of the file downloads (a failure
+// is create()'s to report), and the checksum is computed as it arrives.
+async function loadModel(url) {
+  const watcher = new PlanFileWatcher(() => {
+    try {
+      if (!planInWorker()) loadKernels().catch(() => {});
+    } catch {} // eslint-disable-line no-empty
+  });
+  return [await loadBytes(url, watcher.onChunk), watcher.crc];
+}
+
 // create(url | Uint8Array | ArrayBuffer, options) or create(ArrayBuffer, byteOffset, byteLength?, options)
+// -> [model bytes, options, the plan file's checksum if computed while loading]
 async function modelAndOptions(arg0, arg1, arg2, arg3) {
-  if (typeof arg0 === "string" || arg0 instanceof URL) return [await loadBytes(arg0), arg1];
+  if (typeof arg0 === "string" || arg0 instanceof URL) {
+    const [bytes, crc] = await loadModel(arg0);
+    return [bytes, arg1, crc];
+  }
   // A plain Uint8Array view: Pyodide cannot convert subclasses such as Node's Buffer.
   if (arg0 instanceof Uint8Array) return [new Uint8Array(arg0.buffer, arg0.byteOffset, arg0.byteLength), arg1];
   if (arg0 instanceof ArrayBuffer || (typeof SharedArrayBuffer !== "undefined" && arg0 instanceof SharedArrayBuffer)) {
@@ -69,14 +88,14 @@ export class InferenceSession {
    * the rest (threads, graph optimization level, ...).
    */
   static async create(arg0, arg1, arg2, arg3) {
-    const [model, options] = await modelAndOptions(arg0, arg1, arg2, arg3);
+    const [model, options, planCrc = null] = await modelAndOptions(arg0, arg1, arg2, arg3);
     if (options !== undefined && (options === null || typeof options !== "object")) {
       throw new TypeError("InferenceSession.create: options must be an object");
     }
     // A .nnwp plan file runs on kernels.wasm alone, never booting Pyodide: here, or in the proxy
     // worker with env.wasm.proxy.
     if (isPlanFile(model)) {
-      return new InferenceSession(await (impl() === ProxySession ? ProxySession.createPlan(model) : PlanSession.create(model)));
+      return new InferenceSession(await (planInWorker() ? ProxySession.createPlan(model) : PlanSession.create(model, undefined, planCrc)));
     }
     const providers = resolveProviders(options?.executionProviders);
     return new InferenceSession(await impl().create(model, providers));

@@ -17,18 +17,37 @@ export async function nodePath(url) {
   return fileURLToPath(url);
 }
 
-/** The bytes at a URL or path, as a Uint8Array; rejects with an Error naming the URL. */
-export async function loadBytes(urlOrPath) {
+/** The bytes at a URL or path, as a Uint8Array; rejects with an Error naming the URL. onChunk,
+ * if given, sees each piece as it arrives, onChunk(piece, offset) (over fetch; the file system
+ * gives one piece), so a caller can start work before the download ends. */
+export async function loadBytes(urlOrPath, onChunk = null) {
   const url = toURL(urlOrPath);
   if (IN_NODE && url.protocol === "file:") {
     const { readFile } = await import("node:fs/promises");
+    let bytes;
     try {
       const buf = await readFile(url);
-      return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+      bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     } catch (e) {
       throw new Error(`cannot read ${await nodePath(url)}: ${e.message}`, { cause: e });
     }
+    onChunk?.(bytes, 0);
+    return bytes;
   }
+  const response = await fetchOk(url);
+  if (onChunk === null || response.body === null) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onChunk?.(bytes, 0);
+    return bytes;
+  }
+  try {
+    return await readStream(response, onChunk);
+  } catch (e) {
+    throw new Error(`cannot fetch ${url.href}: ${e.message}`, { cause: e });
+  }
+}
+
+async function fetchOk(url) {
   let response;
   try {
     response = await fetch(url);
@@ -38,5 +57,31 @@ export async function loadBytes(urlOrPath) {
   if (!response.ok) {
     throw new Error(`cannot fetch ${url.href}: HTTP ${response.status} ${response.statusText}`);
   }
-  return new Uint8Array(await response.arrayBuffer());
+  return response;
+}
+
+// Into one buffer of Content-Length bytes when the server says it (and sends no encoding, under
+// which Content-Length counts the compressed bytes); growing by doubling otherwise.
+async function readStream(response, onChunk) {
+  const header = response.headers.get("content-length");
+  const length = header === null ? NaN : Number(header);
+  const exact = !response.headers.get("content-encoding") && Number.isSafeInteger(length) && length >= 0;
+  let buffer = new Uint8Array(exact ? length : 1 << 20);
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.length > buffer.length) {
+      if (exact) throw new Error(`more bytes than its Content-Length (${length})`);
+      const grown = new Uint8Array(Math.max(2 * buffer.length, size + value.length));
+      grown.set(buffer.subarray(0, size));
+      buffer = grown;
+    }
+    buffer.set(value, size);
+    onChunk(buffer.subarray(size, size + value.length), size);
+    size += value.length;
+  }
+  if (exact && size !== length) throw new Error(`${size} bytes, not its Content-Length (${length})`);
+  return size === buffer.length ? buffer : buffer.subarray(0, size);
 }

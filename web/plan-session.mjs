@@ -3,7 +3,7 @@
 // calling conventions as py_runtime/nnwasm/host/ and wasm/runner.py (whose STATUS table this
 // mirrors); feeds are checked with the Python session's wording, so errors read the same.
 import { resolveKernelsURL } from "./env.mjs";
-import { loadBytes } from "./load-bytes.mjs";
+import { loadBytes, toURL } from "./load-bytes.mjs";
 import { parsePlanFile } from "./plan-file.mjs";
 import { Tensor, typedArrayFor } from "./tensor.mjs";
 
@@ -43,30 +43,48 @@ export function loadKernels(urls = resolveKernelsURL()) {
 
 async function instantiateKernels(candidates) {
   const t0 = performance.now();
-  let bytes = null, url = null;
+  let source = null, url = null;
   const failures = [];
   for (const candidate of candidates) {
     try {
-      bytes = await loadBytes(candidate);
+      source = await kernelsSource(candidate);
       url = candidate;
       break;
     } catch (e) {
       failures.push(e.message);
     }
   }
-  if (bytes === null) {
+  if (source === null) {
     throw new Error(`nnwasm: cannot load kernels.wasm (${failures.join("; ")}); run ` +
                     "`python build_scripts/build_web.py`, or set env.wasm.wasmPaths");
   }
   // The only import of a standalone Emscripten module; views are re-taken after every call anyway.
   const imports = { env: { emscripten_notify_memory_growth: () => {} } };
-  const { instance } = await WebAssembly.instantiate(bytes, imports);
+  const { instance } = source instanceof Response
+    ? await WebAssembly.instantiateStreaming(source, imports)
+    : await WebAssembly.instantiate(source, imports);
   const exports = instance.exports;
   for (const name of ["memory", "nnw_malloc", "nnw_free", "nnw_plan_load", "nnw_plan_run", "nnw_plan_failed_op"]) {
     if (!(name in exports)) throw new Error(`nnwasm: ${url} is not kernels.wasm: it exports no ${name}`);
   }
   exports._initialize?.();
   return { exports, url, compileMs: performance.now() - t0 };
+}
+
+/** A fetch Response to compile while it downloads (served as application/wasm, which
+ * instantiateStreaming requires), else the file's bytes. */
+async function kernelsSource(candidate) {
+  const url = toURL(candidate);
+  if (url.protocol === "file:" || typeof WebAssembly.instantiateStreaming !== "function") return loadBytes(url);
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    throw new Error(`cannot fetch ${url.href}: ${e.message}`, { cause: e });
+  }
+  if (!response.ok) throw new Error(`cannot fetch ${url.href}: HTTP ${response.status} ${response.statusText}`);
+  if (response.headers.get("content-type")?.split(";")[0].trim() === "application/wasm") return response;
+  return new Uint8Array(await response.arrayBuffer());
 }
 
 /** Whether the loaded kernels.wasm takes plans of this version: nnw_plan_load on an empty plan
@@ -91,10 +109,10 @@ function malloc(k, n) {
 
 export class PlanSession {
   /** Loads kernels.wasm if needed (from kernelsURLs, the first that loads), checks the file,
-   * loads the plan. */
-  static async create(fileBytes, kernelsURLs = undefined) {
+   * loads the plan. contentCrc: see parsePlanFile. */
+  static async create(fileBytes, kernelsURLs = undefined, contentCrc = null) {
     const t0 = performance.now();
-    const parsed = parsePlanFile(fileBytes); // refuses a bad file before kernels.wasm is even fetched
+    const parsed = parsePlanFile(fileBytes, contentCrc); // refuses a bad file before kernels.wasm is even fetched
     const { exports, compileMs } = await loadKernels(kernelsURLs);
     if (!acceptsVersion(exports, parsed.abiVersion)) {
       throw nnwasmError("InvalidModel", `nnwasm: not a valid .nnwp plan file: abi_version ${parsed.abiVersion} ` +
@@ -117,31 +135,44 @@ export class PlanSession {
     this.#load(plan, arenaBytes);
   }
 
+  // One block holds the plan's header and ops and, right after them, the arena, placed so that the
+  // plan's weights land where nnw_plan_load moves them (its memmove then moves nothing): one copy
+  // of 18 MB instead of two, and memory grows once, by the arena, instead of by arena + plan.
+  // A header that does not add up gets the whole plan copied as it is, for nnw_plan_load to refuse.
   #load(plan, arenaBytes) {
     const k = this.k;
-    let full = 0, statusAt = 0;
-    this.arena = this.plan = 0;
+    const head = new DataView(plan.buffer, plan.byteOffset, 32);
+    const weightsBytes = head.getUint32(12, true), weightsOffset = head.getUint32(16, true);
+    const opsEnd = 4 * (8 + head.getUint32(20, true) + head.getUint32(24, true));
+    const sane = opsEnd <= weightsOffset && weightsOffset % 16 === 0 && weightsOffset + weightsBytes <= plan.length &&
+                 weightsBytes <= arenaBytes;
+    let statusAt = 0, planBytes;
+    this.owned = []; // what release() frees
     try {
-      this.arena = malloc(k, arenaBytes);
-      full = malloc(k, plan.length);
+      if (sane) {
+        const block = malloc(k, weightsOffset + arenaBytes); // 16-aligned (malloc's), so the arena is too
+        this.owned.push(block);
+        [this.plan, this.arena, planBytes] = [block, block + weightsOffset, weightsOffset + weightsBytes];
+        new Uint8Array(k.memory.buffer, block, opsEnd).set(plan.subarray(0, opsEnd));
+        new Uint8Array(k.memory.buffer, this.arena, weightsBytes).set(plan.subarray(weightsOffset, weightsOffset + weightsBytes));
+      } else {
+        this.arena = malloc(k, arenaBytes);
+        this.owned.push(this.arena);
+        this.plan = malloc(k, plan.length);
+        this.owned.push(this.plan);
+        planBytes = plan.length;
+        new Uint8Array(k.memory.buffer, this.plan, planBytes).set(plan);
+      }
       statusAt = malloc(k, 4);
-      new Uint8Array(k.memory.buffer, full, plan.length).set(plan);
-      const status = k.nnw_plan_load(full, plan.length, this.arena, arenaBytes, statusAt);
+      const status = k.nnw_plan_load(this.plan, planBytes, this.arena, arenaBytes, statusAt);
       if (status) {
         const bad = new Int32Array(k.memory.buffer, statusAt, 1)[0];
         throw nnwasmError("KernelError", `kernels.wasm refused the plan: ${STATUS[status] ?? status} (op ${bad})`);
       }
-      // The weights now live in the arena; keep only the header and op words (as WasmRunner).
-      const head = new DataView(plan.buffer, plan.byteOffset, 32);
-      const opsEnd = 4 * (8 + head.getUint32(20, true) + head.getUint32(24, true));
-      this.plan = malloc(k, opsEnd);
-      new Uint8Array(k.memory.buffer, this.plan, opsEnd).set(plan.subarray(0, opsEnd));
     } catch (e) {
-      if (this.arena) k.nnw_free(this.arena);
-      this.arena = 0;
+      this.release();
       throw e;
     } finally {
-      if (full) k.nnw_free(full);
       if (statusAt) k.nnw_free(statusAt);
     }
   }
@@ -188,9 +219,8 @@ export class PlanSession {
   }
 
   release() {
-    if (!this.plan) return;
-    this.k.nnw_free(this.plan);
-    this.k.nnw_free(this.arena);
+    for (const p of this.owned) this.k.nnw_free(p);
+    this.owned = [];
     this.plan = this.arena = 0;
   }
 }

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import zlib from "node:zlib";
 import { describe, test } from "node:test";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { resolveKernelsURL } from "../../web/env.mjs";
@@ -79,6 +80,16 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
   test("crc32 is zlib's", () => {
     assert.equal(crc32(new TextEncoder().encode("123456789")), 0xcbf43926);
     assert.equal(crc32(new Uint8Array(0)), 0);
+    // The 8-bytes-a-step loop: every alignment and length around it, and continued CRCs.
+    const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 151 + 7) & 0xff);
+    for (let start = 0; start < 6; start++) {
+      for (const length of [1, 3, 7, 8, 9, 15, 16, 17, 64, 255]) {
+        const piece = bytes.subarray(start, start + length);
+        assert.equal(crc32(piece), zlib.crc32(piece), `offset ${start}, ${length} bytes`);
+        const half = length >> 1;
+        assert.equal(crc32(piece.subarray(half), crc32(piece.subarray(0, half))), zlib.crc32(piece));
+      }
+    }
   });
 
   test("a small CNN: names, metadata and outputs bit-identical to CPython's", async () => {

@@ -1,0 +1,55 @@
+"""The demo's derived files stay in step with their sources. The committed plan file
+(demo/assets/efficientnet-lite0.nnwp) is exactly what nnwasm.compile_plan makes now from the
+committed model: a change to the compiler, the optimizer, the kernels' ABI or the file format must
+come with a regenerated plan, or the demo would load a stale (or refused) file. index.html preloads
+every module app.mjs imports (so they download at once, not import after import) and the files
+the recipe names."""
+import hashlib
+import importlib.util
+import json
+import posixpath
+import re
+
+from conftest import ROOT
+
+
+def _compile_demo_plan():
+    spec = importlib.util.spec_from_file_location("compile_demo_plan", ROOT / "build_scripts" / "compile_demo_plan.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_committed_demo_plan_is_current():
+    script = _compile_demo_plan()
+    assert script.PLAN.exists(), f"{script.PLAN} is missing: run `{script.COMMAND}`"
+    committed = script.PLAN.read_bytes()
+    fresh = script.demo_plan_bytes()
+    digest = lambda b: hashlib.sha256(b).hexdigest()[:12]  # noqa: E731
+    assert committed == fresh, (
+        f"demo/assets/efficientnet-lite0.nnwp is stale ({len(committed):,} bytes, sha256 {digest(committed)}; "
+        f"compile_plan now gives {len(fresh):,} bytes, sha256 {digest(fresh)}): run `{script.COMMAND}` and commit it")
+
+
+IMPORT = re.compile(r'^\s*(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"|^\s*import\s+"([^"]+)"', re.M)
+
+
+def _static_imports(path, seen):
+    """Every module path (relative to the repository) that `path` imports statically, transitively."""
+    for match in IMPORT.finditer((ROOT / path).read_text()):
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(path), match[1] or match[2]))
+        if target not in seen:
+            seen.add(target)
+            _static_imports(target, seen)
+    return seen
+
+
+def test_index_preloads_the_module_graph_and_the_recipe_files():
+    html = (ROOT / "demo" / "index.html").read_text()
+    preloaded = {posixpath.normpath(posixpath.join("demo", h)) for h in re.findall(r'rel="modulepreload" href="([^"]+)"', html)}
+    graph = _static_imports("demo/app.mjs", {"demo/app.mjs"})
+    assert preloaded == graph, (f"index.html's modulepreload links differ from app.mjs's imports: missing "
+                                f"{sorted(graph - preloaded)}, extra {sorted(preloaded - graph)}")
+    recipe = json.loads((ROOT / "demo" / "assets" / "efficientnet-lite0.json").read_text())
+    for key in ("plan", "model", "labels"):
+        assert f'"assets/{recipe[key]}"' in html, f"index.html does not preload the recipe's {key} ({recipe[key]})"
