@@ -120,6 +120,15 @@ export class PyodideSession {
     return out;
   }
 
+  startProfiling() {
+    callPython(this.bridge, this.bridge.start_profiling, this.handle);
+  }
+
+  /** The Python session's trace events (profiling.py), [] when it was not profiling. */
+  endProfiling() {
+    return JSON.parse(callPython(this.bridge, this.bridge.end_profiling, this.handle));
+  }
+
   release() {
     callPython(this.bridge, this.bridge.release, this.handle);
   }

@@ -44,6 +44,22 @@ function assertBitIdentical(out, entry, names = Object.keys(entry.outputs)) {
   }
 }
 
+/** What Perfetto and chrome://tracing need of a JSON-array trace (tests/test_profiling.py checks
+ * CPython's the same way); events are listed as they end. */
+function checkTrace(events) {
+  assert.ok(Array.isArray(events) && events.length > 0);
+  let end = -Infinity;
+  for (const e of events) {
+    assert.deepEqual(Object.keys(e).sort(), ["args", "cat", "dur", "name", "ph", "pid", "tid", "ts"]);
+    assert.ok(e.ph === "X" && ["Session", "Node"].includes(e.cat) && typeof e.name === "string");
+    assert.ok(Number.isFinite(e.ts) && Number.isFinite(e.dur) && e.ts >= 0 && e.dur >= 0, JSON.stringify(e));
+    assert.ok(Number.isInteger(e.pid) && Number.isInteger(e.tid) && typeof e.args === "object");
+    assert.ok(e.ts + e.dur >= end - 1e-3, "events are listed as they end");
+    end = e.ts + e.dur;
+  }
+  assert.deepEqual(JSON.parse(JSON.stringify(events)), events);
+}
+
 /** The file's parts, to put together again with changes (and a correct or given checksum). */
 function parts(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -165,6 +181,48 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     await session.release();
   });
 
+  test("profiling: one event per plan op, naming the nodes and kernels CPython's trace names", async () => {
+    const entry = fixtures.attention;
+    const session = await InferenceSession.create(entry.plan, { enableProfiling: true });
+    assertBitIdentical(await session.run(feedsOf(entry)), entry);
+    const ids = feedsOf(entry).ids;
+    const bad = new Tensor("int64", BigInt64Array.from(ids.data, (v, i) => (i === 2 ? 99n : v)), ids.dims);
+    await assert.rejects(session.run({ ids: bad }), /index out of range in Gather node 'h'/);
+    const events = await session.endProfiling();
+    checkTrace(events);
+    assert.deepEqual(events.filter((e) => e.cat === "Session").map((e) => e.name),
+                     ["model_loading_array", "session_initialization", "model_run"]);
+    const nodes = events.filter((e) => e.cat === "Node");
+    const named = nodes.map((e) => [e.name, e.args.op_name, e.args.kernel, e.args.provider]);
+    assert.ok(entry.profile.length > 5);
+    // the failed run stopped at the Gather: its events are the first op's
+    assert.deepEqual(named, [...entry.profile, entry.profile[0]]);
+    assert.deepEqual(session.providerAssignment.map((a) => a.node), [...new Set(entry.profile.map(([n]) => n.replace(/_kernel_time$/, "")))]);
+    assert.deepEqual(await session.endProfiling(), []); // profiling stopped
+    await session.run(feedsOf(entry));
+    await session.startProfiling();
+    assertBitIdentical(await session.run(feedsOf(entry)), entry);
+    const again = await session.endProfiling();
+    assert.deepEqual(again.filter((e) => e.cat === "Session").map((e) => e.name), ["model_run"]);
+    assert.deepEqual(again.filter((e) => e.cat === "Node").map((e) => e.name), entry.profile.map(([n]) => n));
+    await session.release();
+    await assert.rejects(session.endProfiling(), /released/);
+
+    // a file from before the ops table runs, its ops named by index; a table that does not match is refused
+    const p = parts(bytesOf(entry.plan));
+    const io = JSON.parse(p.io);
+    const old = await InferenceSession.create(assemble({ io: JSON.stringify({ ...io, ops: undefined }), plan: p.plan }));
+    await old.startProfiling();
+    assertBitIdentical(await old.run(feedsOf(entry)), entry);
+    assert.deepEqual((await old.endProfiling()).filter((e) => e.cat === "Node").map((e) => e.name),
+                     entry.profile.map((_, k) => `#${k}_kernel_time`));
+    await old.release();
+    for (const ops of [io.ops.slice(1), "ops", [["a", "b"], ...io.ops.slice(1)], [[1, 2, 3], ...io.ops.slice(1)]]) {
+      await assert.rejects(InferenceSession.create(assemble({ io: JSON.stringify({ ...io, ops }), plan: p.plan })),
+                           (e) => e.name === "InvalidModel" && /ops table/.test(e.message));
+    }
+  });
+
   test("every refusal of the format, before anything runs", async () => {
     const good = bytesOf(fixtures.cnn.plan);
     const p = parts(good);
@@ -258,6 +316,17 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
       await assert.rejects(InferenceSession.create(assemble({ ...parts(bytesOf(fixtures.cnn.plan)), words: { 6: 1 } })), (e) =>
         e.name === "InvalidModel" && /checksum mismatch/.test(e.message));
       assertBitIdentical(await a.run(feedsOf(fixtures.cnn)), fixtures.cnn);
+      await a.startProfiling();
+      assertBitIdentical(await a.run(feedsOf(fixtures.cnn)), fixtures.cnn);
+      const events = await a.endProfiling();
+      checkTrace(events);
+      assert.deepEqual(events.filter((e) => e.cat === "Node").map((e) => [e.name, e.args.op_name, e.args.kernel, e.args.provider]),
+                       fixtures.cnn.profile);
+      const c = await InferenceSession.create(fixtures.cnn.plan, { enableProfiling: true });
+      await c.run(feedsOf(fixtures.cnn));
+      assert.deepEqual((await c.endProfiling()).filter((e) => e.cat === "Session").map((e) => e.name),
+                       ["model_loading_array", "session_initialization", "model_run"]);
+      await c.release();
       await a.release();
       await assert.rejects(a.run(feedsOf(fixtures.cnn)), /released/);
       await b.release();
