@@ -10,6 +10,7 @@ import { resolveKernelsURL } from "../../web/env.mjs";
 import { crc32, parsePlanFile } from "../../web/plan-file.mjs";
 import { bootCount } from "../../web/pyodide-boot.mjs";
 import { stopProxyWorker } from "../../web/proxy-session.mjs";
+import { readTrace } from "./trace.mjs";
 
 const dir = process.env.NNWASM_PLAN_FIXTURES;
 const fixtures = dir ? JSON.parse(readFileSync(join(dir, "fixtures.json"), "utf8")) : null;
@@ -42,22 +43,6 @@ function assertBitIdentical(out, entry, names = Object.keys(entry.outputs)) {
     const differ = got.findIndex((b, i) => b !== ref[i]);
     assert.equal(differ, -1, `output '${name}' differs from CPython's at byte ${differ}`);
   }
-}
-
-/** What Perfetto and chrome://tracing need of a JSON-array trace (tests/test_profiling.py checks
- * CPython's the same way); events are listed as they end. */
-function checkTrace(events) {
-  assert.ok(Array.isArray(events) && events.length > 0);
-  let end = -Infinity;
-  for (const e of events) {
-    assert.deepEqual(Object.keys(e).sort(), ["args", "cat", "dur", "name", "ph", "pid", "tid", "ts"]);
-    assert.ok(e.ph === "X" && ["Session", "Node"].includes(e.cat) && typeof e.name === "string");
-    assert.ok(Number.isFinite(e.ts) && Number.isFinite(e.dur) && e.ts >= 0 && e.dur >= 0, JSON.stringify(e));
-    assert.ok(Number.isInteger(e.pid) && Number.isInteger(e.tid) && typeof e.args === "object");
-    assert.ok(e.ts + e.dur >= end - 1e-3, "events are listed as they end");
-    end = e.ts + e.dur;
-  }
-  assert.deepEqual(JSON.parse(JSON.stringify(events)), events);
 }
 
 /** The file's parts, to put together again with changes (and a correct or given checksum). */
@@ -188,12 +173,8 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     const ids = feedsOf(entry).ids;
     const bad = new Tensor("int64", BigInt64Array.from(ids.data, (v, i) => (i === 2 ? 99n : v)), ids.dims);
     await assert.rejects(session.run({ ids: bad }), /index out of range in Gather node 'h'/);
-    const events = await session.endProfiling();
-    checkTrace(events);
-    assert.deepEqual(events.filter((e) => e.cat === "Session").map((e) => e.name),
-                     ["model_loading_array", "session_initialization", "model_run"]);
-    const nodes = events.filter((e) => e.cat === "Node");
-    const named = nodes.map((e) => [e.name, e.args.op_name, e.args.kernel, e.args.provider]);
+    const { nodes: named, sessions } = readTrace(await session.endProfiling());
+    assert.deepEqual(sessions, ["model_loading_array", "session_initialization", "model_run"]);
     assert.ok(entry.profile.length > 5);
     // the failed run stopped at the Gather: its events are the first op's
     assert.deepEqual(named, [...entry.profile, entry.profile[0]]);
@@ -202,9 +183,9 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     await session.run(feedsOf(entry));
     await session.startProfiling();
     assertBitIdentical(await session.run(feedsOf(entry)), entry);
-    const again = await session.endProfiling();
-    assert.deepEqual(again.filter((e) => e.cat === "Session").map((e) => e.name), ["model_run"]);
-    assert.deepEqual(again.filter((e) => e.cat === "Node").map((e) => e.name), entry.profile.map(([n]) => n));
+    const again = readTrace(await session.endProfiling());
+    assert.deepEqual(again.sessions, ["model_run"]);
+    assert.deepEqual(again.nodes, entry.profile);
     await session.release();
     await assert.rejects(session.endProfiling(), /released/);
 
@@ -214,7 +195,7 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     const old = await InferenceSession.create(assemble({ io: JSON.stringify({ ...io, ops: undefined }), plan: p.plan }));
     await old.startProfiling();
     assertBitIdentical(await old.run(feedsOf(entry)), entry);
-    assert.deepEqual((await old.endProfiling()).filter((e) => e.cat === "Node").map((e) => e.name),
+    assert.deepEqual(readTrace(await old.endProfiling()).nodes.map(([name]) => name),
                      entry.profile.map((_, k) => `#${k}_kernel_time`));
     await old.release();
     for (const ops of [io.ops.slice(1), "ops", [["a", "b"], ...io.ops.slice(1)], [[1, 2, 3], ...io.ops.slice(1)]]) {
@@ -318,14 +299,10 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
       assertBitIdentical(await a.run(feedsOf(fixtures.cnn)), fixtures.cnn);
       await a.startProfiling();
       assertBitIdentical(await a.run(feedsOf(fixtures.cnn)), fixtures.cnn);
-      const events = await a.endProfiling();
-      checkTrace(events);
-      assert.deepEqual(events.filter((e) => e.cat === "Node").map((e) => [e.name, e.args.op_name, e.args.kernel, e.args.provider]),
-                       fixtures.cnn.profile);
+      assert.deepEqual(readTrace(await a.endProfiling()).nodes, fixtures.cnn.profile);
       const c = await InferenceSession.create(fixtures.cnn.plan, { enableProfiling: true });
       await c.run(feedsOf(fixtures.cnn));
-      assert.deepEqual((await c.endProfiling()).filter((e) => e.cat === "Session").map((e) => e.name),
-                       ["model_loading_array", "session_initialization", "model_run"]);
+      assert.deepEqual(readTrace(await c.endProfiling()).sessions, ["model_loading_array", "session_initialization", "model_run"]);
       await c.release();
       await a.release();
       await assert.rejects(a.run(feedsOf(fixtures.cnn)), /released/);
