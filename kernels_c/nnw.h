@@ -57,6 +57,12 @@ int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena, uint
 int nnw_plan_run(const uint8_t *plan, uint8_t *arena);
 int32_t nnw_plan_failed_op(void);
 
+/* Runs run ops [first, first + count) of a loaded plan, as nnw_plan_run runs them all (same
+ * statuses; nnw_plan_failed_op() counts from op 0 of the run section). A range that is not within
+ * the run ops gives NNW_BAD_ARGS and runs nothing. For profilers: the host times each op with
+ * count = 1 (kernels.wasm has no clock); finding op `first` walks the op records before it. */
+int nnw_plan_run_ops(const uint8_t *plan, uint8_t *arena, int32_t first, int32_t count);
+
 /* Bytes of scratch conv2d needs for these parameters (0 when the chosen algorithm needs none).
  * The plan compiler asks this so the kernel alone decides its algorithm. */
 int32_t nnw_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,

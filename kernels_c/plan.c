@@ -102,15 +102,46 @@ NNW_EXPORT int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *
   return status;
 }
 
-NNW_EXPORT int nnw_plan_run(const uint8_t *plan, uint8_t *arena) {
-  /* not a validation (nnw_plan_load did that), just a guard against a wrong pointer */
+/* The run section of a loaded plan, after a guard against a wrong pointer (not a validation:
+ * nnw_plan_load did that). */
+static int run_section(const uint8_t *plan, const int32_t **words, uint32_t *count) {
   if (plan == NULL || (uintptr_t)plan % 4 != 0) return NNW_BAD_ARGS;
   if (header_word(plan, H_MAGIC) != NNW_PLAN_MAGIC) return NNW_BAD_MAGIC;
   if (header_word(plan, H_VERSION) != NNW_PLAN_VERSION) return NNW_BAD_VERSION;
-  uint32_t init_words = header_word(plan, H_INIT);
-  const int32_t *words = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS;
+  *words = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS + header_word(plan, H_INIT);
+  *count = header_word(plan, H_RUN);
+  return NNW_OK;
+}
+
+NNW_EXPORT int nnw_plan_run(const uint8_t *plan, uint8_t *arena) {
+  const int32_t *words;
+  uint32_t count;
+  NNW_TRY(run_section(plan, &words, &count));
   failed_op = -1;
-  return run_ops(words + init_words, header_word(plan, H_RUN), arena, &failed_op);
+  return run_ops(words, count, arena, &failed_op);
+}
+
+/* Word offset of op k after the op starting at word `at` (k ops on), or -1 when the section ends
+ * first. The ops of a loaded plan tile their section, so the walk stays within it. */
+static int64_t skip_ops(const int32_t *words, uint32_t count, uint32_t at, int32_t k) {
+  for (; k > 0; --k) {
+    if (at >= count) return -1;
+    at += 2 + (uint32_t)words[at + 1];
+  }
+  return at;
+}
+
+NNW_EXPORT int nnw_plan_run_ops(const uint8_t *plan, uint8_t *arena, int32_t first, int32_t count) {
+  const int32_t *words;
+  uint32_t n_words;
+  NNW_TRY(run_section(plan, &words, &n_words));
+  failed_op = -1;
+  if (first < 0 || count < 0) return NNW_BAD_ARGS;
+  int64_t begin = skip_ops(words, n_words, 0, first);
+  int64_t end = begin < 0 ? -1 : skip_ops(words, n_words, (uint32_t)begin, count);
+  if (end < 0) return NNW_BAD_ARGS;
+  failed_op = first - 1;   /* run_ops counts on from here: indices stay global among run ops */
+  return run_ops(words + begin, (uint32_t)(end - begin), arena, &failed_op);
 }
 
 NNW_EXPORT int32_t nnw_plan_failed_op(void) { return failed_op; }

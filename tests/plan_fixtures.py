@@ -59,7 +59,8 @@ def build_plan_fixtures(d):
     for name, build in {"cnn": _cnn, "attention": _attention, "efficientnet": _efficientnet}.items():
         model, feeds = build()
         results = write_plan_file(model, feeds, d / f"{name}.nnwp")
-        entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {}}
+        entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {},
+                 "profile": _profiled_nodes(d / f"{name}.nnwp", feeds)}
         for k, v in feeds.items():
             v.tofile(d / f"{name}.in.{k}.bin")
             entry["inputs"][k] = {"path": str(d / f"{name}.in.{k}.bin"), "dtype": v.dtype.name, "shape": list(v.shape)}
@@ -69,6 +70,17 @@ def build_plan_fixtures(d):
         fixtures[name] = entry
     (d / "fixtures.json").write_text(json.dumps(fixtures, indent=1))
     return d
+
+
+def _profiled_nodes(plan_path, feeds):
+    """[name, op type, kernel, provider] of each Node event of CPython's profile of one run."""
+    import nnwasm
+    so = nnwasm.SessionOptions()
+    so.enable_profiling = True
+    sess = nnwasm.InferenceSession(str(plan_path), so)
+    sess.run(None, feeds)
+    return [[e["name"], *(e["args"][k] for k in ("op_name", "kernel", "provider"))]
+            for e in sess._end_profiling_events() if e["cat"] == "Node"]
 
 
 def _output_names(model_bytes):

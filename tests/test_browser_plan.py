@@ -37,6 +37,10 @@ window.__result = (async () => {
     out[name] = Object.fromEntries(Object.entries(results).map(([k, t]) =>
       [k, { dims: [...t.dims], bytes: Array.from(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)) }]));
     out[name].__ms = { create: t1 - t0, firstRun: t3 - t2, pageOpenToResult: t3 };
+    await session.startProfiling();
+    await session.run(feeds);
+    out[name].__profile = (await session.endProfiling()).filter((e) => e.cat === "Node" && e.dur >= 0)
+      .map((e) => [e.name, e.args.op_name, e.args.kernel, e.args.provider]);
     await session.release();
   }
   return out;
@@ -92,6 +96,7 @@ def test_plan_file_in_chromium(plan_site, page, mode, record_property):
     record_property("plan-timings-ms", timings)
     print(f"Chromium, plan files ({mode or 'page thread'}), ms:", timings)
     for name, entry in fixtures.items():
+        assert result[name].pop("__profile") == entry["profile"], f"{name}: the page's trace names other nodes"
         for out, want in entry["outputs"].items():
             got = result[name][out]
             assert got["dims"] == want["shape"]

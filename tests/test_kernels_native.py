@@ -17,7 +17,7 @@ KERNELS_WASM = ROOT / "py_runtime" / "nnwasm" / "kernels.wasm"
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 SANITIZER = re.compile(r"runtime error|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer")
 EXPORTS = {"memory", "_initialize", "nnw_malloc", "nnw_free", "nnw_plan_load", "nnw_plan_run", "nnw_plan_failed_op",
-           "nnw_conv2d_scratch_bytes"}
+           "nnw_plan_run_ops", "nnw_conv2d_scratch_bytes"}
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +103,8 @@ def test_kernels_wasm_interface(built):
     write(arena_ptr, struct.pack("<5f", -1.0, 0.5, 3.0, 7.0, float("nan")))
     assert ex["nnw_plan_load"](store, plan_ptr, len(plan), arena_ptr, 8 * count, bad_ptr) == 0
     assert ex["nnw_plan_run"](store, plan_ptr, arena_ptr) == 0
+    assert ex["nnw_plan_run_ops"](store, plan_ptr, arena_ptr, 0, 1) == 0
+    assert ex["nnw_plan_run_ops"](store, plan_ptr, arena_ptr, 1, 1) == 5   # past the one op: NNW_BAD_ARGS
     out = struct.unpack("<5f", read(arena_ptr + 4 * count, 4 * count))
     assert out[:4] == (0.0, 0.5, 3.0, 6.0) and out[4] != out[4]  # NaN passes through Relu6
 

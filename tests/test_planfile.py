@@ -17,6 +17,8 @@ import nnwasm
 from conftest import ROOT
 from model_builders import graph_model, rand
 from nnwasm import planfile
+from nnwasm.profiling import node_label
+from nnwasm.wasm.opcodes import OPS
 from quant_models import cnn_inputs, small_bert, small_cnn
 
 WASM = "WasmExecutionProvider"
@@ -210,7 +212,7 @@ def test_reader_refuses_truncation_and_header_changes(cnn_plan):
 def test_reader_refuses_bad_io_tables(cnn_plan):
     pf = planfile.read(cnn_plan)
     table = json.loads(cnn_plan[32:32 + _fields(cnn_plan)[3]])
-    assert list(table) == ["inputs", "outputs", "producer", "model"]
+    assert list(table) == ["inputs", "outputs", "producer", "model", "ops"]
     x = table["inputs"][0]
 
     def with_input(**change):
@@ -229,6 +231,32 @@ def test_reader_refuses_bad_io_tables(cnn_plan):
     _refused(_rewrap(with_input(), pf.plan[:28]), nnwasm.InvalidModel, "shorter than its header")
     _refused(_rewrap(with_input(), b"XXXX" + pf.plan[4:]), nnwasm.InvalidModel, "plan magic")
     assert planfile.read(_rewrap(with_input(), pf.plan)) == pf
+
+
+def test_ops_table_names_nodes_and_kernels(cnn_plan, models):
+    """Each run op's [node, op type, kernel]: the ONNX session's nodes and plan ops, one row per op;
+    a table that does not match the plan is refused, a file from before the table still reads."""
+    pf = planfile.read(cnn_plan)
+    table = json.loads(cnn_plan[32:32 + _fields(cnn_plan)[3]])
+    assert [tuple(r) for r in table["ops"]] == [tuple(op) for op in pf.ops]
+    codes = planfile.run_opcodes(pf.plan)
+    assert [op.kernel for op in pf.ops] == [name for c in codes for name, op in OPS.items() if op.code == c]
+    ref = nnwasm.InferenceSession(models["cnn"][0])
+    nodes = [(node_label(n), n.op_type) for p in next(iter(ref._cache.values())).parts for n in p.nodes]
+    planned = list(dict.fromkeys((op.node, op.op_type) for op in pf.ops))
+    assert [n for n in nodes if n in planned] == planned   # in order; fused epilogues have no op of their own
+    assert nnwasm.InferenceSession(cnn_plan).get_provider_assignment() == [(*n, WASM) for n in planned]
+
+    def with_ops(ops):
+        return json.dumps({**table, "ops": ops}, separators=(",", ":")).encode()
+    rows = table["ops"]
+    for ops, why in [(rows[:-1], "lists"), (rows + [rows[0]], "lists"), ("conv", "lists no"),
+                     ([rows[0][:2]] + rows[1:], "row 0"), ([[1, 2, 3]] + rows[1:], "row 0"),
+                     ([rows[0][:2] + ["gemm"]] + rows[1:], "names kernel 'gemm'")]:
+        _refused(_rewrap(with_ops(ops), pf.plan), nnwasm.InvalidModel, why)
+    old = {k: v for k, v in table.items() if k != "ops"}
+    before = planfile.read(_rewrap(json.dumps(old, separators=(",", ":")).encode(), pf.plan))
+    assert [tuple(op) for op in before.ops] == [(f"#{k}", op.kernel, op.kernel) for k, op in enumerate(pf.ops)]
 
 
 def test_hostile_plan_words_are_refused_by_nnw_plan_load(cnn_plan):

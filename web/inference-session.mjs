@@ -1,5 +1,5 @@
-// InferenceSession with onnxruntime-web's interface: create(), run(), release(), inputNames,
-// outputNames, inputMetadata, outputMetadata. Argument checking lives here; the Python side is
+// InferenceSession with onnxruntime-web's interface: create(), run(), release(), startProfiling(),
+// endProfiling(), inputNames, outputNames, inputMetadata, outputMetadata. Argument checking lives here; the Python side is
 // in pyodide-session.mjs, reached directly or, with env.wasm.proxy, through proxy-session.mjs.
 // A .nnwp plan file (magic "NNWF") instead gets a plan-session.mjs: kernels.wasm alone, no Python.
 import { resolveEnv } from "./env.mjs";
@@ -84,8 +84,9 @@ export class InferenceSession {
 
   /**
    * options: onnxruntime-web's SessionOptions; nnwasm reads executionProviders ("wasm"/"cpu" ->
-   * WasmExecutionProvider, "numpy" -> NumpyExecutionProvider; others skipped) and ignores
-   * the rest (threads, graph optimization level, ...).
+   * WasmExecutionProvider, "numpy" -> NumpyExecutionProvider; others skipped) and
+   * enableProfiling (startProfiling() at creation: for a plan file, before it is loaded), and
+   * ignores the rest (threads, graph optimization level, ...).
    */
   static async create(arg0, arg1, arg2, arg3) {
     const [model, options, planCrc = null] = await modelAndOptions(arg0, arg1, arg2, arg3);
@@ -94,11 +95,15 @@ export class InferenceSession {
     }
     // A .nnwp plan file runs on kernels.wasm alone, never booting Pyodide: here, or in the proxy
     // worker with env.wasm.proxy.
+    const planOptions = { enableProfiling: Boolean(options?.enableProfiling) };
     if (isPlanFile(model)) {
-      return new InferenceSession(await (planInWorker() ? ProxySession.createPlan(model) : PlanSession.create(model, undefined, planCrc)));
+      return new InferenceSession(await (planInWorker() ? ProxySession.createPlan(model, planOptions)
+        : PlanSession.create(model, undefined, { ...planOptions, contentCrc: planCrc })));
     }
     const providers = resolveProviders(options?.executionProviders);
-    return new InferenceSession(await impl().create(model, providers));
+    const session = new InferenceSession(await impl().create(model, providers));
+    if (planOptions.enableProfiling) await session.startProfiling();
+    return session;
   }
 
   /** run(feeds, options?) or run(feeds, fetches, options?); fetches: output names, or an object
@@ -118,6 +123,22 @@ export class InferenceSession {
       outputNames = Object.keys(fetches);
     }
     return this.#impl.run(entries, outputNames);
+  }
+
+  /** Starts (or restarts) recording a profile of the runs that follow. onnxruntime-web's returns
+   * nothing; this returns a promise (the session may live in a worker). */
+  async startProfiling() {
+    if (this.#released) throw new Error("InferenceSession.startProfiling: the session was released");
+    await this.#impl.startProfiling();
+  }
+
+  /** Stops profiling and resolves to the events recorded (Chrome trace format, as CPython's
+   * end_profiling() file holds; [] when not profiling): JSON.stringify them to get a file that
+   * Perfetto or chrome://tracing opens. onnxruntime-web's writes a file in its own wasm file system
+   * and returns nothing. */
+  async endProfiling() {
+    if (this.#released) throw new Error("InferenceSession.endProfiling: the session was released");
+    return this.#impl.endProfiling();
   }
 
   /** Frees the Python session; run() rejects afterwards. */

@@ -86,6 +86,37 @@ function refuse(why) {
   return error;
 }
 
+/** The opcodes of the plan's run ops, walking their [opcode, n_args, ...] records (nnw_plan_load
+ * validates them later; this stops at anything out of bounds). */
+function runOpcodes(planView) {
+  const words = planView.byteLength >>> 2, start = 8 + planView.getUint32(20, true), n = planView.getUint32(24, true);
+  const codes = [];
+  if (start > words || n > words - start) return codes;
+  for (let k = 0; k + 1 < n;) {
+    const nArgs = planView.getInt32(4 * (start + k + 1), true);
+    if (nArgs < 0) break;
+    codes.push(planView.getInt32(4 * (start + k), true));
+    k += 2 + nArgs;
+  }
+  return codes;
+}
+
+/** The I/O table's "ops": one [node, op type, kernel] per run op, as {node, opType, kernel}; for a
+ * file written before the table, "#k" nodes and "op<code>" kernels. */
+function checkOps(rows, planView) {
+  const codes = runOpcodes(planView);
+  if (rows === undefined) return codes.map((code, k) => ({ node: `#${k}`, opType: `op${code}`, kernel: `op${code}` }));
+  if (!Array.isArray(rows) || rows.length !== codes.length) {
+    throw refuse(`the ops table lists ${Array.isArray(rows) ? rows.length : "no"} ops; the plan has ${codes.length} run ops`);
+  }
+  return rows.map((row, k) => {
+    if (!Array.isArray(row) || row.length !== 3 || !row.every((x) => typeof x === "string")) {
+      throw refuse(`ops table row ${k} is not [node, op type, kernel] strings`);
+    }
+    return { node: row[0], opType: row[1], kernel: row[2] };
+  });
+}
+
 function checkValue(v, where) {
   if (v === null || typeof v !== "object" || Array.isArray(v)) throw refuse(`${where} is not an object`);
   if (typeof v.name !== "string") throw refuse(`${where} has no name`);
@@ -102,10 +133,10 @@ function checkValue(v, where) {
 
 /**
  * Parses and checks a plan file (a Uint8Array). Returns {abiVersion, io: {inputs, outputs,
- * producer, model}, plan: Uint8Array (a view of the plan part), arenaBytes}; each input and
- * output is {name, dtype, shape, offset, nbytes}. Throws an Error named InvalidModel on any
- * refusal of the format. contentCrc: the CRC-32 of bytes [32, end) if the caller computed it as
- * the bytes arrived (PlanFileWatcher); null computes it here.
+ * producer, model, ops}, plan: Uint8Array (a view of the plan part), arenaBytes}; each input and
+ * output is {name, dtype, shape, offset, nbytes}, each op {node, opType, kernel}. Throws an Error
+ * named InvalidModel on any refusal of the format. contentCrc: the CRC-32 of bytes [32, end) if
+ * the caller computed it as the bytes arrived (PlanFileWatcher); null computes it here.
  */
 export function parsePlanFile(bytes, contentCrc = null) {
   if (!(bytes instanceof Uint8Array)) throw new TypeError("parsePlanFile needs a Uint8Array");
@@ -154,7 +185,7 @@ export function parsePlanFile(bytes, contentCrc = null) {
   }
   if (!Array.isArray(table.inputs) || !Array.isArray(table.outputs)) throw refuse("the I/O table's inputs/outputs are not lists");
   if (typeof table.producer !== "string" || typeof table.model !== "string") throw refuse("the I/O table's producer/model are not strings");
-  const io = { producer: table.producer, model: table.model };
+  const io = { producer: table.producer, model: table.model, ops: checkOps(table.ops, planView) };
   for (const side of ["inputs", "outputs"]) {
     io[side] = table[side].map((v, i) => checkValue(v, `${side}[${i}]`));
     const names = new Set();

@@ -5,6 +5,7 @@
 import { resolveKernelsURL } from "./env.mjs";
 import { loadBytes, toURL } from "./load-bytes.mjs";
 import { parsePlanFile } from "./plan-file.mjs";
+import { Trace } from "./profiling.mjs";
 import { Tensor, typedArrayFor } from "./tensor.mjs";
 
 const STATUS = {
@@ -12,6 +13,7 @@ const STATUS = {
   6: "tensor outside the arena", 7: "out of memory", 8: "index out of range",
 };
 const BAD_INDEX = 8; // a run-time status: the input data was at fault, the session stays usable
+const WASM = "WasmExecutionProvider";
 
 // onnxruntime's element names, for "tensor(float)" in messages (dtypes.py's ort_name).
 const ORT_NAMES = {
@@ -64,7 +66,8 @@ async function instantiateKernels(candidates) {
     ? await WebAssembly.instantiateStreaming(source, imports)
     : await WebAssembly.instantiate(source, imports);
   const exports = instance.exports;
-  for (const name of ["memory", "nnw_malloc", "nnw_free", "nnw_plan_load", "nnw_plan_run", "nnw_plan_failed_op"]) {
+  for (const name of ["memory", "nnw_malloc", "nnw_free", "nnw_plan_load", "nnw_plan_run", "nnw_plan_run_ops",
+                      "nnw_plan_failed_op"]) {
     if (!(name in exports)) throw new Error(`nnwasm: ${url} is not kernels.wasm: it exports no ${name}`);
   }
   exports._initialize?.();
@@ -108,17 +111,27 @@ function malloc(k, n) {
 }
 
 export class PlanSession {
+  #trace = null; // the profile being recorded (profiling.mjs), or null
+
   /** Loads kernels.wasm if needed (from kernelsURLs, the first that loads), checks the file,
-   * loads the plan. contentCrc: see parsePlanFile. */
-  static async create(fileBytes, kernelsURLs = undefined, contentCrc = null) {
+   * loads the plan. options.enableProfiling starts profiling before all that; options.contentCrc:
+   * see parsePlanFile. */
+  static async create(fileBytes, kernelsURLs = undefined, options = {}) {
+    const trace = options.enableProfiling ? new Trace() : null;
     const t0 = performance.now();
-    const parsed = parsePlanFile(fileBytes, contentCrc); // refuses a bad file before kernels.wasm is even fetched
+    // refuses a bad file before kernels.wasm is even fetched
+    const parsed = parsePlanFile(fileBytes, options.contentCrc ?? null);
+    trace?.session("model_loading_array", t0);
+    const t1 = performance.now();
     const { exports, compileMs } = await loadKernels(kernelsURLs);
     if (!acceptsVersion(exports, parsed.abiVersion)) {
       throw nnwasmError("InvalidModel", `nnwasm: not a valid .nnwp plan file: abi_version ${parsed.abiVersion} ` +
                         "is not the loaded kernels.wasm's plan version (recompile the model with this nnwasm)");
     }
-    return new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 });
+    const session = new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 });
+    trace?.session("session_initialization", t1);
+    session.#trace = trace;
+    return session;
   }
 
   constructor(k, { io, plan, arenaBytes }, timings) {
@@ -127,8 +140,11 @@ export class PlanSession {
     this.outputs = io.outputs;
     this.inputMetadata = io.inputs.map((v) => ({ name: v.name, isTensor: true, type: v.dtype, shape: v.shape.slice() }));
     this.outputMetadata = io.outputs.map((v) => ({ name: v.name, isTensor: true, type: v.dtype, shape: v.shape.slice() }));
-    this.providers = ["WasmExecutionProvider"];
-    this.providerAssignment = []; // a plan file keeps no node names
+    this.providers = [WASM];
+    this.ops = io.ops; // {node, opType, kernel} of each run op
+    // one row per ONNX node (a node may lower to several ops), as CPython's get_provider_assignment()
+    const nodes = new Map(io.ops.map((op) => [`${op.node}\0${op.opType}`, op]));
+    this.providerAssignment = [...nodes.values()].map(({ node, opType }) => ({ node, opType, provider: WASM }));
     this.timings = timings;
     this.model = io.model;
     this.producer = io.producer;
@@ -198,13 +214,15 @@ export class PlanSession {
     }
     const data = this.inputs.map((v) => checkFeed(v, given.get(v.name)));
 
-    const k = this.k;
+    const k = this.k, trace = this.#trace;
+    const t0 = performance.now();
     let memory = new Uint8Array(k.memory.buffer);
     this.inputs.forEach((v, i) => memory.set(data[i], this.arena + v.offset));
-    const status = k.nnw_plan_run(this.plan, this.arena);
+    const status = trace ? this.#runTimed(trace) : k.nnw_plan_run(this.plan, this.arena);
     if (status === BAD_INDEX) {
-      throw nnwasmError("InvalidArgument", `index out of range in op ${k.nnw_plan_failed_op()}: an index input holds ` +
-                        "a value outside the indexed axis");
+      const op = this.ops[k.nnw_plan_failed_op()];
+      throw nnwasmError("InvalidArgument", `index out of range in ${op ? `${op.opType} node '${op.node}'` : "a node"}: ` +
+                        "an index input holds a value outside the indexed axis");
     }
     if (status) throw nnwasmError("KernelError", `kernels.wasm failed running a plan: ${STATUS[status] ?? status}`);
     memory = new Uint8Array(k.memory.buffer); // the run may have grown (and so detached) memory
@@ -215,7 +233,32 @@ export class PlanSession {
       const ctor = typedArrayFor(v.dtype);
       out[name] = new Tensor(v.dtype, new ctor(bytes.buffer), v.shape.slice());
     }
+    trace?.session("model_run", t0);
     return out;
+  }
+
+  /** nnw_plan_run one op at a time, each call timed on the host's clock (kernels.wasm has none). */
+  #runTimed(trace) {
+    const k = this.k;
+    for (let i = 0; i < this.ops.length; i++) {
+      const op = this.ops[i], t0 = performance.now();
+      const status = k.nnw_plan_run_ops(this.plan, this.arena, i, 1);
+      trace.node(op.node, op.opType, op.kernel, WASM, t0, performance.now());
+      if (status) return status;
+    }
+    return 0;
+  }
+
+  /** Starts (or restarts) recording a profile. */
+  startProfiling() {
+    this.#trace = new Trace();
+  }
+
+  /** The events recorded since startProfiling() ([] when not profiling); profiling stops. */
+  endProfiling() {
+    const events = this.#trace?.events ?? [];
+    this.#trace = null;
+    return events;
   }
 
   release() {

@@ -1,5 +1,5 @@
 // The protocol between proxy-session.mjs (the calling thread) and proxy-worker.mjs (the worker
-// holding Pyodide and plan sessions), for env.wasm.proxy. A typed union of five requests; each has an id, and the
+// holding Pyodide and plan sessions), for env.wasm.proxy. A typed union of six requests; each has an id, and the
 // worker answers each with the same type and id and either `out` or `err`, in any order.
 //
 //   type      in (calling thread -> worker)                 out (worker -> calling thread)
@@ -8,9 +8,10 @@
 //   "create"  {model: Uint8Array, providers, loadNumpy}    {handle, inputMetadata, outputMetadata,
 //                                                            providers, providerAssignment, createMs}
 //   "plan"    {model: Uint8Array (a .nnwp file),         like create's, plus bootMs (kernels.wasm's
-//              kernelsURLs: string[]}                     load); handle is "plan:<n>". No Pyodide boot
+//              kernelsURLs: string[], enableProfiling}    load); handle is "plan:<n>". No Pyodide boot
 //   "run"     {handle, feeds: WireTensor[], outputNames,   {outputs: WireTensor[]}
 //              loadNumpy}
+//   "profile" {handle, action: "start" | "end"}            {} for start; {events} for end
 //   "release" {handle}                                     {}
 //
 // err (any type) is {name, message, pythonType?, pythonTraceback?}: the Error the call threw in
@@ -24,13 +25,14 @@
  * @typedef {{name: string, message: string, pythonType?: string, pythonTraceback?: string}} WireError
  * @typedef {{type: "init", id: number, in: {config: object}}
  *   | {type: "create", id: number, in: {model: Uint8Array, providers: string[] | null, loadNumpy: boolean}}
- *   | {type: "plan", id: number, in: {model: Uint8Array, kernelsURLs: string[]}}
+ *   | {type: "plan", id: number, in: {model: Uint8Array, kernelsURLs: string[], enableProfiling: boolean}}
  *   | {type: "run", id: number, in: {handle: number, feeds: WireTensor[], outputNames: string[] | null, loadNumpy: boolean}}
+ *   | {type: "profile", id: number, in: {handle: number | string, action: "start" | "end"}}
  *   | {type: "release", id: number, in: {handle: number}}} Request
  * @typedef {{type: Request["type"], id: number, out: object} | {type: Request["type"], id: number, err: WireError}} Answer
  */
 
-export const REQUEST_TYPES = Object.freeze(["init", "create", "plan", "run", "release"]);
+export const REQUEST_TYPES = Object.freeze(["init", "create", "plan", "run", "profile", "release"]);
 
 /** The ArrayBuffers a request's `in` or an answer's `out` hands over rather than copies: model
  * bytes and tensor data. Every one of them must be a fresh buffer only this message refers to. */

@@ -140,10 +140,11 @@ export class ProxySession {
   }
 
   /** A .nnwp plan file's session in the worker (plan-session.mjs there); Pyodide is not booted. */
-  static async createPlan(fileBytes) {
+  static async createPlan(fileBytes, options = {}) {
     const link = connect();
     // Resolved here: the worker's own location is not the page's.
-    const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL() });
+    const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL(),
+                                              enableProfiling: Boolean(options.enableProfiling) });
     return new ProxySession(link, info, info.bootMs);
   }
 
@@ -162,6 +163,14 @@ export class ProxySession {
     const wire = feeds.map(([name, t]) => [name, t.type, [...t.dims], ownedBytes(t.data)]);
     const { outputs } = await this.#link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
     return Object.fromEntries(outputs.map(([name, type, dims, data]) => [name, new Tensor(type, data, dims)]));
+  }
+
+  async startProfiling() {
+    await this.#link.request("profile", { handle: this.handle, action: "start" });
+  }
+
+  async endProfiling() {
+    return (await this.#link.request("profile", { handle: this.handle, action: "end" })).events;
   }
 
   /** Frees the worker's session; nothing to free if its worker is gone. */

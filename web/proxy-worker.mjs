@@ -41,8 +41,8 @@ const HANDLERS = {
              createMs: session.timings.createMs };
   },
 
-  async plan({ model, kernelsURLs }) {
-    const session = await PlanSession.create(model, kernelsURLs);
+  async plan({ model, kernelsURLs, enableProfiling }) {
+    const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
     const { inputMetadata, outputMetadata, providerAssignment } = session;
@@ -56,6 +56,13 @@ const HANDLERS = {
     const tensors = feeds.map(([name, type, dims, data]) => [name, { type, dims, data }]);
     const out = await sessionFor(handle).run(tensors, outputNames);
     return { outputs: Object.entries(out).map(([name, t]) => [name, t.type, [...t.dims], t.data]) };
+  },
+
+  profile({ handle, action }) {
+    const session = sessionFor(handle);
+    if (action === "end") return { events: session.endProfiling() };
+    session.startProfiling();
+    return {};
   },
 
   release({ handle }) {

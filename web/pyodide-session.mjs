@@ -73,6 +73,16 @@ function asBytes(tensor, name) {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
+/** A bridge function boot() does not fetch (profiling's), fetched once on first use. */
+function profilingFunction(runtime, name) {
+  if (!runtime.bridge[name]) {
+    const module = runtime.pyodide.pyimport("nnwasm._js_bridge");
+    runtime.bridge[name] = module[name].copy();
+    module.destroy();
+  }
+  return runtime.bridge[name];
+}
+
 export class PyodideSession {
   static boot() {
     return boot();
@@ -118,6 +128,15 @@ export class PyodideSession {
       out[name] = new Tensor(type, new ctor(buffer), shape);
     }
     return out;
+  }
+
+  startProfiling() {
+    callPython(this.bridge, profilingFunction(this.runtime, "start_profiling"), this.handle);
+  }
+
+  /** The Python session's trace events (profiling.py), [] when it was not profiling. */
+  endProfiling() {
+    return JSON.parse(callPython(this.bridge, profilingFunction(this.runtime, "end_profiling"), this.handle));
   }
 
   release() {

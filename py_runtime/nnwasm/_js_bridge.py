@@ -14,7 +14,7 @@ import itertools
 import js
 from pyodide.ffi import to_js
 
-from . import InferenceSession, dtypes
+from . import InferenceSession, dtypes, profiling
 from .errors import InvalidArgument
 from .tensor import TensorData
 
@@ -108,6 +108,18 @@ def run(handle, names, types, dims, buffers, output_names):
         buf.assign(data)
         out.append([name, _web_type(t.dtype), list(t.shape), buf.buffer])
     return _to_js(out)
+
+
+@_reported
+def start_profiling(handle):
+    """The JS session's startProfiling(): (re)starts recording on the Python session."""
+    _session(handle)._start_profiling()
+
+
+@_reported
+def end_profiling(handle):
+    """The JS session's endProfiling(): the recorded events as JSON text ("[]" when not profiling)."""
+    return profiling.to_json(_session(handle)._end_profiling_events() or [])
 
 
 @_reported

@@ -28,6 +28,7 @@ class SessionOptions:
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.enable_profiling = False
+        self.profile_file_prefix = "nnwasm_profile"   # onnxruntime's is "onnxruntime_profile_"
         self.optimized_model_filepath = ""
         self.enable_mem_pattern = True
         self.enable_cpu_mem_arena = True

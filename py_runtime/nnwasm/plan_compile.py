@@ -43,11 +43,11 @@ def compile_plan(model, input_shapes=None, sess_options=None):
                           "node: not in plan files yet")
     if len(set(outputs)) != len(outputs):
         raise Unsupported(f"graph outputs {outputs} name a value twice: not in plan files yet")
-    b, plan, _, io, _ = wasm.build_plan(nodes, graph, inputs, outputs)
+    b, plan, _, io, ops = wasm.build_plan(nodes, graph, inputs, outputs)
 
     def values(names):
         return [planfile.Value(n, b.dtype(n), tuple(b.shape(n)), io[n]) for n in names]
-    return planfile.write(plan, values(inputs), values(outputs), f"nnwasm {__version__}", graph.name)
+    return planfile.write(plan, values(inputs), values(outputs), f"nnwasm {__version__}", graph.name, ops)
 
 
 def main(argv):

@@ -4,6 +4,9 @@ This module alone knows the layout (docs/architecture.md, "Plan files"):
     0  "NNWF" | format_version | abi_version | flags | io_bytes | plan_bytes | crc32 | reserved
     32 I/O table (UTF-8 JSON), zero-padded to 16 | the plan as PlanBuilder.finish returns it
 
+The I/O table also lists each run op's [node, op type, kernel] ("ops"), so that profiles and
+errors name ONNX nodes on every host; files written before it have none (ops are then "#k").
+
 read() refuses anything that does not add up, before a byte reaches kernels.wasm (whose
 nnw_plan_load then validates every op as the last guard). Standard library only: Pyodide too.
 """
@@ -15,12 +18,15 @@ from dataclasses import dataclass
 from . import dtypes
 from .errors import InvalidModel, Unsupported
 from .tensor import numel
+from .wasm.opcodes import OPS
 from .wasm.plan import MAGIC as PLAN_MAGIC, VERSION as ABI_VERSION
+from .wasm.runner import PlanOp
 
 MAGIC = b"NNWF"
 FORMAT_VERSION = 1
 HEADER = struct.Struct("<4s7I")   # magic, format, abi, flags, io_bytes, plan_bytes, crc32, reserved
 PLAN_HEADER = struct.Struct("<8i")
+_KERNELS = {op.code: name for name, op in OPS.items()}
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class PlanFile:
     arena_bytes: int
     producer: str
     model: str
+    ops: list        # [PlanOp] of the run ops
 
 
 def is_plan_file(data):
@@ -53,12 +60,13 @@ def _pad16(n):
     return (n + 15) // 16 * 16
 
 
-def write(plan, inputs, outputs, producer, model):
-    """File bytes for a plan; inputs/outputs are [Value] in the model's order."""
+def write(plan, inputs, outputs, producer, model, ops):
+    """File bytes for a plan; inputs/outputs are [Value] in the model's order, ops its run ops'
+    [PlanOp]."""
     def row(v):
         return {"name": v.name, "dtype": v.dtype.name, "shape": list(v.shape), "offset": v.offset}
     table = {"inputs": [row(v) for v in inputs], "outputs": [row(v) for v in outputs],
-             "producer": producer, "model": model}
+             "producer": producer, "model": model, "ops": [list(op) for op in ops]}
     io = json.dumps(table, separators=(",", ":")).encode("utf-8")
     body = io + bytes(_pad16(len(io)) - len(io)) + bytes(plan)
     crc = zlib.crc32(body) & 0xFFFFFFFF
@@ -103,6 +111,7 @@ def read(data):
         producer, model = table["producer"], table["model"]
         if not isinstance(producer, str) or not isinstance(model, str):
             raise TypeError("producer and model must be strings")
+        ops = _ops(table.get("ops"), run_opcodes(plan))
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:   # JSONDecodeError: ValueError
         if isinstance(e, (InvalidModel, Unsupported)):
             raise
@@ -110,7 +119,38 @@ def read(data):
     names = [v.name for v in inputs] + [v.name for v in outputs]
     if len(set(names)) != len(names):
         raise InvalidModel("plan file I/O table names a value twice")
-    return PlanFile(inputs, outputs, plan, arena, producer, model)
+    return PlanFile(inputs, outputs, plan, arena, producer, model, ops)
+
+
+def run_opcodes(plan):
+    """The opcodes of the plan's run ops, in order. The words are not validated yet (that is
+    nnw_plan_load's job), so the walk stops at anything out of bounds."""
+    head = PLAN_HEADER.unpack_from(plan)
+    start, n = 8 + head[5], head[6]   # run ops follow the init ops
+    ok = head[5] >= 0 and 0 <= n <= len(plan) // 4 - start
+    words = struct.unpack_from(f"<{n}i", plan, 4 * start) if ok else ()
+    codes, k = [], 0
+    while k + 1 < len(words) and words[k + 1] >= 0:
+        codes.append(words[k])
+        k += 2 + words[k + 1]
+    return codes
+
+
+def _ops(rows, codes):
+    """[PlanOp] from the table's "ops" rows, which must match the run ops one to one."""
+    kernels = [_KERNELS.get(c, f"op{c}") for c in codes]
+    if rows is None:   # a file from before the ops table
+        return [PlanOp(f"#{k}", kernel, kernel) for k, kernel in enumerate(kernels)]
+    if not isinstance(rows, list) or len(rows) != len(codes):
+        raise InvalidModel(f"plan file ops table lists {len(rows) if isinstance(rows, list) else 'no'} ops; "
+                           f"the plan has {len(codes)} run ops")
+    for k, row in enumerate(rows):
+        if not (isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) for x in row)):
+            raise InvalidModel(f"plan file ops table row {k} is not [node, op type, kernel] strings")
+        if row[2] != kernels[k]:
+            raise InvalidModel(f"plan file ops table row {k} names kernel {row[2]!r}; the plan's op {k} is "
+                               f"{kernels[k]!r}")
+    return [PlanOp(*row) for row in rows]
 
 
 def _value(row, arena, kind):

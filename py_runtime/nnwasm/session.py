@@ -4,6 +4,7 @@ create: load_model (onnx_io) -> optimizer ("graph" passes) -> passes.infer_shape
 ("shaped" passes: constant folding, fusions) -> partition (providers' capability) ->
 provider.compile per partition (WASM: one plan loaded into kernels.wasm).
 run:    validate feeds -> for each partition in order, runner.run(env) -> outputs.
+With SessionOptions.enable_profiling, runners get a profiling.Profiler and time what they run.
 Models whose input shapes have symbolic dims are prepared (shape inference, partitioning,
 compiling, and the optimizer passes that need concrete shapes) per concrete input shape at the
 first run with it, and cached.
@@ -18,6 +19,7 @@ from .onnx_io.load import load_model
 from .onnx_io.save import save_model
 from .options import SessionOptions
 from .partition import assign, partition
+from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
 from .tensor import TensorData
 
@@ -93,9 +95,16 @@ class InferenceSession:
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._sess_options = sess_options or SessionOptions()
+        self._profiler = prof = self._new_profiler()
+        t0 = prof and prof.clock()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
         self._level = int(self._sess_options.graph_optimization_level)
-        graph = optimizer.optimize(load_model(path_or_bytes), "graph", self._level, self._providers)
+        model = load_model(path_or_bytes)
+        if prof:
+            from_file = not isinstance(path_or_bytes, (bytes, bytearray, memoryview))
+            prof.session("model_loading_uri" if from_file else "model_loading_array", t0)
+            t0 = prof.clock()
+        graph = optimizer.optimize(model, "graph", self._level, self._providers)
         self._graph = passes.infer_shapes(graph)
         static = all(v.is_static() for v in graph.inputs)
         optimizer.optimize(self._graph, "shaped", self._level, self._providers, static)
@@ -111,6 +120,8 @@ class InferenceSession:
         else:
             # Unsupported ops fail at creation, as in onnxruntime; what needs concrete shapes waits.
             assign(self._graph, self._providers, defer=True)
+        if prof:
+            prof.session("session_initialization", t0)
 
     # --- onnxruntime's introspection API ---------------------------------------------------
     def get_inputs(self):
@@ -152,6 +163,32 @@ class InferenceSession:
             assign(self._graph, self._providers, defer=True, fallback_reasons=reasons)
         return dict(reasons)
 
+    # --- profiling (onnxruntime's API; profiling.py) -----------------------------------------
+    def _new_profiler(self):
+        opts = self._sess_options
+        return Profiler(opts.profile_file_prefix) if opts.enable_profiling else None
+
+    def end_profiling(self):
+        """Writes the trace recorded since the session was created (or profiling started) to
+        `<profile_file_prefix>_<date>_<time>.json` in the working directory and returns that file
+        name; profiling then stops. "" (no file) when the session is not profiling."""
+        prof, self._profiler = self._profiler, None
+        return prof.write() if prof else ""
+
+    def get_profiling_start_time_ns(self):
+        """When profiling started, in ns since the epoch; 0 when the session is not profiling."""
+        return self._profiler.start_ns if self._profiler else 0
+
+    def _start_profiling(self, prefix=None):
+        """Starts (or restarts) recording; the JS sessions' startProfiling(). Not onnxruntime API."""
+        self._profiler = Profiler(prefix or self._sess_options.profile_file_prefix)
+
+    def _end_profiling_events(self):
+        """The recorded events (a list) without writing a file, and profiling stops; None when not
+        profiling. For the JS sessions' endProfiling()."""
+        prof, self._profiler = self._profiler, None
+        return prof.events if prof else None
+
     # --- running ---------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
         import numpy as np
@@ -176,6 +213,8 @@ class InferenceSession:
 
     def _run(self, output_names, feeds):
         """Both runs, once their feed names are checked."""
+        prof = self._profiler
+        t0 = prof and prof.clock()
         names = self._check_output_names(output_names)
         shapes = {}
         for arg, vi in zip(self._inputs, self._graph.inputs):
@@ -185,7 +224,9 @@ class InferenceSession:
         prepared = self._prepared(shapes)
         env = dict(feeds)
         for runner in prepared.runners:
-            runner.run(env)
+            runner.run(env, prof)
+        if prof:
+            prof.session("model_run", t0)
         out = []
         for n in names:
             if n in env:
@@ -235,6 +276,8 @@ class InferenceSession:
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
+        prof = self._profiler
+        t0 = prof and prof.clock()
         g = self._graph
         spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
         spec = passes.infer_shapes(spec, shapes)
@@ -242,4 +285,6 @@ class InferenceSession:
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:
             self._cache.popitem(last=False)
+        if prof:
+            prof.session("prepare_input_shapes", t0)
         return prepared

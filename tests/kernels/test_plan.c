@@ -294,6 +294,100 @@ void test_plan_ops(void) {
   }
 }
 
+/* nnw_plan_run_ops: one op at a time gives nnw_plan_run's bytes; a range outside the run ops is
+ * refused, runs nothing and reads nothing past the op words; failed_op stays a global index. */
+static void run_ops_matches_run(void) {
+  struct plan p = valid_plan();
+  uint8_t *whole = arena_new(ARENA), *steps = arena_new(ARENA);
+  int status = nnw_plan_load(p.bytes, p.size, whole, ARENA, NULL);
+  status |= nnw_plan_load(p.bytes, p.size, steps, ARENA, NULL);
+  fill_random(at(whole, X), 72, -1, 1);
+  memcpy(steps + X, whole + X, 288);
+  status |= nnw_plan_run(p.bytes, whole);
+  for (int32_t k = 0; k < 7; k++) status |= nnw_plan_run_ops(p.bytes, steps, k, 1);
+  expect(status == NNW_OK && nnw_plan_failed_op() == -1, "run_ops one by one: status %d", status);
+  expect(memcmp(whole + X, steps + X, ARENA - X) == 0, "run_ops one by one differs from nnw_plan_run");
+  uint8_t *ranges = arena_new(ARENA);   /* fresh, so an op that did not run leaves NaN bits */
+  status = nnw_plan_load(p.bytes, p.size, ranges, ARENA, NULL);
+  memcpy(ranges + X, whole + X, 288);
+  status |= nnw_plan_run_ops(p.bytes, ranges, 0, 3);
+  status |= nnw_plan_run_ops(p.bytes, ranges, 3, 4);
+  status |= nnw_plan_run_ops(p.bytes, ranges, 7, 0);
+  status |= nnw_plan_run_ops(p.bytes, ranges, 2, 0);
+  expect(status == NNW_OK && memcmp(whole + X, ranges + X, ARENA - X) == 0, "run_ops in two ranges: %d", status);
+  free(ranges);
+
+  static const int32_t bad[][2] = {{-1, 1}, {0, -1}, {7, 1}, {8, 0}, {0, 8}, {6, 2}, {INT32_MAX, 1},
+                                   {1, INT32_MAX}, {INT32_MIN, 1}, {0, INT32_MIN}, {INT32_MAX, INT32_MAX}};
+  uint8_t *copy = malloc(ARENA);
+  memcpy(copy, steps, ARENA);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    status = nnw_plan_run_ops(p.bytes, steps, bad[i][0], bad[i][1]);
+    expect(status == NNW_BAD_ARGS && nnw_plan_failed_op() == -1, "run_ops(%d, %d): status %d failed_op %d",
+           bad[i][0], bad[i][1], status, nnw_plan_failed_op());
+  }
+  expect(memcmp(steps, copy, ARENA) == 0, "a refused run_ops range touched the arena");
+  expect(nnw_plan_run_ops(NULL, steps, 0, 1) == NNW_BAD_ARGS, "run_ops on a NULL plan");
+  expect(nnw_plan_run_ops(p.bytes + 2, steps, 0, 1) == NNW_BAD_ARGS, "run_ops on a misaligned plan");
+  set_word(&p, 1, NNW_PLAN_VERSION + 1);
+  expect(nnw_plan_run_ops(p.bytes, steps, 0, 1) == NNW_BAD_VERSION, "run_ops on another version");
+  {
+    /* a plan with no run ops: only the empty range at 0 */
+    struct plan e = plan_build(init_op, sizeof init_op / 4, NULL, 0, ARENA, g_weights, WEIGHTS);
+    uint8_t *arena = arena_new(ARENA);
+    status = nnw_plan_load(e.bytes, e.size, arena, ARENA, NULL);
+    expect(status == NNW_OK && nnw_plan_run_ops(e.bytes, arena, 0, 0) == NNW_OK &&
+           nnw_plan_run_ops(e.bytes, arena, 0, 1) == NNW_BAD_ARGS &&
+           nnw_plan_run_ops(e.bytes, arena, 1, 0) == NNW_BAD_ARGS, "run_ops on a plan without run ops");
+    plan_free(&e);
+    free(arena);
+  }
+  free(copy);
+  free(whole);
+  free(steps);
+  plan_free(&p);
+}
+
+/* a run-time failure inside a range: its index counts from the first run op, the ops after it in
+ * the range do not run, and a range that starts after it runs */
+static void run_ops_failure(void) {
+  enum { A = 0, Y = 32, TABLE = 64, Y2 = 96, ARENA_BYTES = 128 };
+  static const int32_t bad_table[5] = {0, 6, 0, 1, 2};   /* reaches 6 + 2 = 8: past x's 8 floats */
+  int32_t gather[2 + NNW_GATHER_AXES_NARGS] = {NNW_OP_GATHER_AXES, NNW_GATHER_AXES_NARGS, A, Y, TABLE, -1, 4, 8,
+                                               2, 2, 3, 1, 1, 1, 1};
+  int32_t head[2 + NNW_COPY2D_NARGS] = {NNW_OP_COPY2D, NNW_COPY2D_NARGS, A, 124, 1, 4, 4, 4};
+  int32_t tail[2 + NNW_COPY2D_NARGS] = {NNW_OP_COPY2D, NNW_COPY2D_NARGS, A, Y2, 1, 24, 24, 24};
+  int32_t words[64];
+  uint32_t n = 0;
+  APPEND(words, n, head);
+  APPEND(words, n, head);
+  APPEND(words, n, gather);   /* op 2 fails */
+  APPEND(words, n, tail);
+  struct plan p = plan_build(NULL, 0, words, n, ARENA_BYTES, NULL, 0);
+  uint8_t *arena = arena_new(ARENA_BYTES);
+  int status = nnw_plan_load(p.bytes, p.size, arena, ARENA_BYTES, NULL);
+  for (int i = 0; i < 8; i++) *at(arena, A + 4 * i) = (float)i;
+  memcpy(arena + TABLE, bad_table, sizeof bad_table);
+  memset(arena + Y2, 0x7F, 24);
+  if (status == NNW_OK) status = nnw_plan_run_ops(p.bytes, arena, 1, 3);
+  uint8_t marks[24];
+  memset(marks, 0x7F, 24);
+  expect(status == NNW_BAD_INDEX && nnw_plan_failed_op() == 2, "run_ops failure: status %d op %d", status,
+         nnw_plan_failed_op());
+  expect(memcmp(arena + Y2, marks, 24) == 0, "run_ops: the op after the failing one ran");
+  status = nnw_plan_run_ops(p.bytes, arena, 3, 1);
+  expect(status == NNW_OK && nnw_plan_failed_op() == -1 && memcmp(arena + Y2, marks, 24) != 0,
+         "run_ops after a failure: status %d", status);
+  plan_free(&p);
+  free(arena);
+}
+
+void test_plan_run_ops(void) {
+  fill_random(g_weights, WEIGHTS / 4, -1, 1);
+  run_ops_matches_run();
+  run_ops_failure();
+}
+
 /* random mutations of the valid plan: loads that pass must also run cleanly */
 void test_plan_fuzz(void) {
   fill_random(g_weights, WEIGHTS / 4, -1, 1);
@@ -324,6 +418,10 @@ void test_plan_fuzz(void) {
     if (status == NNW_OK) {
       loaded++;
       nnw_plan_run(p.bytes, arena);
+      int32_t first = (int32_t)(rng_u32() % 10) - 1, count = (int32_t)(rng_u32() % 10) - 1;
+      status = nnw_plan_run_ops(p.bytes, arena, first, count);
+      if (status != NNW_OK && status != NNW_BAD_ARGS && status != NNW_BAD_INDEX)
+        expect(0, "fuzz round %d: run_ops(%d, %d) gave %d", r, first, count, status);
     }
     if (status < NNW_OK || status > NNW_OUT_OF_MEMORY)
       expect(0, "fuzz round %d: unknown status %d", r, status);

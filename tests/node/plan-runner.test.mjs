@@ -11,6 +11,7 @@ import { resolveKernelsURL } from "../../web/env.mjs";
 import { crc32, parsePlanFile } from "../../web/plan-file.mjs";
 import { bootCount } from "../../web/pyodide-boot.mjs";
 import { stopProxyWorker } from "../../web/proxy-session.mjs";
+import { readTrace } from "./trace.mjs";
 
 const dir = process.env.NNWASM_PLAN_FIXTURES;
 const fixtures = dir ? JSON.parse(readFileSync(join(dir, "fixtures.json"), "utf8")) : null;
@@ -176,6 +177,44 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     await session.release();
   });
 
+  test("profiling: one event per plan op, naming the nodes and kernels CPython's trace names", async () => {
+    const entry = fixtures.attention;
+    const session = await InferenceSession.create(entry.plan, { enableProfiling: true });
+    assertBitIdentical(await session.run(feedsOf(entry)), entry);
+    const ids = feedsOf(entry).ids;
+    const bad = new Tensor("int64", BigInt64Array.from(ids.data, (v, i) => (i === 2 ? 99n : v)), ids.dims);
+    await assert.rejects(session.run({ ids: bad }), /index out of range in Gather node 'h'/);
+    const { nodes: named, sessions } = readTrace(await session.endProfiling());
+    assert.deepEqual(sessions, ["model_loading_array", "session_initialization", "model_run"]);
+    assert.ok(entry.profile.length > 5);
+    // the failed run stopped at the Gather: its events are the first op's
+    assert.deepEqual(named, [...entry.profile, entry.profile[0]]);
+    assert.deepEqual(session.providerAssignment.map((a) => a.node), [...new Set(entry.profile.map(([n]) => n.replace(/_kernel_time$/, "")))]);
+    assert.deepEqual(await session.endProfiling(), []); // profiling stopped
+    await session.run(feedsOf(entry));
+    await session.startProfiling();
+    assertBitIdentical(await session.run(feedsOf(entry)), entry);
+    const again = readTrace(await session.endProfiling());
+    assert.deepEqual(again.sessions, ["model_run"]);
+    assert.deepEqual(again.nodes, entry.profile);
+    await session.release();
+    await assert.rejects(session.endProfiling(), /released/);
+
+    // a file from before the ops table runs, its ops named by index; a table that does not match is refused
+    const p = parts(bytesOf(entry.plan));
+    const io = JSON.parse(p.io);
+    const old = await InferenceSession.create(assemble({ io: JSON.stringify({ ...io, ops: undefined }), plan: p.plan }));
+    await old.startProfiling();
+    assertBitIdentical(await old.run(feedsOf(entry)), entry);
+    assert.deepEqual(readTrace(await old.endProfiling()).nodes.map(([name]) => name),
+                     entry.profile.map((_, k) => `#${k}_kernel_time`));
+    await old.release();
+    for (const ops of [io.ops.slice(1), "ops", [["a", "b"], ...io.ops.slice(1)], [[1, 2, 3], ...io.ops.slice(1)]]) {
+      await assert.rejects(InferenceSession.create(assemble({ io: JSON.stringify({ ...io, ops }), plan: p.plan })),
+                           (e) => e.name === "InvalidModel" && /ops table/.test(e.message));
+    }
+  });
+
   test("every refusal of the format, before anything runs", async () => {
     const good = bytesOf(fixtures.cnn.plan);
     const p = parts(good);
@@ -269,6 +308,13 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
       await assert.rejects(InferenceSession.create(assemble({ ...parts(bytesOf(fixtures.cnn.plan)), words: { 6: 1 } })), (e) =>
         e.name === "InvalidModel" && /checksum mismatch/.test(e.message));
       assertBitIdentical(await a.run(feedsOf(fixtures.cnn)), fixtures.cnn);
+      await a.startProfiling();
+      assertBitIdentical(await a.run(feedsOf(fixtures.cnn)), fixtures.cnn);
+      assert.deepEqual(readTrace(await a.endProfiling()).nodes, fixtures.cnn.profile);
+      const c = await InferenceSession.create(fixtures.cnn.plan, { enableProfiling: true });
+      await c.run(feedsOf(fixtures.cnn));
+      assert.deepEqual(readTrace(await c.endProfiling()).sessions, ["model_loading_array", "session_initialization", "model_run"]);
+      await c.release();
       await a.release();
       await assert.rejects(a.run(feedsOf(fixtures.cnn)), /released/);
       await b.release();

@@ -9,6 +9,7 @@ import { describe, test } from "node:test";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { stopProxyWorker } from "../../web/proxy-session.mjs";
 import { argmax, createEfficientNet, fixtures, maxAbsDiff, needsFixtures, readFloat32 } from "./fixtures.mjs";
+import { profileAddModel } from "./trace.mjs";
 
 env.wasm.proxy = true;
 
@@ -35,6 +36,9 @@ describe("proxy mode", { skip: needsFixtures, timeout: 120_000 }, () => {
     }
     await assertRunsCorrectly(await InferenceSession.create(add.model));
   });
+
+  test("profiling reaches the worker's session", () =>
+    profileAddModel((model, options) => InferenceSession.create(model, options)));
 
   test("EfficientNet-Lite0 classifies coffee.png as espresso, with non-proxy mode's logits", async () => {
     const { session, recipe, labels } = await createEfficientNet();

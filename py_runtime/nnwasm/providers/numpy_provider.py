@@ -6,6 +6,7 @@ from ..errors import FallbackUnavailable, InvalidArgument, NnwasmError
 from ..ir import implicit_inputs, subgraphs
 from ..ops.control import numpy_refusal
 from ..ops.registry import lookup
+from ..profiling import node_label
 from ..tensor import TensorData
 
 
@@ -39,11 +40,12 @@ class _NumpyRunner:
                        if any(k in n.inputs or k in implicit_inputs(n) for n in part.nodes)}
         self.outputs = set(part.outputs)
 
-    def run(self, env):
+    def run(self, env, prof=None):
         vals = dict(self.consts)
         for name in self.part.inputs:
             vals[name] = env[name].to_numpy()
         for node, op in zip(self.part.nodes, self.ops):
+            t0 = prof and prof.clock()
             args = [vals[i] if i else None for i in node.inputs]
             try:
                 outs = op.numpy(node, *args, scope=vals) if subgraphs(node) else op.numpy(node, *args)
@@ -54,5 +56,8 @@ class _NumpyRunner:
             for name, arr in zip(node.outputs, outs):
                 if name:
                     vals[name] = arr
+            if prof:
+                prof.node(node_label(node), node.op_type, op.numpy.__name__, NumpyExecutionProvider.name, t0,
+                          prof.clock())
         for name in self.outputs:
             env[name] = TensorData.from_numpy(vals[name])

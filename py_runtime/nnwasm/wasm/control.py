@@ -20,6 +20,7 @@ from ..ops.control import loop_parts, scan_attrs
 from ..ops.registry import lookup
 from ..ops import shapes as S
 from ..partition import Deferred
+from ..profiling import WASM, node_label
 from ..tensor import TensorData, numel
 
 BOOL = dtypes.BY_NAME["bool"]
@@ -184,9 +185,9 @@ class SequenceRunner:
     def __init__(self, steps):
         self.steps = steps
 
-    def run(self, env):
+    def run(self, env, prof=None):
         for s in self.steps:
-            s.run(env)
+            s.run(env, prof)
 
 
 class HostOp:
@@ -197,8 +198,9 @@ class HostOp:
         self.fold = lookup(node.domain, node.op_type, node.opset).fold
         self.infos = [graph.values.get(i) if i else None for i in node.inputs]
 
-    def run(self, env):
+    def run(self, env, prof=None):
         node = self.node
+        t0 = prof and prof.clock()
         vals = [_value(env, self.graph, i) if i else None for i in node.inputs]
         outs = self.fold(node, self.infos, vals)
         if outs is None or any(t is None for name, t in zip(node.outputs, outs) if name):
@@ -207,6 +209,8 @@ class HostOp:
         for name, t in zip(node.outputs, outs):
             if name:
                 env[name] = t
+        if prof:
+            prof.node(node_label(node), node.op_type, "host", WASM, t0, prof.clock())
 
 
 class BodyRunner:
@@ -220,36 +224,45 @@ class BodyRunner:
         self.runner = compile_nodes(provider, body.nodes, self.view, outs) if body.nodes else None
         self.infos = list(body.outputs)
 
-    def run(self, env, feeds):
+    def run(self, env, feeds, prof=None):
         local = ChainMap(dict(feeds), env)
         if self.runner is not None:
-            self.runner.run(local)
+            self.runner.run(local, prof)
         return [_value(local, self.view, n) for n in self.names]
 
 
 class ControlRunner:
-    """Base of the If / Loop / Scan runners."""
+    """Base of the If / Loop / Scan runners: run() is _run() timed as one node when profiling (the
+    body ops' own events fall inside its span)."""
 
     def __init__(self, provider, node, graph):
         self.node, self.graph = node, graph
         self.bodies = {attr: BodyRunner(provider, g, graph) for attr, g in subgraphs(node)}
 
+    def run(self, env, prof=None):
+        if prof is None:
+            return self._run(env, None)
+        t0 = prof.clock()
+        self._run(env, prof)
+        node = self.node
+        prof.node(node_label(node), node.op_type, type(self).__name__, WASM, t0, prof.clock())
+
 
 class IfRunner(ControlRunner):
-    def run(self, env):
+    def _run(self, env, prof):
         node = self.node
         cond = _scalar(env, self.graph, node.inputs[0], node, "cond")
         attr = "then_branch" if cond else "else_branch"
         if attr not in self.bodies:
             raise InvalidArgument(node.attrs[attr].reason)
-        outs = self.bodies[attr].run(env, {})
+        outs = self.bodies[attr].run(env, {}, prof)
         for name, t in zip(node.outputs, outs):
             if name:
                 env[name] = t
 
 
 class LoopRunner(ControlRunner):
-    def run(self, env):
+    def _run(self, env, prof):
         node, g = self.node, self.graph
         body = self.bodies["body"]
         spec = node.attrs["body"]
@@ -262,7 +275,7 @@ class LoopRunner(ControlRunner):
         i = 0
         while go and (trips is None or i < trips):
             feeds = dict(zip(names, [_tensor(dtypes.INT64, i), _tensor(BOOL, go)] + carried))
-            outs = body.run(env, feeds)
+            outs = body.run(env, feeds, prof)
             go = bool(outs[0].tolist()[0])
             carried = outs[1:1 + n]
             for lst, t in zip(pieces, outs[1 + n:]):
@@ -278,7 +291,7 @@ class LoopRunner(ControlRunner):
 class ScanRunner(ControlRunner):
     """Slices the scan inputs and stacks the scan outputs on the host (byte copies)."""
 
-    def run(self, env):
+    def _run(self, env, prof):
         node, g = self.node, self.graph
         body, spec = self.bodies["body"], node.attrs["body"]
         n, m, k, in_axes, in_rev, out_axes, out_rev = scan_attrs(node, len(node.inputs), len(node.outputs), spec)
@@ -293,7 +306,7 @@ class ScanRunner(ControlRunner):
         pieces = [[] for _ in range(k)]
         for t in range(length):
             slices = [_take(x, a, length - 1 - t if r else t) for x, a, r in zip(xs, axes, in_rev)]
-            outs = body.run(env, dict(zip(names, state + slices)))
+            outs = body.run(env, dict(zip(names, state + slices)), prof)
             state = outs[:n]
             for lst, o in zip(pieces, outs[n:]):
                 lst.append(bytes(o.data))

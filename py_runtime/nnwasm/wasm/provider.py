@@ -6,11 +6,12 @@ from ..host import get_host
 from ..ir import subgraphs
 from ..ops.registry import lookup
 from ..partition import Deferred
+from ..profiling import node_label
 from ..tensor import numel
 from .control import compile_nodes, control_refusal, host_op_refusal
 from .lowering import LOWERINGS, lowering_key
 from .plan import PlanBuilder
-from .runner import WasmRunner
+from .runner import PlanOp, WasmRunner
 
 
 # wasm32 addresses 4 GiB and the plan ABI uses int32 offsets: keep every tensor well inside that.
@@ -60,25 +61,25 @@ class WasmExecutionProvider:
 
     def compile_plan(self, nodes, graph, inputs, outputs):
         """One plan for straight-line nodes that all lower to plan ops, loaded into kernels.wasm."""
-        b, plan, arena, io, op_nodes = self.build_plan(nodes, graph, inputs, outputs)
+        b, plan, arena, io, ops = self.build_plan(nodes, graph, inputs, outputs)
         ins = [(n, io[n], b.nbytes(n)) for n in inputs]
         outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
-        return WasmRunner(b.host, plan, arena, ins, outs, len(b.ops), op_nodes)
+        return WasmRunner(b.host, plan, arena, ins, outs, ops)
 
     def build_plan(self, nodes, graph, inputs, outputs):
-        """(builder, plan bytes, arena bytes, {value: arena offset}, node of each op): the plan
-        alone, not loaded; plan files (planfile.py) are written from it."""
+        """(builder, plan bytes, arena bytes, {value: arena offset}, [PlanOp] of the run ops): the
+        plan alone, not loaded; plan files (planfile.py) are written from it."""
         b = PlanBuilder(graph, inputs, outputs)
         b.host = get_host()   # lowerings may run kernels.wasm to fold constants
         b.users = graph.consumers()
         b.members = {id(n) for n in nodes}
-        op_nodes = []
+        ops = []
         for node in nodes:
             if id(node) not in b.fused:
                 LOWERINGS[lowering_key(node)][1](node, b)
-                op_nodes += [node] * (len(b.ops) - len(op_nodes))
+                ops += [PlanOp(node_label(node), node.op_type, kernel) for kernel, _ in b.ops[len(ops):]]
         plan, arena, io = b.finish(MAX_ARENA_BYTES)
-        return b, plan, arena, io, op_nodes
+        return b, plan, arena, io, ops
 
 
 def _all_constant(node, graph):

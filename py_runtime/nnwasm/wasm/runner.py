@@ -1,7 +1,9 @@
 """A plan loaded into kernels.wasm: its arena and op words live in linear memory for the session's
-lifetime; run() copies the partition's inputs in, makes one call, and copies its outputs out."""
+lifetime; run() copies the partition's inputs in, makes one call, and copies its outputs out
+(one call per op when profiling, each timed on the host's clock: profiling.py)."""
 import struct
 import weakref
+from collections import namedtuple
 
 from ..errors import InvalidArgument, KernelError
 from ..tensor import TensorData, numel
@@ -10,13 +12,18 @@ STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opc
           5: "bad op arguments", 6: "tensor outside the arena", 7: "out of memory",
           8: "index out of range"}
 BAD_INDEX = 8   # a run-time status: the input data was at fault, the session stays usable
+WASM = "WasmExecutionProvider"
+
+# One run op of a plan: the ONNX node it was lowered from (profiling.node_label) and that node's op
+# type, and the kernel (the plan op of kernels_c/ops.def). Plan files store these as their "ops".
+PlanOp = namedtuple("PlanOp", ["node", "op_type", "kernel"])
 
 
 class WasmRunner:
-    def __init__(self, host, plan, arena_bytes, inputs, outputs, n_ops, op_nodes=None):
+    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops):
         self.host, self.inputs, self.outputs = host, inputs, outputs
-        self.op_nodes = op_nodes or []   # the node each run op was lowered from, to name it in errors
-        self.n_ops, self.plan_bytes, self.arena_bytes = n_ops, len(plan), arena_bytes
+        self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
+        self.plan_bytes, self.arena_bytes = len(plan), arena_bytes
         with host.lock:
             host.drain()
             self._load(plan)
@@ -51,7 +58,7 @@ class WasmRunner:
             raise KernelError(f"kernels.wasm is out of memory allocating {n} bytes")
         return p
 
-    def run(self, env):
+    def run(self, env, prof=None):
         host, arena = self.host, self.arena
         for name, _, nbytes in self.inputs:
             if len(env[name].data) != nbytes:
@@ -60,10 +67,10 @@ class WasmRunner:
             host.drain()
             for name, off, _ in self.inputs:
                 host.write(arena + off, env[name].data)
-            status = host.call("nnw_plan_run", self.plan, arena)
+            status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
             if status == BAD_INDEX:
-                op = host.call("nnw_plan_failed_op")
-                node = self.op_nodes[op] if 0 <= op < len(self.op_nodes) else "a node"
+                k = host.call("nnw_plan_failed_op")
+                node = f"{self.ops[k].op_type} node '{self.ops[k].node}'" if 0 <= k < len(self.ops) else "a node"
                 raise InvalidArgument(f"index out of range in {node}: an index input holds a value "
                                       "outside the indexed axis")
             if status:
@@ -72,6 +79,17 @@ class WasmRunner:
                     for name, off, dt, shape in self.outputs]
         for name, dt, shape, data in outs:
             env[name] = TensorData(dt, shape, data)
+
+    def _run_timed(self, prof):
+        """nnw_plan_run, one op at a time, each call timed; the status of the first that fails."""
+        call, clock, plan, arena = self.host.call, prof.clock, self.plan, self.arena
+        for k, op in enumerate(self.ops):
+            t0 = clock()
+            status = call("nnw_plan_run_ops", plan, arena, k, 1)
+            prof.node(op.node, op.op_type, op.kernel, WASM, t0, clock())
+            if status:
+                return status
+        return 0
 
     def close(self):
         self._finalizer()
