@@ -85,19 +85,26 @@ async function forPyodide(url) {
 async function bootOnce() {
   const t0 = performance.now();
   const cfg = resolveEnv();
-  const log = cfg.debug ? (msg) => console.log(`nnwasm: ${msg} (${(performance.now() - t0).toFixed(0)} ms)`) : () => {};
+  const steps = {}; // step -> ms since this realm's time origin when it ended (for bench/boot_breakdown.py)
+  const log = (msg) => {
+    steps[msg] = performance.now();
+    if (cfg.debug) console.log(`nnwasm: ${msg} (${(performance.now() - t0).toFixed(0)} ms)`);
+  };
+  log("boot started");
   // The manifest is read while Pyodide starts; the no-op catch keeps a failure from being
   // reported as unhandled before it is awaited below.
   const wheelPromise = cfg.wheelURL ? Promise.resolve(cfg.wheelURL) : wheelFromManifest(cfg.manifestURL);
   wheelPromise.catch(() => {});
 
   await checkPyodideFiles(cfg.pyodideIndexURL);
+  log("Pyodide's files checked");
   let loadPyodide;
   try {
     ({ loadPyodide } = await import(new URL("pyodide.mjs", cfg.pyodideIndexURL).href));
   } catch (e) {
     throw new Error(`nnwasm: cannot load Pyodide from ${cfg.pyodideIndexURL}: ${e.message}`, { cause: e });
   }
+  log("pyodide.mjs imported");
   let indexURL = await forPyodide(cfg.pyodideIndexURL);
   if (IN_NODE && !indexURL.endsWith("/")) indexURL += "/";
   const pyodide = await loadPyodide({
@@ -106,7 +113,7 @@ async function bootOnce() {
     stdout: cfg.debug ? (line) => console.log(line) : () => {},
     stderr: (line) => console.warn(line),
   });
-  log(`Pyodide ${pyodide.version} started`);
+  log("loadPyodide resolved");
 
   const wheelURL = await wheelPromise;
   const failures = [];
@@ -117,12 +124,13 @@ async function bootOnce() {
   if (failures.length > 0) {
     throw new Error(`nnwasm: cannot install ${wheelURL}: ${failures.join("; ")}`);
   }
+  log("wheel installed");
   const module = pyodide.pyimport("nnwasm._js_bridge");
   // Looked up once: every attribute access on a PyProxy makes a new proxy.
   const bridge = Object.fromEntries(BRIDGE_FUNCTIONS.map((name) => [name, module[name].copy()]));
   module.destroy();
   const nnwasmVersion = pyodide.runPython("import importlib.metadata as m; m.version('nnwasm')");
+  log("nnwasm imported");
   const bootMs = performance.now() - t0;
-  log("nnwasm installed");
-  return { pyodide, bridge, bootMs, versions: { pyodide: pyodide.version, nnwasm: nnwasmVersion } };
+  return { pyodide, bridge, bootMs, steps, versions: { pyodide: pyodide.version, nnwasm: nnwasmVersion } };
 }

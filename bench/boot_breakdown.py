@@ -1,0 +1,156 @@
+"""Where the Pyodide path's start-up goes: page open -> first result on the demo page through
+Pyodide (fresh headless Chromium each time), and a breakdown of the boot and the session.
+
+    .venv/bin/python bench/boot_breakdown.py [--runs 5] [--url-suffix ""] [--no-breakdown]
+
+Page open -> first result: from the navigation's start (performance.timeOrigin) until #top1 on
+the demo page shows a class, read by a MutationObserver installed before the page's scripts.
+Serves the repository with demo/serve.py on a free port (loopback only); run
+build_scripts/build_web.py first. Debian's chromium, launched as in tests/conftest.py.
+
+The breakdown (one more fresh browser, the page's own thread so its numbers are not mixed with
+a worker's start): the steps web/pyodide-boot.mjs records (runtime.steps), the file fetches
+the Resource Timing API saw, then nnwasm's session creation split into its phases and the first
+run, timed inside Pyodide by bench/boot_phases.py.
+"""
+import argparse
+import importlib.util
+import json
+import shutil
+import statistics
+import sys
+import threading
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import CHROMIUM_FLAGS  # noqa: E402
+
+FIRST_RESULT_PROBE = """
+new MutationObserver((_, observer) => {
+  const top1 = document.getElementById("top1");
+  if (top1 && top1.textContent !== "\u2026" && window.__firstResult === undefined) {
+    window.__firstResult = performance.now();
+    observer.disconnect();
+  }
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+
+# A page of our own on the demo's origin (routed by playwright, so demo/ stays untouched): boots
+# on the page thread, then times the phases of one EfficientNet-Lite0 session inside Pyodide.
+BREAKDOWN_PAGE = """<!doctype html><meta charset="utf-8"><script type="module">
+import { boot } from "/web/pyodide-boot.mjs";
+const t0 = performance.now();
+const runtime = await boot();
+const bootEnd = performance.now();
+const model = new Uint8Array(await (await fetch("/demo/assets/efficientnet-lite0.onnx")).arrayBuffer());
+const phases = await (await fetch("/bench/boot_phases.py")).text();
+runtime.pyodide.globals.set("model_bytes", model);
+const out = JSON.parse(runtime.pyodide.runPython(phases));
+window.__breakdown = { bootStart: t0, bootEnd, steps: runtime.steps ?? null, python: out,
+  resources: performance.getEntriesByType("resource").map((e) => ({ name: new URL(e.name).pathname,
+    start: e.startTime, end: e.responseEnd, bytes: e.transferSize })) };
+</script>"""
+
+
+def load_server():
+    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    return serve.DemoServer(port=0)
+
+
+def launch(pw):
+    return pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
+
+
+def page_open_to_result(pw, url):
+    browser = launch(pw)
+    try:
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.add_init_script(FIRST_RESULT_PROBE)
+        page.goto(url)
+        page.wait_for_function("window.__firstResult !== undefined", timeout=120_000)
+        if errors:
+            raise RuntimeError(f"the page failed: {errors}")
+        cells = {k: page.inner_text(f"#t-{k}") for k in ("boot", "create", "run")}
+        return page.evaluate("window.__firstResult"), cells, page.inner_text("#top1")
+    finally:
+        browser.close()
+
+
+def breakdown(pw, base):
+    browser = launch(pw)
+    try:
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.route(base + "bench/breakdown.html",
+                   lambda route: route.fulfill(body=BREAKDOWN_PAGE, content_type="text/html"))
+        page.route(base + "bench/boot_phases.py",
+                   lambda route: route.fulfill(body=(ROOT / "bench" / "boot_phases.py").read_text(),
+                                               content_type="text/plain"))
+        page.goto(base + "bench/breakdown.html")
+        page.wait_for_function("window.__breakdown !== undefined || false", timeout=120_000)
+        if errors:
+            raise RuntimeError(f"the breakdown page failed: {errors}")
+        return page.evaluate("window.__breakdown")
+    finally:
+        browser.close()
+
+
+def print_breakdown(b):
+    print("\nBoot on the page thread (ms since navigation start):")
+    print(f"  boot() called at {b['bootStart']:.0f}, resolved at {b['bootEnd']:.0f} ({b['bootEnd'] - b['bootStart']:.0f} ms)")
+    for name, at in (b["steps"] or {}).items():
+        print(f"  {name:40s} {at:8.0f}")
+    print("Fetches (start -> end, ms since navigation start):")
+    for r in b["resources"]:
+        print(f"  {r['name']:50s} {r['start']:7.0f} -> {r['end']:7.0f}  ({r['bytes']:,} bytes)")
+    print("Inside Pyodide (ms):")
+    for name, ms in b["python"]["phases"].items():
+        print(f"  {name:40s} {ms:8.1f}")
+    mods = b["python"]["nnwasm_modules"]
+    print(f"nnwasm modules imported after boot + one WASM-only session + one run ({len(mods)}):")
+    print("  " + " ".join(m.removeprefix("nnwasm.") for m in mods))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="fresh browsers for page open -> first result")
+    parser.add_argument("--url-suffix", default="", help="appended to the demo URL, e.g. ?noproxy")
+    parser.add_argument("--no-breakdown", action="store_true")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    server = load_server()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.port}/"
+    results = {"runs": []}
+    try:
+        with sync_playwright() as pw:
+            for i in range(args.runs):
+                ms, cells, top1 = page_open_to_result(pw, server.url + args.url_suffix)
+                results["runs"].append({"first_result_ms": ms, **cells})
+                print(f"run {i + 1}: page open -> first result {ms:.0f} ms ({top1}); demo shows {cells}", flush=True)
+            times = [r["first_result_ms"] for r in results["runs"]]
+            if times:
+                print(f"page open -> first result: median {statistics.median(times):.0f} ms, "
+                      f"min {min(times):.0f}, max {max(times):.0f} ({len(times)} fresh browsers)")
+            if not args.no_breakdown:
+                results["breakdown"] = breakdown(pw, base)
+                print_breakdown(results["breakdown"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
