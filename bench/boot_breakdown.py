@@ -66,10 +66,19 @@ def launch(pw):
     return pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
 
 
-def page_open_to_result(pw, url):
+def without_snapshot(route):
+    """nnwasm-web.json as if build_web.py had made no snapshot: the boot starts Python from scratch."""
+    manifest = json.loads(route.fetch().text())
+    manifest.pop("pyodideSnapshot", None)
+    route.fulfill(body=json.dumps(manifest), content_type="application/json")
+
+
+def page_open_to_result(pw, url, snapshot=True):
     browser = launch(pw)
     try:
         page = browser.new_page()
+        if not snapshot:
+            page.context.route("**/dist/web/nnwasm-web.json", without_snapshot)
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.add_init_script(FIRST_RESULT_PROBE)
@@ -125,6 +134,8 @@ def main():
     parser.add_argument("--runs", type=int, default=5, help="fresh browsers for page open -> first result")
     parser.add_argument("--url-suffix", default="", help="appended to the demo URL, e.g. ?noproxy")
     parser.add_argument("--no-breakdown", action="store_true")
+    parser.add_argument("--compare", action="store_true",
+                        help="alternate runs with and without the Pyodide memory snapshot")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     server = load_server()
@@ -134,14 +145,19 @@ def main():
     results = {"runs": []}
     try:
         with sync_playwright() as pw:
+            modes = [True, False] if args.compare else [True]
             for i in range(args.runs):
-                ms, cells, top1 = page_open_to_result(pw, server.url + args.url_suffix)
-                results["runs"].append({"first_result_ms": ms, **cells})
-                print(f"run {i + 1}: page open -> first result {ms:.0f} ms ({top1}); demo shows {cells}", flush=True)
-            times = [r["first_result_ms"] for r in results["runs"]]
-            if times:
-                print(f"page open -> first result: median {statistics.median(times):.0f} ms, "
-                      f"min {min(times):.0f}, max {max(times):.0f} ({len(times)} fresh browsers)")
+                for snapshot in modes:
+                    ms, cells, top1 = page_open_to_result(pw, server.url + args.url_suffix, snapshot)
+                    results["runs"].append({"snapshot": snapshot, "first_result_ms": ms, **cells})
+                    print(f"run {i + 1}{'' if snapshot else ' (no snapshot)'}: page open -> first result {ms:.0f} ms "
+                          f"({top1}); demo shows {cells}", flush=True)
+            for snapshot in modes:
+                times = [r["first_result_ms"] for r in results["runs"] if r["snapshot"] == snapshot]
+                if times:
+                    print(f"page open -> first result{'' if snapshot else ' (no snapshot)'}: median "
+                          f"{statistics.median(times):.0f} ms, min {min(times):.0f}, max {max(times):.0f} "
+                          f"({len(times)} fresh browsers)")
             if not args.no_breakdown:
                 results["breakdown"] = breakdown(pw, base)
                 print_breakdown(results["breakdown"])

@@ -5,6 +5,8 @@
     dist/web/nnwasm-<version>-py3-none-any.whl
     dist/web/nnwasm-web.json  names the wheel; web/env.mjs finds everything through it
     dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
+    dist/web/pyodide-snapshot.bin.gz  Pyodide's memory with this wheel's nnwasm imported (made in
+                              Node by pyodide_snapshot.mjs, gzipped); boot() starts from it
 
 Serve the repository root (demo/serve.py) and /web/ finds /dist/web/ next to it.
 Idempotent: a file is rewritten only when its content changed, and older wheels are removed.
@@ -15,6 +17,7 @@ import io
 import json
 import os
 import shutil
+import gzip
 import subprocess
 import sys
 import tempfile
@@ -28,6 +31,7 @@ WEB = DIST / "web"
 PYODIDE_SRC = ROOT / "node_modules" / "pyodide"
 # What loadPyodide fetches from its indexURL at start-up; nothing else is needed offline.
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
+SNAPSHOT = "pyodide-snapshot.bin.gz"
 # The source tree a wheel is built from, copied apart so stale build/ output never leaks in.
 WHEEL_SOURCES = ["pyproject.toml", "README.md", "LICENSE", "py_runtime"]
 
@@ -86,6 +90,23 @@ def check_wheel(name, data, kernels):
         fail(f"{name} lacks {missing} (a subpackage without __init__.py?)")
 
 
+def make_snapshot(wheel):
+    """Gzipped memory snapshot of Pyodide with nnwasm imported (pyodide_snapshot.mjs), or None
+    with a warning when Node is missing (boot() then starts Python from scratch)."""
+    node = shutil.which("node")
+    if node is None:
+        print("warning: no `node` on PATH: dist/web/ gets no Pyodide snapshot (boot is ~1.5 s slower)")
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        whl, out = Path(tmp) / "nnwasm.whl", Path(tmp) / "snapshot.bin"
+        whl.write_bytes(wheel)
+        cmd = [node, str(ROOT / "build_scripts" / "pyodide_snapshot.mjs"), str(PYODIDE_SRC), str(whl), str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            fail(f"`{' '.join(cmd)}` failed:\n{proc.stdout}\n{proc.stderr}")
+        return gzip.compress(out.read_bytes(), compresslevel=6, mtime=0)
+
+
 def pyodide_version():
     pinned = json.loads((ROOT / "package.json").read_text())["dependencies"]["pyodide"]
     pkg = PYODIDE_SRC / "package.json"
@@ -119,6 +140,14 @@ def main():
         write_if_changed(WEB / "pyodide" / name, (PYODIDE_SRC / name).read_bytes(), written)
     manifest = {"wheel": wheel_name, "pyodide": "pyodide/", "pyodideVersion": version,
                 "kernelsSha256": sha256(kernels)}
+    snapshot = make_snapshot(wheel)
+    if snapshot is not None:
+        # Named in the manifest next to the wheel it was made from: boot() uses it only with that wheel.
+        write_if_changed(WEB / SNAPSHOT, snapshot, written)
+        manifest["pyodideSnapshot"] = SNAPSHOT
+    elif (WEB / SNAPSHOT).exists():
+        (WEB / SNAPSHOT).unlink()
+        removed.append(WEB / SNAPSHOT)
     write_if_changed(WEB / "nnwasm-web.json", (json.dumps(manifest, indent=2) + "\n").encode(), written)
 
     for p in removed:

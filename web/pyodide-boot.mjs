@@ -1,6 +1,10 @@
 // Starting the Python side once per page or process: Pyodide from our own copy (never a CDN),
 // then the nnwasm wheel, then the bridge module the sessions call. Start-up order:
-//   resolveEnv -> import pyodide.mjs -> loadPyodide -> loadPackage(wheel) -> import nnwasm._js_bridge
+//   resolveEnv -> fetch manifest, then wheel + snapshot (in parallel with the rest)
+//   -> import pyodide.mjs -> loadPyodide (from the memory snapshot when there is one: Python
+//   already started with nnwasm imported; else from scratch) -> unpack the wheel's bytes
+//   -> import nnwasm._js_bridge (nothing to do after a snapshot)
+// docs/startup.md has the time each step takes.
 import { resolveEnv } from "./env.mjs";
 import { IN_NODE, loadBytes, nodePath } from "./load-bytes.mjs";
 
@@ -65,7 +69,8 @@ async function checkPyodideFiles(indexURL) {
   }
 }
 
-async function wheelFromManifest(manifestURL) {
+/** The manifest build_web.py writes: {wheelURL, snapshotURL (null if it names none)}. */
+async function readManifest(manifestURL) {
   let manifest;
   try {
     manifest = JSON.parse(new TextDecoder().decode(await loadBytes(manifestURL)));
@@ -74,7 +79,24 @@ async function wheelFromManifest(manifestURL) {
                     `or set env.distURL / env.wheelURL): ${e.message}`, { cause: e });
   }
   if (typeof manifest.wheel !== "string") throw new Error(`nnwasm: ${manifestURL} names no wheel`);
-  return new URL(manifest.wheel, manifestURL).href;
+  const snapshot = manifest.pyodideSnapshot;
+  return {
+    wheelURL: new URL(manifest.wheel, manifestURL).href,
+    snapshotURL: typeof snapshot === "string" ? new URL(snapshot, manifestURL).href : null,
+  };
+}
+
+/** The gunzipped memory snapshot at url (a Uint8Array); streamed through the decompressor
+ * while it downloads, in the browser. */
+async function loadSnapshot(url) {
+  if (IN_NODE && url.startsWith("file:")) {
+    const { gunzipSync } = await import("node:zlib");
+    return new Uint8Array(gunzipSync(await loadBytes(url)));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  const stream = response.body.pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 // Pyodide wants file system paths in Node and URLs in the browser.
@@ -91,10 +113,21 @@ async function bootOnce() {
     if (cfg.debug) console.log(`nnwasm: ${msg} (${(performance.now() - t0).toFixed(0)} ms)`);
   };
   log("boot started");
-  // The manifest is read while Pyodide starts; the no-op catch keeps a failure from being
-  // reported as unhandled before it is awaited below.
-  const wheelPromise = cfg.wheelURL ? Promise.resolve(cfg.wheelURL) : wheelFromManifest(cfg.manifestURL);
-  wheelPromise.catch(() => {});
+  // Everything boot() downloads starts now, alongside Pyodide's own files: the manifest, then the
+  // wheel (as bytes, unpacked once Python runs) and the memory snapshot. The snapshot comes only
+  // with the manifest's own wheel (it holds that nnwasm, imported). No-op catches keep a failure
+  // from being reported as unhandled before it is awaited below.
+  const manifest = cfg.wheelURL ? Promise.resolve({ wheelURL: cfg.wheelURL, snapshotURL: null }) : readManifest(cfg.manifestURL);
+  const wheel = manifest.then(async ({ wheelURL }) => {
+    try {
+      return await loadBytes(wheelURL);
+    } catch (e) {
+      throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
+    }
+  });
+  const snapshotURL = cfg.pyodideSnapshot ? manifest.then((m) => m.snapshotURL, () => null) : Promise.resolve(null);
+  const snapshot = snapshotURL.then((url) => url && loadSnapshot(url));
+  for (const p of [manifest, wheel, snapshot]) p.catch(() => {});
 
   await checkPyodideFiles(cfg.pyodideIndexURL);
   log("Pyodide's files checked");
@@ -107,29 +140,45 @@ async function bootOnce() {
   log("pyodide.mjs imported");
   let indexURL = await forPyodide(cfg.pyodideIndexURL);
   if (IN_NODE && !indexURL.endsWith("/")) indexURL += "/";
-  const pyodide = await loadPyodide({
+  const options = {
     indexURL,
     packageBaseUrl: indexURL, // also where Pyodide's loader would go instead of its CDN
     stdout: cfg.debug ? (line) => console.log(line) : () => {},
     stderr: (line) => console.warn(line),
-  });
-  log("loadPyodide resolved");
+  };
+  let pyodide = null;
+  if (await snapshotURL) {
+    // Pyodide awaits the snapshot only once its own files are in, so they all download together.
+    try {
+      pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      log("loadPyodide resolved (from the snapshot)");
+    } catch (e) {
+      // A snapshot that can't be had or doesn't fit this Pyodide build: start Python from scratch.
+      log(`snapshot not used (${e.message.split("\n")[0]})`);
+    }
+  }
+  if (pyodide === null) {
+    pyodide = await loadPyodide(options);
+    log("loadPyodide resolved");
+  }
 
-  const wheelURL = await wheelPromise;
-  const failures = [];
-  await pyodide.loadPackage(await forPyodide(wheelURL), {
-    messageCallback: cfg.debug ? (msg) => console.log(msg) : () => {},
-    errorCallback: (msg) => failures.push(msg),
-  });
-  if (failures.length > 0) {
-    throw new Error(`nnwasm: cannot install ${wheelURL}: ${failures.join("; ")}`);
+  const wheelURL = (await manifest).wheelURL;
+  try {
+    pyodide.unpackArchive(await wheel, "wheel");
+  } catch (e) {
+    throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
+  }
+  if (steps["loadPyodide resolved (from the snapshot)"]) {
+    // The snapshot's Python was seeded when it was made: give this one its own random state, and
+    // let the import system see the files just unpacked.
+    pyodide.runPython("import importlib, random\nimportlib.invalidate_caches()\nrandom.seed()");
   }
   log("wheel installed");
   const module = pyodide.pyimport("nnwasm._js_bridge");
   // Looked up once: every attribute access on a PyProxy makes a new proxy.
   const bridge = Object.fromEntries(BRIDGE_FUNCTIONS.map((name) => [name, module[name].copy()]));
   module.destroy();
-  const nnwasmVersion = pyodide.runPython("import importlib.metadata as m; m.version('nnwasm')");
+  const nnwasmVersion = pyodide.runPython("import nnwasm; nnwasm.__version__");
   log("nnwasm imported");
   const bootMs = performance.now() - t0;
   return { pyodide, bridge, bootMs, steps, versions: { pyodide: pyodide.version, nnwasm: nnwasmVersion } };
