@@ -145,6 +145,7 @@ def main():
         # Named in the manifest next to the wheel it was made from: boot() uses it only with that wheel.
         write_if_changed(WEB / SNAPSHOT, snapshot, written)
         manifest["pyodideSnapshot"] = SNAPSHOT
+        manifest["pyodideSnapshotWheelSha256"] = sha256(wheel)
     elif (WEB / SNAPSHOT).exists():
         (WEB / SNAPSHOT).unlink()
         removed.append(WEB / SNAPSHOT)

@@ -12,10 +12,15 @@ import { readFileSync, writeFileSync } from "node:fs";
 import crypto from "node:crypto";
 import { pathToFileURL } from "node:url";
 
-// What a WASM-only session imports (tests/test_pyodide_imports.py pins the list); the host
-// module is left out: it creates a JS function proxy at import, which a snapshot cannot hold.
-const IMPORTS = ["nnwasm._js_bridge"];
+// What a WASM-only session needs, so that creating one imports nothing more (a test in
+// tests/node/pyodide-boot.test.mjs checks it); kernels.wasm read (and cached) from the wheel.
+const SETUP = [
+  "import nnwasm._js_bridge, nnwasm.host.pyodide_host, nnwasm.ops.registry, nnwasm.planfile",
+  "nnwasm.ops.registry._load()", // the op modules, which the registry imports at its first lookup
+  "nnwasm.host.kernels_wasm_bytes()",
+];
 
+const WHEEL_PATH = "/lib/nnwasm.whl"; // web/pyodide-boot.mjs's WHEEL_PATH
 const [pyodideDir, wheelPath, outPath] = process.argv.slice(2);
 if (!outPath) {
   console.error("usage: node pyodide_snapshot.mjs PYODIDE_DIR WHEEL OUT");
@@ -41,6 +46,7 @@ process.hrtime.bigint = () => 1n;
 const dir = pyodideDir.endsWith("/") ? pyodideDir : pyodideDir + "/";
 const { loadPyodide } = await import(pathToFileURL(dir + "pyodide.mjs").href);
 const pyodide = await loadPyodide({ indexURL: dir, _makeSnapshot: true, stdout: () => {}, stderr: (l) => console.error(l) });
-pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel");
-pyodide.runPython(IMPORTS.map((m) => `import ${m}`).join("\n"));
+// As web/pyodide-boot.mjs installs it: the wheel itself on sys.path, at WHEEL_PATH.
+pyodide.FS.writeFile(WHEEL_PATH, new Uint8Array(readFileSync(wheelPath)));
+pyodide.runPython([`import sys`, `sys.path.insert(0, "${WHEEL_PATH}")`, ...SETUP].join("\n"));
 writeFileSync(outPath, pyodide.makeMemorySnapshot());

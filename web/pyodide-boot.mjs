@@ -2,13 +2,16 @@
 // then the nnwasm wheel, then the bridge module the sessions call. Start-up order:
 //   resolveEnv -> fetch manifest, then wheel + snapshot (in parallel with the rest)
 //   -> import pyodide.mjs -> loadPyodide (from the memory snapshot when there is one: Python
-//   already started with nnwasm imported; else from scratch) -> unpack the wheel's bytes
-//   -> import nnwasm._js_bridge (nothing to do after a snapshot)
+//   already started with nnwasm imported; else from scratch) -> the wheel's bytes written to
+//   WHEEL_PATH, on sys.path -> import nnwasm._js_bridge (already done in a snapshot)
 // docs/startup.md has the time each step takes.
 import { resolveEnv } from "./env.mjs";
 import { IN_NODE, loadBytes, nodePath } from "./load-bytes.mjs";
 
 const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
+// Where the wheel sits in Pyodide's file system, on sys.path (build_scripts/pyodide_snapshot.mjs
+// uses the same path).
+export const WHEEL_PATH = "/lib/nnwasm.whl";
 // What loadPyodide reads from indexURL. A missing one makes it fail outside any promise we can
 // catch (Node: an unhandled rejection that ends the process) or wait forever (a browser's 404),
 // so boot checks them first and says which are missing.
@@ -83,7 +86,13 @@ async function readManifest(manifestURL) {
   return {
     wheelURL: new URL(manifest.wheel, manifestURL).href,
     snapshotURL: typeof snapshot === "string" ? new URL(snapshot, manifestURL).href : null,
+    snapshotWheelSha256: manifest.pyodideSnapshotWheelSha256,
   };
+}
+
+async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** The gunzipped memory snapshot at url (a Uint8Array); streamed through the decompressor
@@ -126,7 +135,14 @@ async function bootOnce() {
     }
   });
   const snapshotURL = cfg.pyodideSnapshot ? manifest.then((m) => m.snapshotURL, () => null) : Promise.resolve(null);
-  const snapshot = snapshotURL.then((url) => url && loadSnapshot(url));
+  // The snapshot holds the modules of the wheel it was made with: any other wheel and it is refused.
+  const snapshot = snapshotURL.then(async (url) => {
+    if (!url) return null;
+    const [bytes, wheelSha256] = await Promise.all([loadSnapshot(url), wheel.then(sha256Hex)]);
+    const { snapshotWheelSha256 } = await manifest;
+    if (wheelSha256 !== snapshotWheelSha256) throw new Error("the snapshot was made from another wheel");
+    return bytes;
+  });
   for (const p of [manifest, wheel, snapshot]) p.catch(() => {});
 
   await checkPyodideFiles(cfg.pyodideIndexURL);
@@ -163,15 +179,17 @@ async function bootOnce() {
   }
 
   const wheelURL = (await manifest).wheelURL;
+  // The wheel goes on sys.path as it is (zipimport reads the modules a session needs, when it
+  // needs them): one file written, nothing unpacked. The snapshot was made with the same file
+  // at the same path, so its imported modules and zipimport's index of the file stay true.
+  pyodide.FS.writeFile(WHEEL_PATH, await wheel);
+  const fresh = !steps["loadPyodide resolved (from the snapshot)"];
   try {
-    pyodide.unpackArchive(await wheel, "wheel");
+    pyodide.runPython(fresh ? `import sys\nsys.path.insert(0, "${WHEEL_PATH}")\nimport nnwasm`
+      // The snapshot's Python was seeded when it was made: give this one its own random state.
+      : "import random\nrandom.seed()");
   } catch (e) {
     throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
-  }
-  if (steps["loadPyodide resolved (from the snapshot)"]) {
-    // The snapshot's Python was seeded when it was made: give this one its own random state, and
-    // let the import system see the files just unpacked.
-    pyodide.runPython("import importlib, random\nimportlib.invalidate_caches()\nrandom.seed()");
   }
   log("wheel installed");
   const module = pyodide.pyimport("nnwasm._js_bridge");
