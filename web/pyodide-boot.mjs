@@ -16,6 +16,7 @@ export const WHEEL_PATH = "/lib/nnwasm.whl";
 // catch (Node: an unhandled rejection that ends the process) or wait forever (a browser's 404),
 // so boot checks them first and says which are missing.
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
+const CHECK_DELAY_MS = 2000; // browsers: how long loadPyodide runs before its files are checked
 
 let booting = null;
 let boots = 0;
@@ -113,6 +114,40 @@ async function forPyodide(url) {
   return IN_NODE && url.startsWith("file:") ? nodePath(url) : url;
 }
 
+/** Imports pyodide.mjs and starts Python: from the snapshot when there is one (falling back to
+ * starting from scratch if it can't be used), else from scratch. Resolves to {pyodide, fromSnapshot}. */
+async function startPython(cfg, snapshotURL, snapshot, log) {
+  let loadPyodide;
+  try {
+    ({ loadPyodide } = await import(new URL("pyodide.mjs", cfg.pyodideIndexURL).href));
+  } catch (e) {
+    throw new Error(`nnwasm: cannot load Pyodide from ${cfg.pyodideIndexURL}: ${e.message}`, { cause: e });
+  }
+  log("pyodide.mjs imported");
+  let indexURL = await forPyodide(cfg.pyodideIndexURL);
+  if (IN_NODE && !indexURL.endsWith("/")) indexURL += "/";
+  const options = {
+    indexURL,
+    packageBaseUrl: indexURL, // also where Pyodide's loader would go instead of its CDN
+    stdout: cfg.debug ? (line) => console.log(line) : () => {},
+    stderr: (line) => console.warn(line),
+  };
+  if (await snapshotURL) {
+    // Pyodide awaits the snapshot only once its own files are in, so they all download together.
+    try {
+      const pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      log("loadPyodide resolved (from the snapshot)");
+      return { pyodide, fromSnapshot: true };
+    } catch (e) {
+      // A snapshot that can't be had or doesn't fit this Pyodide build: start Python from scratch.
+      log(`snapshot not used (${e.message.split("\n")[0]})`);
+    }
+  }
+  const pyodide = await loadPyodide(options);
+  log("loadPyodide resolved");
+  return { pyodide, fromSnapshot: false };
+}
+
 async function bootOnce() {
   const t0 = performance.now();
   const cfg = resolveEnv();
@@ -145,37 +180,30 @@ async function bootOnce() {
   });
   for (const p of [manifest, wheel, snapshot]) p.catch(() => {});
 
-  await checkPyodideFiles(cfg.pyodideIndexURL);
-  log("Pyodide's files checked");
-  let loadPyodide;
+  // Node: a missing file would end the process from inside loadPyodide, so the check (a few
+  // fs.access calls) comes first. Browsers: a missing file makes loadPyodide wait forever, so the
+  // check (HEAD requests) runs alongside it and rejects the boot naming the missing files; it
+  // waits CHECK_DELAY_MS first, not to take the browser's few connections from the downloads.
+  let booted = false;
+  const checked = IN_NODE ? checkPyodideFiles(cfg.pyodideIndexURL)
+    : new Promise((resolve) => setTimeout(resolve, CHECK_DELAY_MS)).then(() => booted || checkPyodideFiles(cfg.pyodideIndexURL));
+  if (IN_NODE) {
+    await checked;
+    log("Pyodide's files checked");
+  } else {
+    checked.catch(() => {});
+  }
+  const python = startPython(cfg, snapshotURL, snapshot, log);
+  python.catch(() => {});
+  let pyodide, fromSnapshot;
   try {
-    ({ loadPyodide } = await import(new URL("pyodide.mjs", cfg.pyodideIndexURL).href));
+    // A manifest or wheel that can't be had fails the boot at once, not after Python started.
+    ({ pyodide, fromSnapshot } = await Promise.race([python, checked.then(() => python), wheel.then(() => python)]));
   } catch (e) {
-    throw new Error(`nnwasm: cannot load Pyodide from ${cfg.pyodideIndexURL}: ${e.message}`, { cause: e });
-  }
-  log("pyodide.mjs imported");
-  let indexURL = await forPyodide(cfg.pyodideIndexURL);
-  if (IN_NODE && !indexURL.endsWith("/")) indexURL += "/";
-  const options = {
-    indexURL,
-    packageBaseUrl: indexURL, // also where Pyodide's loader would go instead of its CDN
-    stdout: cfg.debug ? (line) => console.log(line) : () => {},
-    stderr: (line) => console.warn(line),
-  };
-  let pyodide = null;
-  if (await snapshotURL) {
-    // Pyodide awaits the snapshot only once its own files are in, so they all download together.
-    try {
-      pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
-      log("loadPyodide resolved (from the snapshot)");
-    } catch (e) {
-      // A snapshot that can't be had or doesn't fit this Pyodide build: start Python from scratch.
-      log(`snapshot not used (${e.message.split("\n")[0]})`);
-    }
-  }
-  if (pyodide === null) {
-    pyodide = await loadPyodide(options);
-    log("loadPyodide resolved");
+    await checked; // missing files explain a failure best
+    throw e;
+  } finally {
+    booted = true;
   }
 
   const wheelURL = (await manifest).wheelURL;
@@ -183,11 +211,11 @@ async function bootOnce() {
   // needs them): one file written, nothing unpacked. The snapshot was made with the same file
   // at the same path, so its imported modules and zipimport's index of the file stay true.
   pyodide.FS.writeFile(WHEEL_PATH, await wheel);
-  const fresh = !steps["loadPyodide resolved (from the snapshot)"];
   try {
-    pyodide.runPython(fresh ? `import sys\nsys.path.insert(0, "${WHEEL_PATH}")\nimport nnwasm`
+    pyodide.runPython(fromSnapshot
       // The snapshot's Python was seeded when it was made: give this one its own random state.
-      : "import random\nrandom.seed()");
+      ? "import random\nrandom.seed()"
+      : `import sys\nsys.path.insert(0, "${WHEEL_PATH}")\nimport nnwasm`);
   } catch (e) {
     throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
   }
