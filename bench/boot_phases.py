@@ -8,7 +8,7 @@ import time
 
 import nnwasm
 from nnwasm import session as _session
-from nnwasm import host as _host
+from nnwasm.host import pyodide_host as _pyodide_host
 from nnwasm.wasm import provider as _provider, runner as _runner
 
 _phases = {}
@@ -32,7 +32,8 @@ _originals = [
     (_session.optimizer, "optimize", _timed(_session.optimizer, "optimize", "optimizer (graph + shaped)")),
     (_session.passes, "infer_shapes", _timed(_session.passes, "infer_shapes", "shape inference")),
     (_session, "partition", _timed(_session, "partition", "partition")),
-    (_provider, "get_host", _timed(_provider, "get_host", "kernels.wasm instantiate (get_host)")),
+    (_pyodide_host.PyodideHost, "__init__",
+     _timed(_pyodide_host.PyodideHost, "__init__", "kernels.wasm compile + instantiate")),
     (_provider.WasmExecutionProvider, "build_plan",
      _timed(_provider.WasmExecutionProvider, "build_plan", "plan build (lowering, weights packing)")),
     (_runner.WasmRunner, "_load", _timed(_runner.WasmRunner, "_load", "nnw_plan_load (copy in + load)")),
