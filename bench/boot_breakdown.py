@@ -123,7 +123,7 @@ def breakdown(pw, base, snapshot=True):
 def print_breakdown(b, label):
     print(f"\nBoot on the page thread, {label} (ms since navigation start):")
     print(f"  boot() called at {b['bootStart']:.0f}, resolved at {b['bootEnd']:.0f} ({b['bootEnd'] - b['bootStart']:.0f} ms)")
-    for name, at in (b["steps"] or {}).items():
+    for name, at in sorted((b["steps"] or {}).items(), key=lambda kv: kv[1]):
         print(f"  {name:40s} {at:8.0f}")
     print("Fetches (start -> end, ms since navigation start):")
     for r in b["resources"]:

@@ -164,7 +164,9 @@ async function bootOnce() {
   const manifest = cfg.wheelURL ? Promise.resolve({ wheelURL: cfg.wheelURL, snapshotURL: null }) : readManifest(cfg.manifestURL);
   const wheel = manifest.then(async ({ wheelURL }) => {
     try {
-      return await loadBytes(wheelURL);
+      const bytes = await loadBytes(wheelURL);
+      log("wheel downloaded");
+      return bytes;
     } catch (e) {
       throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
     }
@@ -176,6 +178,7 @@ async function bootOnce() {
     const [bytes, wheelSha256] = await Promise.all([loadSnapshot(url), wheel.then(sha256Hex)]);
     const { snapshotWheelSha256 } = await manifest;
     if (wheelSha256 !== snapshotWheelSha256) throw new Error("the snapshot was made from another wheel");
+    log("snapshot downloaded and gunzipped");
     return bytes;
   });
   for (const p of [manifest, wheel, snapshot]) p.catch(() => {});
