@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import crypto from "node:crypto";
 import { pathToFileURL } from "node:url";
+import { WHEEL_PATH } from "../web/pyodide-boot.mjs";
 
 // What a WASM-only session needs, so that creating one imports nothing more (a test in
 // tests/node/pyodide-boot.test.mjs checks it); kernels.wasm read (and cached) from the wheel.
@@ -20,7 +21,6 @@ const SETUP = [
   "nnwasm.host.kernels_wasm_bytes()",
 ];
 
-const WHEEL_PATH = "/lib/nnwasm.whl"; // web/pyodide-boot.mjs's WHEEL_PATH
 const [pyodideDir, wheelPath, outPath] = process.argv.slice(2);
 if (!outPath) {
   console.error("usage: node pyodide_snapshot.mjs PYODIDE_DIR WHEEL OUT");

@@ -14,7 +14,7 @@ const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
 export const WHEEL_PATH = "/lib/nnwasm.whl";
 // What loadPyodide reads from indexURL. A missing one makes it fail outside any promise we can
 // catch (Node: an unhandled rejection that ends the process) or wait forever (a browser's 404),
-// so boot checks them first and says which are missing.
+// so boot checks them (in Node first, in browsers alongside) and says which are missing.
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
 const CHECK_DELAY_MS = 2000; // browsers: how long loadPyodide runs before its files are checked
 
@@ -158,7 +158,7 @@ async function bootOnce() {
   };
   log("boot started");
   // Everything boot() downloads starts now, alongside Pyodide's own files: the manifest, then the
-  // wheel (as bytes, unpacked once Python runs) and the memory snapshot. The snapshot comes only
+  // wheel (as bytes, installed once Python runs) and the memory snapshot. The snapshot comes only
   // with the manifest's own wheel (it holds that nnwasm, imported). No-op catches keep a failure
   // from being reported as unhandled before it is awaited below.
   const manifest = cfg.wheelURL ? Promise.resolve({ wheelURL: cfg.wheelURL, snapshotURL: null }) : readManifest(cfg.manifestURL);
