@@ -8,6 +8,8 @@
                               lists every file above with its SHA-256, and a digest of the .py
                               sources, for `npm pack`'s check (build_scripts/check_dist.mjs)
     dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
+    dist/web/pyodide-snapshot.bin.gz  Pyodide's memory with this wheel's nnwasm imported (made in
+                              Node by pyodide_snapshot.mjs, gzipped); boot() starts from it
 
 dist/web/ is what the npm package ships (package.json "files"); every file written there goes
 through ship() so that nnwasm-web.json lists it. Serve the repository root (demo/serve.py) and
@@ -20,6 +22,7 @@ import io
 import json
 import os
 import shutil
+import gzip
 import subprocess
 import sys
 import tempfile
@@ -34,6 +37,7 @@ PYODIDE_SRC = ROOT / "node_modules" / "pyodide"
 PYODIDE_LICENSE = ROOT / "build_scripts" / "pyodide-LICENSE.txt"
 # What loadPyodide fetches from its indexURL at start-up; nothing else is needed offline.
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
+SNAPSHOT = "pyodide-snapshot.bin.gz"
 # The source tree a wheel is built from, copied apart so stale build/ output never leaks in.
 WHEEL_SOURCES = ["pyproject.toml", "README.md", "LICENSE", "py_runtime"]
 
@@ -100,6 +104,23 @@ def check_wheel(name, data, kernels):
         fail(f"{name} lacks {missing} (a subpackage without __init__.py?)")
 
 
+def make_snapshot(wheel):
+    """Gzipped memory snapshot of Pyodide with nnwasm imported (pyodide_snapshot.mjs), or None
+    with a warning when Node is missing (boot() then starts Python from scratch)."""
+    node = shutil.which("node")
+    if node is None:
+        print("warning: no `node` on PATH: dist/web/ gets no Pyodide snapshot (boot is ~1.5 s slower)")
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        whl, out = Path(tmp) / "nnwasm.whl", Path(tmp) / "snapshot.bin"
+        whl.write_bytes(wheel)
+        cmd = [node, str(ROOT / "build_scripts" / "pyodide_snapshot.mjs"), str(PYODIDE_SRC), str(whl), str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            fail(f"`{' '.join(cmd)}` failed:\n{proc.stdout}\n{proc.stderr}")
+        return gzip.compress(out.read_bytes(), compresslevel=6, mtime=0)
+
+
 def pyodide_version():
     pinned = json.loads((ROOT / "package.json").read_text())["devDependencies"]["pyodide"]
     pkg = PYODIDE_SRC / "package.json"
@@ -138,8 +159,19 @@ def main():
     for name in PYODIDE_FILES:
         ship(f"pyodide/{name}", (PYODIDE_SRC / name).read_bytes())
     ship("pyodide/LICENSE", PYODIDE_LICENSE.read_bytes())
+    # The Pyodide snapshot, named in the manifest next to the wheel it was made from: boot() uses
+    # it only with that wheel.
+    snapshot = make_snapshot(wheel)
+    if snapshot is not None:
+        ship(SNAPSHOT, snapshot)
+    elif (WEB / SNAPSHOT).exists():
+        (WEB / SNAPSHOT).unlink()
+        removed.append(WEB / SNAPSHOT)
     manifest = {"wheel": wheel_name, "pyodide": "pyodide/", "pyodideVersion": version,
                 "kernelsSha256": sha256(kernels), "sourcesSha256": sources_sha256(), "files": shipped}
+    if snapshot is not None:
+        manifest["pyodideSnapshot"] = SNAPSHOT
+        manifest["pyodideSnapshotWheelSha256"] = sha256(wheel)
     write_if_changed(WEB / "nnwasm-web.json", (json.dumps(manifest, indent=2) + "\n").encode(), written)
 
     for p in removed:

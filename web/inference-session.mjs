@@ -60,6 +60,15 @@ async function modelAndOptions(arg0, arg1, arg2, arg3) {
   throw new TypeError("InferenceSession.create needs a URL, a path, a Uint8Array or an ArrayBuffer");
 }
 
+function isOnnxURL(arg) {
+  if (typeof arg !== "string" && !(arg instanceof URL)) return false;
+  try {
+    return new URL(String(arg), "file:///").pathname.toLowerCase().endsWith(".onnx");
+  } catch {
+    return false;
+  }
+}
+
 function isTensorLike(value) {
   return value !== null && typeof value === "object" && typeof value.type === "string" &&
     Array.isArray(value.dims) && value.data !== undefined;
@@ -89,6 +98,9 @@ export class InferenceSession {
    * ignores the rest (threads, graph optimization level, ...).
    */
   static async create(arg0, arg1, arg2, arg3) {
+    // An .onnx URL or path takes the Pyodide path: the boot starts while the model downloads.
+    const early = isOnnxURL(arg0) ? impl().boot() : null;
+    early?.catch(() => {}); // awaited below, unless the model can't be had
     const [model, options, planCrc = null] = await modelAndOptions(arg0, arg1, arg2, arg3);
     if (options !== undefined && (options === null || typeof options !== "object")) {
       throw new TypeError("InferenceSession.create: options must be an object");
@@ -101,6 +113,7 @@ export class InferenceSession {
         : PlanSession.create(model, undefined, { ...planOptions, contentCrc: planCrc })));
     }
     const providers = resolveProviders(options?.executionProviders);
+    await early;
     const session = new InferenceSession(await impl().create(model, providers));
     if (planOptions.enableProfiling) await session.startProfiling();
     return session;

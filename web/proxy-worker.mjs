@@ -27,6 +27,7 @@ const HANDLERS = {
     env.pyodideIndexURL = config.pyodideIndexURL;
     env.wheelURL = config.wheelURL;
     env.debug = config.debug;
+    env.pyodideSnapshot = config.pyodideSnapshot;
     env.bootTimeoutMs = config.bootTimeoutMs;
     const { bootMs, versions } = await boot();
     return { bootMs, versions };

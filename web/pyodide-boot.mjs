@@ -1,14 +1,22 @@
 // Starting the Python side once per page or process: Pyodide from our own copy (never a CDN),
 // then the nnwasm wheel, then the bridge module the sessions call. Start-up order:
-//   resolveEnv -> import pyodide.mjs -> loadPyodide -> loadPackage(wheel) -> import nnwasm._js_bridge
+//   resolveEnv -> fetch manifest, then wheel + snapshot (in parallel with the rest)
+//   -> import pyodide.mjs -> loadPyodide (from the memory snapshot when there is one: Python
+//   already started with nnwasm imported; else from scratch) -> the wheel's bytes written to
+//   WHEEL_PATH (snapshot) or unpacked -> import nnwasm._js_bridge (already done in a snapshot)
+// docs/startup.md has the time each step takes.
 import { resolveEnv } from "./env.mjs";
 import { IN_NODE, loadBytes, nodePath } from "./load-bytes.mjs";
 
 const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
+// Where the wheel sits in Pyodide's file system, on sys.path, after a snapshot boot
+// (build_scripts/pyodide_snapshot.mjs puts it there).
+export const WHEEL_PATH = "/lib/nnwasm.whl";
 // What loadPyodide reads from indexURL. A missing one makes it fail outside any promise we can
 // catch (Node: an unhandled rejection that ends the process) or wait forever (a browser's 404),
-// so boot checks them first and says which are missing.
+// so boot checks them (in Node first, in browsers alongside) and says which are missing.
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
+const CHECK_DELAY_MS = 2000; // browsers: how long loadPyodide runs before its files are checked
 
 let booting = null;
 let boots = 0;
@@ -65,7 +73,8 @@ async function checkPyodideFiles(indexURL) {
   }
 }
 
-async function wheelFromManifest(manifestURL) {
+/** The manifest build_web.py writes: {wheelURL, snapshotURL (null if it names none)}. */
+async function readManifest(manifestURL) {
   let manifest;
   try {
     manifest = JSON.parse(new TextDecoder().decode(await loadBytes(manifestURL)));
@@ -74,7 +83,30 @@ async function wheelFromManifest(manifestURL) {
                     `or set env.distURL / env.wheelURL): ${e.message}`, { cause: e });
   }
   if (typeof manifest.wheel !== "string") throw new Error(`nnwasm: ${manifestURL} names no wheel`);
-  return new URL(manifest.wheel, manifestURL).href;
+  const snapshot = manifest.pyodideSnapshot;
+  return {
+    wheelURL: new URL(manifest.wheel, manifestURL).href,
+    snapshotURL: typeof snapshot === "string" ? new URL(snapshot, manifestURL).href : null,
+    snapshotWheelSha256: manifest.pyodideSnapshotWheelSha256,
+  };
+}
+
+async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The gunzipped memory snapshot at url (a Uint8Array); streamed through the decompressor
+ * while it downloads, in the browser. */
+async function loadSnapshot(url) {
+  if (IN_NODE && url.startsWith("file:")) {
+    const { gunzipSync } = await import("node:zlib");
+    return new Uint8Array(gunzipSync(await loadBytes(url)));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  const stream = response.body.pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 // Pyodide wants file system paths in Node and URLs in the browser.
@@ -82,47 +114,125 @@ async function forPyodide(url) {
   return IN_NODE && url.startsWith("file:") ? nodePath(url) : url;
 }
 
-async function bootOnce() {
-  const t0 = performance.now();
-  const cfg = resolveEnv();
-  const log = cfg.debug ? (msg) => console.log(`nnwasm: ${msg} (${(performance.now() - t0).toFixed(0)} ms)`) : () => {};
-  // The manifest is read while Pyodide starts; the no-op catch keeps a failure from being
-  // reported as unhandled before it is awaited below.
-  const wheelPromise = cfg.wheelURL ? Promise.resolve(cfg.wheelURL) : wheelFromManifest(cfg.manifestURL);
-  wheelPromise.catch(() => {});
-
-  await checkPyodideFiles(cfg.pyodideIndexURL);
+/** Imports pyodide.mjs and starts Python: from the snapshot when there is one (falling back to
+ * starting from scratch if it can't be used), else from scratch. Resolves to {pyodide, fromSnapshot}. */
+async function startPython(cfg, snapshotURL, snapshot, log) {
   let loadPyodide;
   try {
     ({ loadPyodide } = await import(new URL("pyodide.mjs", cfg.pyodideIndexURL).href));
   } catch (e) {
     throw new Error(`nnwasm: cannot load Pyodide from ${cfg.pyodideIndexURL}: ${e.message}`, { cause: e });
   }
+  log("pyodide.mjs imported");
   let indexURL = await forPyodide(cfg.pyodideIndexURL);
   if (IN_NODE && !indexURL.endsWith("/")) indexURL += "/";
-  const pyodide = await loadPyodide({
+  const options = {
     indexURL,
     packageBaseUrl: indexURL, // also where Pyodide's loader would go instead of its CDN
     stdout: cfg.debug ? (line) => console.log(line) : () => {},
     stderr: (line) => console.warn(line),
-  });
-  log(`Pyodide ${pyodide.version} started`);
-
-  const wheelURL = await wheelPromise;
-  const failures = [];
-  await pyodide.loadPackage(await forPyodide(wheelURL), {
-    messageCallback: cfg.debug ? (msg) => console.log(msg) : () => {},
-    errorCallback: (msg) => failures.push(msg),
-  });
-  if (failures.length > 0) {
-    throw new Error(`nnwasm: cannot install ${wheelURL}: ${failures.join("; ")}`);
+  };
+  if (await snapshotURL) {
+    // Pyodide awaits the snapshot only once its own files are in, so they all download together.
+    try {
+      const pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      log("loadPyodide resolved (from the snapshot)");
+      return { pyodide, fromSnapshot: true };
+    } catch (e) {
+      // A snapshot that can't be had or doesn't fit this Pyodide build: start Python from scratch.
+      log(`snapshot not used (${e.message.split("\n")[0]})`);
+    }
   }
+  const pyodide = await loadPyodide(options);
+  log("loadPyodide resolved");
+  return { pyodide, fromSnapshot: false };
+}
+
+async function bootOnce() {
+  const t0 = performance.now();
+  const cfg = resolveEnv();
+  const steps = {}; // step -> ms since this realm's time origin when it ended (for bench/boot_breakdown.py)
+  const log = (msg) => {
+    steps[msg] = performance.now();
+    if (cfg.debug) console.log(`nnwasm: ${msg} (${(performance.now() - t0).toFixed(0)} ms)`);
+  };
+  log("boot started");
+  // Everything boot() downloads starts now, alongside Pyodide's own files: the manifest, then the
+  // wheel (as bytes, installed once Python runs) and the memory snapshot. The snapshot comes only
+  // with the manifest's own wheel (it holds that nnwasm, imported). No-op catches keep a failure
+  // from being reported as unhandled before it is awaited below.
+  const manifest = cfg.wheelURL ? Promise.resolve({ wheelURL: cfg.wheelURL, snapshotURL: null }) : readManifest(cfg.manifestURL);
+  const wheel = manifest.then(async ({ wheelURL }) => {
+    try {
+      const bytes = await loadBytes(wheelURL);
+      log("wheel downloaded");
+      return bytes;
+    } catch (e) {
+      throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
+    }
+  });
+  const snapshotURL = cfg.pyodideSnapshot ? manifest.then((m) => m.snapshotURL, () => null) : Promise.resolve(null);
+  // The snapshot holds the modules of the wheel it was made with: any other wheel and it is refused.
+  const snapshot = snapshotURL.then(async (url) => {
+    if (!url) return null;
+    const [bytes, wheelSha256] = await Promise.all([loadSnapshot(url), wheel.then(sha256Hex)]);
+    const { snapshotWheelSha256 } = await manifest;
+    if (wheelSha256 !== snapshotWheelSha256) throw new Error("the snapshot was made from another wheel");
+    log("snapshot downloaded and gunzipped");
+    return bytes;
+  });
+  for (const p of [manifest, wheel, snapshot]) p.catch(() => {});
+
+  // Node: a missing file would end the process from inside loadPyodide, so the check (a few
+  // fs.access calls) comes first. Browsers: a missing file makes loadPyodide wait forever, so the
+  // check (HEAD requests) runs alongside it and rejects the boot naming the missing files; it
+  // waits CHECK_DELAY_MS first, not to take the browser's few connections from the downloads.
+  let booted = false;
+  const checked = IN_NODE ? checkPyodideFiles(cfg.pyodideIndexURL)
+    : new Promise((resolve) => setTimeout(resolve, CHECK_DELAY_MS)).then(() => booted || checkPyodideFiles(cfg.pyodideIndexURL));
+  if (IN_NODE) {
+    await checked;
+    log("Pyodide's files checked");
+  } else {
+    checked.catch(() => {});
+  }
+  const python = startPython(cfg, snapshotURL, snapshot, log);
+  python.catch(() => {});
+  let pyodide, fromSnapshot;
+  try {
+    // A manifest or wheel that can't be had fails the boot at once, not after Python started.
+    ({ pyodide, fromSnapshot } = await Promise.race([python, checked.then(() => python), wheel.then(() => python)]));
+  } catch (e) {
+    await checked; // missing files explain a failure best
+    throw e;
+  } finally {
+    booted = true;
+  }
+
+  const wheelURL = (await manifest).wheelURL;
+  // After a snapshot the wheel goes on sys.path as it is, at the path and with the bytes the
+  // snapshot was made with, so its imported modules and zipimport's index of the file stay true:
+  // one file written, where unpacking took 200-400 ms of Python not yet warmed up by the JIT.
+  // From scratch, it is unpacked into site-packages: its modules then import ~150 ms faster
+  // than through zipimport.
+  try {
+    if (fromSnapshot) {
+      pyodide.FS.writeFile(WHEEL_PATH, await wheel);
+      // The snapshot's Python was seeded when it was made: give this one its own random state.
+      pyodide.runPython("import random\nrandom.seed()");
+    } else {
+      pyodide.unpackArchive(await wheel, "wheel");
+    }
+  } catch (e) {
+    throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
+  }
+  log("wheel installed");
   const module = pyodide.pyimport("nnwasm._js_bridge");
   // Looked up once: every attribute access on a PyProxy makes a new proxy.
   const bridge = Object.fromEntries(BRIDGE_FUNCTIONS.map((name) => [name, module[name].copy()]));
   module.destroy();
-  const nnwasmVersion = pyodide.runPython("import importlib.metadata as m; m.version('nnwasm')");
+  const nnwasmVersion = pyodide.runPython("import nnwasm; nnwasm.__version__");
+  log("nnwasm imported");
   const bootMs = performance.now() - t0;
-  log("nnwasm installed");
-  return { pyodide, bridge, bootMs, versions: { pyodide: pyodide.version, nnwasm: nnwasmVersion } };
+  return { pyodide, bridge, bootMs, steps, versions: { pyodide: pyodide.version, nnwasm: nnwasmVersion } };
 }

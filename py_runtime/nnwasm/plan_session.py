@@ -25,19 +25,6 @@ def read_bytes(path_or_bytes):
     raise InvalidArgument(f"expected a model path or bytes, got {type(path_or_bytes).__name__}")
 
 
-def starts_with_magic(path_or_bytes):
-    """True for plan file bytes or a path to one; False (never an error) for anything else."""
-    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        return planfile.is_plan_file(path_or_bytes)
-    if isinstance(path_or_bytes, (str, os.PathLike)):
-        try:
-            with open(path_or_bytes, "rb") as f:
-                return planfile.is_plan_file(f.read(4))
-        except OSError:
-            return False   # the ONNX path reports it
-    return False
-
-
 class PlanSession(InferenceSession):
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers or [WASM]]

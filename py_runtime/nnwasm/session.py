@@ -10,13 +10,13 @@ compiling, and the optimizer passes that need concrete shapes) per concrete inpu
 first run with it, and cached.
 A .nnwp plan file (recognised by its magic) gives a PlanSession instead: plan_session.py.
 """
+import os
 from collections import OrderedDict
 
 from . import optimizer, passes
 from .errors import InvalidArgument, Unsupported
 from .ir import Graph
 from .onnx_io.load import load_model
-from .onnx_io.save import save_model
 from .options import SessionOptions
 from .partition import assign, partition
 from .profiling import Profiler
@@ -55,6 +55,20 @@ def _first_known(*shapes):
     return next((s for s in shapes if s is not None), None)   # () is a known shape: a scalar
 
 
+def _starts_with_plan_magic(path_or_bytes):
+    """True for plan file bytes or a path to one; False (never an error) for anything else."""
+    from .planfile import is_plan_file
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return is_plan_file(path_or_bytes)
+    if isinstance(path_or_bytes, (str, os.PathLike)):
+        try:
+            with open(path_or_bytes, "rb") as f:
+                return is_plan_file(f.read(4))
+        except OSError:
+            return False   # the ONNX path reports it
+    return False
+
+
 def get_available_providers():
     return list(DEFAULT_ORDER)
 
@@ -87,9 +101,10 @@ class _Prepared:
 
 class InferenceSession:
     def __new__(cls, path_or_bytes=None, *args, **kwargs):
-        # .nnwp plan files (recognised by their magic) get a PlanSession: same API, no ONNX
-        from .plan_session import PlanSession, starts_with_magic
-        if cls is InferenceSession and starts_with_magic(path_or_bytes):
+        # .nnwp plan files (recognised by their magic) get a PlanSession: same API, no ONNX.
+        # plan_session.py is imported for them only (an ONNX session in Pyodide never compiles it).
+        if cls is InferenceSession and _starts_with_plan_magic(path_or_bytes):
+            from .plan_session import PlanSession
             return super().__new__(PlanSession)
         return super().__new__(cls)
 
@@ -109,6 +124,7 @@ class InferenceSession:
         static = all(v.is_static() for v in graph.inputs)
         optimizer.optimize(self._graph, "shaped", self._level, self._providers, static)
         if self._sess_options.optimized_model_filepath:
+            from .onnx_io.save import save_model   # the ONNX writer, only for this option
             save_model(self._graph, self._sess_options.optimized_model_filepath)
         self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in graph.inputs]
         self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape))

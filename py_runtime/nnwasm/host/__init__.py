@@ -10,6 +10,7 @@ Linear memory may grow during any call: hosts re-take their views of it, callers
 CPython uses wasmtime (wasmtime_host.py); Pyodide uses the browser's or Node's WebAssembly API
 through its `js` module (pyodide_host.py). Everything above this layer is shared.
 """
+import functools
 import sys
 import threading
 from importlib import resources
@@ -40,8 +41,10 @@ class HostBase:
                 self.call("nnw_free", self._pending_free.pop())
 
 
+@functools.cache
 def kernels_wasm_bytes():
-    """The kernels.wasm shipped inside the package (built by build_scripts/build_kernels.py)."""
+    """The kernels.wasm shipped inside the package (built by build_scripts/build_kernels.py).
+    Read once: a Pyodide memory snapshot holds it already (pyodide_snapshot.mjs)."""
     try:
         return resources.files("nnwasm").joinpath("kernels.wasm").read_bytes()
     except FileNotFoundError:

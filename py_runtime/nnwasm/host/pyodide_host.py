@@ -12,8 +12,9 @@ from ..errors import KernelError
 from . import HostBase
 
 # The one import of a standalone Emscripten module. It is told after memory.grow; we take
-# fresh views on every copy anyway, so there is nothing to do.
-_notify_memory_growth = create_proxy(lambda _index: None)
+# fresh views on every copy anyway, so there is nothing to do. Made with the first host, not at
+# import: a memory snapshot (build_scripts/pyodide_snapshot.mjs) cannot hold a JS proxy.
+_notify_memory_growth = None
 
 
 class PyodideHost(HostBase):
@@ -22,6 +23,9 @@ class PyodideHost(HostBase):
         self.wasm_bytes_len = len(wasm_bytes)
         # Synchronous compile: kernels.wasm is far below Chromium's 8 MB main-thread limit.
         module = js.WebAssembly.Module.new(to_js(wasm_bytes))
+        global _notify_memory_growth
+        if _notify_memory_growth is None:
+            _notify_memory_growth = create_proxy(lambda _index: None)
         imports = js.Object.new()
         imports.env = js.Object.new()
         imports.env.emscripten_notify_memory_growth = _notify_memory_growth
