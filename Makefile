@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web pack public-models zoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo clean
+.PHONY: setup build kernels web pack public-models zoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -76,6 +76,11 @@ bench-startup: build
 
 bench-zoo: build zoo
 	$(PY) bench/bench_zoo.py
+
+# issue 7's suite: nnwasm (Node plan file, CPython) against onnxruntime-web, TF.js wasm, onnxruntime,
+# interleaved; models built by build_scripts/build_bench_models.py; tables and chart in bench/results/
+bench-speed: build .venv/.zoo-installed
+	$(PY) bench/bench_speed.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build dist py_runtime/nnwasm/kernels.wasm
