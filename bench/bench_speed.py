@@ -143,7 +143,8 @@ def bench_model(name, a, d, peak):
         rounds.append(times)
         print(f"  round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in times.items()),
               flush=True)
-    row["ops"] = node(cmd="profile", runs=a.profile_runs)["ops"]
+    prof = node(cmd="profile", runs=a.profile_runs)
+    row["ops"], row["top_nodes"] = prof["ops"], prof.get("nodes")
     row["memory"] = node(cmd="quit")["memory"]
     row["warm_runs"] = w["warm_runs"]
     row["rounds"] = rounds

@@ -9,7 +9,8 @@
 // JSON reply a line ({"error"} for a runtime that could not be created is in the first reply).
 //   {"cmd": "warm", "runs": 30, "seconds": 4}  each runtime >= runs runs and >= seconds, interleaved
 //   {"cmd": "round", "runs": {rt: n}}            n timed runs of each runtime in turn -> {times}
-//   {"cmd": "profile", "runs": n}                nnwasm's per-op times by kernel -> {ops}
+//   {"cmd": "profile", "runs": n}                nnwasm's ms a run by op type and kernel, and
+//                                                its 10 slowest nodes -> {ops, nodes}
 //   {"cmd": "quit"}                              -> {memory}: wasm linear memory bytes per runtime
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -167,13 +168,15 @@ async function handle(c) {
     await s.startProfiling();
     for (let i = 0; i < c.runs; i++) await runtimes.nnwasm.run();
     const events = await s.endProfiling();
-    const ops = {};
+    const ops = {}, nodes = {};
     for (const e of events) {
       if (!e.args?.kernel) continue;
       const key = `${e.args.op_name} ${e.args.kernel}`;
       ops[key] = (ops[key] ?? 0) + e.dur / 1000 / c.runs;
+      nodes[e.name] = (nodes[e.name] ?? 0) + e.dur / 1000 / c.runs;
     }
-    return { ops };
+    const top = Object.entries(nodes).sort((a, b) => b[1] - a[1]).slice(0, 10);
+    return { ops, nodes: Object.fromEntries(top) };
   }
   if (c.cmd === "quit") {
     const memory = {};

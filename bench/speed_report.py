@@ -4,6 +4,8 @@
 
 Ratios are medians over rounds of the two runtimes' medians in each round (interleaved, so drift
 cancels); between two models (int8 / float32) they are ratios of medians from different minutes.
+"Of p10s": the same ratios from the 10th percentiles of all runs, the runs least disturbed by
+the machine's other load (on a busy shared machine the medians carry the others' bursts).
 """
 import json
 import statistics
@@ -103,12 +105,15 @@ def markdown(res, rows):
              f"~{s['seconds']:g} s measured per model and runtime after >= {s['warm_runs']} runs and >= {s['warm_seconds']:g} s of warm-up"
              + (" (--quick: V8 not warmed up; a smoke run, not a measurement)" if s.get("quick") else "") + ".", "",
              "## Node (V8): median ms (p10), ratios of times (lower is better for nnwasm)", "",
-             "| model | GFLOP | nnwasm (plan) | onnxruntime-web | TF.js wasm | nnwasm / ort-web | nnwasm / TF.js | nnwasm GFLOP/s | share of peak |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| model | GFLOP | nnwasm (plan) | onnxruntime-web | TF.js wasm | nnwasm / ort-web | nnwasm / TF.js | same, of p10s | nnwasm GFLOP/s | share of peak |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for n, r in rows.items():
         cell = lambda k: "–" if r[k] is None else f"{r[k]:.1f} ({r['p10'][k]:.1f})"  # noqa: E731
         lines.append(f"| {NAMES[n]} | {res_gflop(res, n):.2f} | {cell('nnwasm')} | {cell('ort-web')} | {cell('tfjs')} | "
-                     f"{f(r['over_ortweb'])} | {f(r['over_tfjs'])} | {f(r['gflops'], '.1f')} | {f(r['share'] and 100 * r['share'], '.0f', ' %')} |")
+                     f"{f(r['over_ortweb'])} | {f(r['over_tfjs'])} | {p10_ratios(r)} | {f(r['gflops'], '.1f')} | {f(r['share'] and 100 * r['share'], '.0f', ' %')} |")
+    pyo = [f"{NAMES[n]} {f(r['pyodide_over_plan'])}" for n, r in rows.items() if r["pyodide_over_plan"]]
+    if pyo:
+        lines += ["", "nnwasm on the .onnx through Pyodide in the same Node, its time over the plan file's: " + ", ".join(pyo) + "."]
     pk = [r["peak_gflops"] for r in rows.values() if r["peak_gflops"]]
     ppk = [r["py_peak_gflops"] for r in rows.values() if r["py_peak_gflops"]]
     lines += ["", f"Peak (bench/peak.c, f32x4 mul+add chains, interleaved with each model's rounds): V8 median "
@@ -149,10 +154,18 @@ def markdown(res, rows):
         tot = sum(ops.values())
         top = sorted(ops.items(), key=lambda kv: -kv[1])[:5]
         lines.append(f"- {NAMES[m['model']]}: " + ("; ".join(f"{k} {v:.2f} ms ({100 * v / tot:.0f} %)" for k, v in top) if tot else "–"))
+        if m.get("top_nodes"):
+            lines.append("  - slowest nodes: " + "; ".join(f"{k.removesuffix('_kernel_time')} {v:.2f} ms"
+                                                        for k, v in list(m["top_nodes"].items())[:3]))
     errs = [(m["model"], k, e) for m in res["models"] for k, e in m.get("errors", {}).items()]
     if errs:
         lines += ["", "## Could not run", ""] + [f"- {NAMES[n]}, {k}: {e}" for n, k, e in errs]
     return "\n".join(lines) + "\n"
+
+
+def p10_ratios(r):
+    p = r["p10"]
+    return " / ".join(f(p["nnwasm"] / p[k]) if p["nnwasm"] and p[k] else "–" for k in ("ort-web", "tfjs"))
 
 
 def res_gflop(res, n):

@@ -1,0 +1,30 @@
+"""bench/bench_speed.py end to end on one small model, as short as it goes (a smoke run: no timing
+is asserted, only that every runtime ran, answered like onnxruntime, and the report was written)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.node
+
+
+def test_bench_speed_quick(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_speed.py"), "--quick", "--rounds", "2",
+                           "--seconds", "0.3", "--models", "squeezenet1_1", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads((tmp_path / "speed.json").read_text())
+    (m,) = res["models"]
+    assert m["errors"] == {}
+    assert abs(m["gflop"] - 0.698) < 0.01
+    for rt in ("nnwasm", "ort-web", "tfjs", "peak", "py-nnwasm", "ort", "py-peak"):
+        assert all(r[rt] for r in m["rounds"]), rt
+    assert m["max_abs_diff"]["nnwasm"] < 1e-3 and m["max_abs_diff"]["ort-web"] < 1e-3
+    assert m["memory"]["nnwasm"]["bytes"] > 4 << 20 and m["memory"]["ort-web"]["bytes"] > 4 << 20
+    assert "FusedConv" in " ".join(m["ops"])
+    md = (tmp_path / "speed.md").read_text()
+    assert "| SqueezeNet 1.1 | 0.70 |" in md and "nnwasm / ort-web, SqueezeNet 1.1" in md
+    assert (tmp_path / "speed.png").stat().st_size > 10_000
