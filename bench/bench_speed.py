@@ -140,7 +140,7 @@ def bench_model(name, a, d, peak):
         order = list(py)[r % max(len(py), 1):] + list(py)[:r % max(len(py), 1)]
         for k in order:
             times[k] = [timed(py[k]) for _ in range(per_round[k])]
-        rounds.append(times)
+        rounds.append({k: [round(t, 3) for t in v] for k, v in times.items()})
         print(f"  round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in times.items()),
               flush=True)
     prof = node(cmd="profile", runs=a.profile_runs)

@@ -3,7 +3,6 @@
 // into denormals nor blow up). BatchNorm is left out, as it is folded into the convolutions' bias
 // in the ONNX files (torch's export) and in TF.js graph models (its converter): each conv has a
 // bias and its activation fused. build(name) -> a tf.LayersModel.
-import * as tf from "@tensorflow/tfjs-core";
 import * as tfl from "@tensorflow/tfjs-layers";
 
 const conv = (x, filters, kernelSize, strides = 1, activation = "relu") =>
@@ -65,7 +64,6 @@ export const TFJS_MODELS = { mobilenet_v2: mobilenetV2, squeezenet1_1: squeezene
 
 export function build(name) {
   if (!TFJS_MODELS[name]) throw new Error(`TF.js has no ${name} here (only ${Object.keys(TFJS_MODELS).join(", ")})`);
-  tf.util.assert(true, () => ""); // tfjs-core is this module's peer: one copy with tfjs-layers
   const input = tfl.input({ shape: [224, 224, 3], batchSize: 1 });
   return tfl.model({ inputs: input, outputs: TFJS_MODELS[name](input) });
 }
