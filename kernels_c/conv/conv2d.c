@@ -3,6 +3,7 @@
  *   depthwise  group == c, m a multiple of c: direct, SIMD across four channels
  *              (conv2d_dw_c4.c: 3x3 and 5x5 kernels, mostly) or along the output width (conv2d_dw.c)
  *   pointwise  1x1, stride 1, no pad: one GEMM per group straight over the input
+ *   winograd   3x3 stride 1, channels in fours, outputs 27x27 and up: F(4x4, 3x3) (conv2d_winograd.c)
  *   im2col     anything else: columns into scratch, then the GEMM. */
 #include "conv2d.h"
 #include "simd.h"
@@ -34,9 +35,11 @@ void nnw_conv2d_decode(const int32_t *a, struct nnw_conv2d *p) {
 }
 
 enum nnw_conv2d_algo nnw_conv2d_algo(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
-                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t pt,
-                                     int32_t pl, int32_t h, int32_t w) {
+                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                                     int32_t dw, int32_t pt, int32_t pl, int32_t h, int32_t w) {
   if (group == c && m % c == 0) return NNW_CONV2D_DEPTHWISE;
+  if (nnw_conv2d_winograd_fits(c, m, group, kh, kw, oh, ow, sh, sw, dh, dw))
+    return NNW_CONV2D_WINOGRAD;
   if (kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w)
     return NNW_CONV2D_POINTWISE;
   return NNW_CONV2D_IM2COL;
@@ -55,7 +58,7 @@ int64_t nnw_conv2d_scratch_bytes64(int32_t c, int32_t m, int32_t group, int32_t 
   int64_t span_w = (int64_t)(ow - 1) * sw + (int64_t)(kw - 1) * dw + 1;
   if (span_h + pt + h > COORD_LIMIT || span_w + pl + w > COORD_LIMIT) return -1;
   uint64_t floats;
-  switch (nnw_conv2d_algo(c, m, group, kh, kw, oh, ow, sh, sw, pt, pl, h, w)) {
+  switch (nnw_conv2d_algo(c, m, group, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl, h, w)) {
     case NNW_CONV2D_DEPTHWISE:
       if (nnw_conv2d_dw_c4_fits(c, m, kh, kw, ow, sh, sw, dh, dw))
         floats = nnw_mul(nnw_mul((uint64_t)span_h, (uint64_t)span_w), 4);
@@ -64,6 +67,9 @@ int64_t nnw_conv2d_scratch_bytes64(int32_t c, int32_t m, int32_t group, int32_t 
       break;
     case NNW_CONV2D_POINTWISE:
       floats = 0;
+      break;
+    case NNW_CONV2D_WINOGRAD:
+      floats = nnw_conv2d_winograd_floats(c, m, oh, ow);
       break;
     default:
       floats = nnw_mul(nnw_mul(nnw_mul((uint64_t)(c / group), (uint64_t)kh), (uint64_t)kw),
@@ -154,7 +160,12 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
   const float *bias = nnw_f32_at(arena, p.b);
   float *y = nnw_f32_at(arena, p.y), *scratch = nnw_f32_at(arena, p.scratch);
   enum nnw_conv2d_algo algo =
-      nnw_conv2d_algo(p.c, p.m, p.group, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.pt, p.pl, p.h, p.w);
+      nnw_conv2d_algo(p.c, p.m, p.group, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.dh, p.dw, p.pt,
+                      p.pl, p.h, p.w);
+  if (algo == NNW_CONV2D_WINOGRAD) {
+    nnw_conv2d_winograd(&p, x, wt, bias, y, scratch);
+    return;
+  }
   if (algo == NNW_CONV2D_DEPTHWISE) {
     /* Through a pointer: wasm-opt (emcc's link step) would otherwise inline both depthwise
      * kernels, each called once, into this function, and V8 allocates registers in that merged
