@@ -165,6 +165,12 @@ void test_conv2d(void) {
       {1, 4, 40, 28, 4, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, -I, I},
       {1, 64, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, I},
       {1, 4, 30, 31, 4, 3, 3, 1, 1, 1, 1, 0, 0, -1, -2, 1, 1, -I, I},
+      /* im2col's GEMM in chunks along k (a weight matrix over 512 KB, few pixels): 8 chunks, and
+       * 3 with groups and stride 2; large pointwise ones (not chunked) */
+      {1, 512, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 6},
+      {2, 2048, 7, 7, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -I, I},
+      {1, 1536, 5, 9, 96, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, I},
+      {1, 1024, 6, 6, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, -I, I},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
   /* random shapes */
