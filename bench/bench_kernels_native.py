@@ -68,6 +68,31 @@ LAYERS = [
     ("pw 320->1280 @7", 1, (320, 7, 1280, 1, 1, 1)),
 ]
 
+# --net resnet50: its distinct conv shapes (and SqueezeNet 1.1's 3x3 expands and classifier)
+RESNET_LAYERS = [
+    ("conv1 7x7/2 3->64 @224", 1, (3, 224, 64, 7, 2, 1)),
+    ("l1 pw 64->64 @56", 1, (64, 56, 64, 1, 1, 1)),
+    ("l1 3x3 64 @56", 3, (64, 56, 64, 3, 1, 1)),
+    ("l1 pw 64->256 @56", 4, (64, 56, 256, 1, 1, 1)),
+    ("l1 pw 256->64 @56", 2, (256, 56, 64, 1, 1, 1)),
+    ("l2 pw 256->128 @56", 1, (256, 56, 128, 1, 1, 1)),
+    ("l2 3x3/2 128 @56", 1, (128, 56, 128, 3, 2, 1)),
+    ("l2 3x3 128 @28", 3, (128, 28, 128, 3, 1, 1)),
+    ("l2 pw 128->512 @28", 4, (128, 28, 512, 1, 1, 1)),
+    ("l2 pw 512->128 @28", 3, (512, 28, 128, 1, 1, 1)),
+    ("l3 3x3 256 @14", 5, (256, 14, 256, 3, 1, 1)),
+    ("l3 pw 256->1024 @14", 6, (256, 14, 1024, 1, 1, 1)),
+    ("l3 pw 1024->256 @14", 5, (1024, 14, 256, 1, 1, 1)),
+    ("l4 3x3 512 @7", 2, (512, 7, 512, 3, 1, 1)),
+    ("l4 pw 512->2048 @7", 3, (512, 7, 2048, 1, 1, 1)),
+    ("l4 pw 2048->512 @7", 2, (2048, 7, 512, 1, 1, 1)),
+    ("sq fire2 3x3 16->64 @55", 1, (16, 55, 64, 3, 1, 1)),
+    ("sq fire4 3x3 32->128 @27", 1, (32, 27, 128, 3, 1, 1)),
+    ("sq fire6 3x3 48->192 @13", 1, (48, 13, 192, 3, 1, 1)),
+    ("sq fire8 3x3 64->256 @13", 1, (64, 13, 256, 3, 1, 1)),
+    ("sq classifier pw 512->1000 @13", 1, (512, 13, 1000, 1, 1, 1)),
+]
+
 
 def f32_bits(x):
     return struct.unpack("<i", struct.pack("<f", x))[0]
@@ -341,18 +366,20 @@ def main():
                         help="node only: compare these kernels.wasm builds, interleaved")
     parser.add_argument("--seconds", type=float, default=0.3, help="time per shape")
     parser.add_argument("--only", help="only layers whose name contains this")
+    parser.add_argument("--net", choices=["efficientnet", "resnet50"], default="efficientnet",
+                        help="whose layer shapes (resnet50: also SqueezeNet 1.1's 3x3 and classifier)")
     opts = parser.parse_args()
     chosen = opts.engine or ["wasmtime", "node"]
     engines = [Node(opts.wasm, "ort-web" in chosen) if e == "node" else ENGINES[e]()
                for e in chosen if e != "ort-web"]
     if "ort-web" in chosen and "node" not in chosen:
         engines.append(Node(opts.wasm, True))
-    layers = [lay for lay in LAYERS if not opts.only or opts.only in lay[0]]
+    layers = [lay for lay in (RESNET_LAYERS if opts.net == "resnet50" else LAYERS) if not opts.only or opts.only in lay[0]]
     plans = [conv_plan(*args, engines[0].scratch_bytes) for _, _, args in layers]
     onnx_layers = [onnx_conv(*args) for _, _, args in layers] if "ort-web" in chosen else []
     names = [lay[0] for lay in layers]
     counts = [lay[1] for lay in layers]
-    if not opts.only or opts.only in "gemm classifier":
+    if opts.net == "efficientnet" and (not opts.only or opts.only in "gemm classifier"):
         names.append("gemm 1280->1000 (classifier)")
         counts.append(1)
         plans.append(gemm_plan())

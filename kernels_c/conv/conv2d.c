@@ -3,7 +3,10 @@
  *   depthwise  group == c, m a multiple of c: direct, SIMD across four channels
  *              (conv2d_dw_c4.c: 3x3 and 5x5 kernels, mostly) or along the output width (conv2d_dw.c)
  *   pointwise  1x1, stride 1, no pad: one GEMM per group straight over the input
+ *   winograd   3x3 stride 1, channels in fours, outputs 27x27 and up: F(4x4, 3x3) (conv2d_winograd.c)
  *   im2col     anything else: columns into scratch, then the GEMM. */
+#include <math.h>
+
 #include "conv2d.h"
 #include "simd.h"
 
@@ -34,12 +37,25 @@ void nnw_conv2d_decode(const int32_t *a, struct nnw_conv2d *p) {
 }
 
 enum nnw_conv2d_algo nnw_conv2d_algo(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
-                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t pt,
-                                     int32_t pl, int32_t h, int32_t w) {
+                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                                     int32_t dw, int32_t pt, int32_t pl, int32_t h, int32_t w) {
   if (group == c && m % c == 0) return NNW_CONV2D_DEPTHWISE;
+  if (nnw_conv2d_winograd_fits(c, m, group, kh, kw, oh, ow, sh, sw, dh, dw))
+    return NNW_CONV2D_WINOGRAD;
   if (kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w)
     return NNW_CONV2D_POINTWISE;
   return NNW_CONV2D_IM2COL;
+}
+
+/* The GEMM of a conv with a large weight matrix A (mg x k) and few output pixels n (deep layers:
+ * ResNet-50's 7x7 ones, im2col only) runs in chunks of kc along k, so that gemm_nn's column block (128 KB of
+ * B) spans all n columns and A is read once instead of once per 8 columns; the partial sums
+ * alternate between y and a scratch of mg x n floats (gemm_nn's epilogue adds C, which must not
+ * be y itself). Returns kc, or k when not chunked. */
+static int32_t gemm_chunk(int32_t mg, int32_t n, int32_t k) {
+  int64_t n8 = ((int64_t)n + 7) / 8 * 8, kc = 32768 / n8;
+  if ((int64_t)mg * k * 4 <= 512 * 1024 || (int64_t)k * n8 <= 32768 || kc < 64) return k;
+  return (int32_t)kc;
 }
 
 /* The largest coordinate a kernel computes: checked so that int32 index arithmetic is exact. */
@@ -55,7 +71,7 @@ int64_t nnw_conv2d_scratch_bytes64(int32_t c, int32_t m, int32_t group, int32_t 
   int64_t span_w = (int64_t)(ow - 1) * sw + (int64_t)(kw - 1) * dw + 1;
   if (span_h + pt + h > COORD_LIMIT || span_w + pl + w > COORD_LIMIT) return -1;
   uint64_t floats;
-  switch (nnw_conv2d_algo(c, m, group, kh, kw, oh, ow, sh, sw, pt, pl, h, w)) {
+  switch (nnw_conv2d_algo(c, m, group, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl, h, w)) {
     case NNW_CONV2D_DEPTHWISE:
       if (nnw_conv2d_dw_c4_fits(c, m, kh, kw, ow, sh, sw, dh, dw))
         floats = nnw_mul(nnw_mul((uint64_t)span_h, (uint64_t)span_w), 4);
@@ -65,10 +81,20 @@ int64_t nnw_conv2d_scratch_bytes64(int32_t c, int32_t m, int32_t group, int32_t 
     case NNW_CONV2D_POINTWISE:
       floats = 0;
       break;
+    case NNW_CONV2D_WINOGRAD:
+      floats = nnw_conv2d_winograd_floats(c, m, oh, ow);
+      break;
     default:
       floats = nnw_mul(nnw_mul(nnw_mul((uint64_t)(c / group), (uint64_t)kh), (uint64_t)kw),
                        nnw_mul((uint64_t)oh, (uint64_t)ow));
       break;
+  }
+  if (floats * 4 > INT32_MAX) return -1;
+  enum nnw_conv2d_algo algo = nnw_conv2d_algo(c, m, group, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl, h, w);
+  if (algo == NNW_CONV2D_IM2COL) { /* pointwise (k <= 2048 in the nets measured) did not gain */
+    int64_t k = (int64_t)(c / group) * kh * kw, n = (int64_t)oh * ow;
+    if (k <= INT32_MAX && n <= INT32_MAX && gemm_chunk(m / group, (int32_t)n, (int32_t)k) < k)
+      floats = nnw_add(floats, nnw_mul((uint64_t)(m / group), (uint64_t)n));
   }
   return floats * 4 > INT32_MAX ? -1 : (int64_t)(floats * 4);
 }
@@ -154,7 +180,12 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
   const float *bias = nnw_f32_at(arena, p.b);
   float *y = nnw_f32_at(arena, p.y), *scratch = nnw_f32_at(arena, p.scratch);
   enum nnw_conv2d_algo algo =
-      nnw_conv2d_algo(p.c, p.m, p.group, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.pt, p.pl, p.h, p.w);
+      nnw_conv2d_algo(p.c, p.m, p.group, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.dh, p.dw, p.pt,
+                      p.pl, p.h, p.w);
+  if (algo == NNW_CONV2D_WINOGRAD) {
+    nnw_conv2d_winograd(&p, x, wt, bias, y, scratch);
+    return;
+  }
   if (algo == NNW_CONV2D_DEPTHWISE) {
     /* Through a pointer: wasm-opt (emcc's link step) would otherwise inline both depthwise
      * kernels, each called once, into this function, and V8 allocates registers in that merged
@@ -178,7 +209,24 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
         im2col(&p, xg, cg, scratch);
         b = scratch;
       }
-      nnw_gemm_nn(mg, ohw, k, wt + (size_t)g * mg * k, k, 1, b, ohw, yg, ohw, &ep);
+      const float *a = wt + (size_t)g * mg * k;
+      int32_t kc = algo == NNW_CONV2D_IM2COL ? gemm_chunk(mg, ohw, k) : k;
+      if (kc == k) {
+        nnw_gemm_nn(mg, ohw, k, a, k, 1, b, ohw, yg, ohw, &ep);
+        continue;
+      }
+      float *tmp = scratch + (size_t)k * ohw;
+      int32_t chunks = (k + kc - 1) / kc;
+      const float *src = NULL;
+      for (int32_t i = 0; i < chunks; i++) {
+        int32_t k0 = i * kc, kn = k - k0 < kc ? k - k0 : kc;
+        float *dst = (chunks - 1 - i) % 2 == 0 ? yg : tmp;
+        struct nnw_epilogue e = {1.0f, 1.0f, i == chunks - 1 ? p.lo : -INFINITY,
+                                 i == chunks - 1 ? p.hi : INFINITY, src, ohw, 1};
+        if (i == 0) e = (struct nnw_epilogue){1.0f, 1.0f, e.lo, e.hi, ep.c, 1, 0};
+        nnw_gemm_nn(mg, ohw, kn, a + k0, k, 1, b + (size_t)k0 * ohw, ohw, dst, ohw, &e);
+        src = dst;
+      }
     }
   }
 }

@@ -9,12 +9,17 @@ struct nnw_conv2d {
   float lo, hi;
 };
 
-enum nnw_conv2d_algo { NNW_CONV2D_DEPTHWISE, NNW_CONV2D_POINTWISE, NNW_CONV2D_IM2COL };
+enum nnw_conv2d_algo {
+  NNW_CONV2D_DEPTHWISE,
+  NNW_CONV2D_POINTWISE,
+  NNW_CONV2D_IM2COL,
+  NNW_CONV2D_WINOGRAD
+};
 
 void nnw_conv2d_decode(const int32_t *args, struct nnw_conv2d *p);
 enum nnw_conv2d_algo nnw_conv2d_algo(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
-                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t pt,
-                                     int32_t pl, int32_t h, int32_t w);
+                                     int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                                     int32_t dw, int32_t pt, int32_t pl, int32_t h, int32_t w);
 
 /* Floats of one zero-padded input row in the depthwise scratch (sw column phases). */
 static inline uint64_t nnw_conv2d_dw_row_floats(int32_t ow, int32_t kw, int32_t sw, int32_t dw) {
@@ -30,5 +35,14 @@ int nnw_conv2d_dw_c4_fits(int32_t c, int32_t m, int32_t kh, int32_t kw, int32_t 
                           int32_t sw, int32_t dh, int32_t dw);
 void nnw_conv2d_dw_c4(const struct nnw_conv2d *p, const float *x, const float *wt,
                       const float *bias, float *y, float *scratch);
+
+/* 3x3 stride-1 convs by Winograd F(4x4, 3x3) (conv2d_winograd.c): which it serves, and its
+ * scratch in floats */
+int nnw_conv2d_winograd_fits(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                             int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                             int32_t dw);
+uint64_t nnw_conv2d_winograd_floats(int32_t c, int32_t m, int32_t oh, int32_t ow);
+void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
+                         const float *bias, float *y, float *scratch);
 
 #endif

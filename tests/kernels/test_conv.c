@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../kernels_c/conv/conv2d.h"
 #include "harness.h"
@@ -39,11 +40,14 @@ static void ref_conv(const struct conv_case *t, int oh, int ow, const float *x, 
     }
 }
 
-static const char *algo_name(int32_t scratch, const struct conv_case *t, int ow) {
+static const char *algo_name(int32_t scratch, const struct conv_case *t, int oh, int ow) {
   if (t->group == t->c && t->m % t->c == 0)
     return nnw_conv2d_dw_c4_fits(t->c, t->m, t->kh, t->kw, ow, t->sh, t->sw, t->dh, t->dw)
                ? "depthwise-c4"
                : "depthwise";
+  if (nnw_conv2d_winograd_fits(t->c, t->m, t->group, t->kh, t->kw, oh, ow, t->sh, t->sw, t->dh,
+                               t->dw))
+    return "winograd";
   return scratch == 0 ? "pointwise" : "im2col";
 }
 
@@ -55,7 +59,7 @@ static void conv_case(const struct conv_case *t) {
   char name[160];
   snprintf(name, sizeof name,
            "conv2d %s n%d c%d %dx%d m%d k%dx%d s%d,%d d%d,%d pad%d,%d,%d,%d g%d bias%d [%g,%g]",
-           algo_name(scratch, t, ow), t->n, t->c, t->h, t->w, t->m, t->kh, t->kw, t->sh, t->sw, t->dh,
+           algo_name(scratch, t, oh, ow), t->n, t->c, t->h, t->w, t->m, t->kh, t->kw, t->sh, t->sw, t->dh,
            t->dw, t->pt, t->pl, t->pb, t->pr, t->group, t->bias, t->lo, t->hi);
   if (!expect(scratch >= 0, "%s: scratch query %d", name, scratch)) return;
   size_t xn = (size_t)t->n * t->c * t->h * t->w, wn = (size_t)t->m * (t->c / t->group) * t->kh * t->kw;
@@ -79,7 +83,9 @@ static void conv_case(const struct conv_case *t) {
         t->n, t->c, t->h, t->w, t->m, oh, ow, t->kh, t->kw, t->sh, t->sw, t->dh, t->dw, t->pt,
         t->pl, t->group, f32_bits(t->lo), f32_bits(t->hi)};
     if (run_op(NNW_OP_CONV2D, args, NNW_CONV2D_NARGS, arena, arena_bytes) == NNW_OK)
-      check_close(name, at(arena, off[3]), want, mag, yn, 1e-6, 1e-6);
+      /* Winograd's transforms round more: 2e-5 of the sum of |terms| (measured up to 2e-6) */
+      check_close(name, at(arena, off[3]), want, mag, yn, 1e-6,
+                  strcmp(algo_name(scratch, t, oh, ow), "winograd") ? 1e-6 : 2e-5);
     free(arena);
   }
   free(x);
@@ -151,6 +157,20 @@ void test_conv2d(void) {
       {1, 2, 3, 3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3, 1, 1, -I, I},
       {1, 1, 7, 5, 1, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -I, I},
       {1, 6, 5, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, -I, I},
+      /* Winograd F(4x4, 3x3): 3x3 stride 1, c and m in fours, outputs 27x27 and up; sizes not
+       * multiples of 4 (partial tiles), no pads, asymmetric pads, crops, batch 2, clamps */
+      {1, 4, 27, 27, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -I, I},
+      {2, 8, 30, 29, 12, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 6},
+      {1, 16, 28, 31, 8, 3, 3, 1, 1, 1, 1, 2, 0, 1, 2, 1, 0, -1, 1},
+      {1, 4, 40, 28, 4, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, -I, I},
+      {1, 64, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, I},
+      {1, 4, 30, 31, 4, 3, 3, 1, 1, 1, 1, 0, 0, -1, -2, 1, 1, -I, I},
+      /* im2col's GEMM in chunks along k (a weight matrix over 512 KB, few pixels): 8 chunks, and
+       * 3 with groups and stride 2; large pointwise ones (not chunked) */
+      {1, 512, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 6},
+      {2, 2048, 7, 7, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -I, I},
+      {1, 1536, 5, 9, 96, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, I},
+      {1, 1024, 6, 6, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, -I, I},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
   /* random shapes */

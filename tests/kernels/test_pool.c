@@ -67,6 +67,12 @@ void test_pool2d(void) {
       {1, 1, 3, 6, 5, 2, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1},
       {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},
       {1, 1, 2, 5, 5, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 0},
+      /* SqueezeNet's 3x3/2 with ceil_mode (the last window hangs over), ResNet's padded one */
+      {0, 1, 3, 111, 111, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 0},
+      {0, 1, 2, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0},
+      {0, 1, 2, 5, 37, 3, 5, 1, 3, 1, 2, 1, 4, 2, 3, 0},
+      /* rows too wide for max_plane's buffer: the generic path */
+      {0, 1, 1, 2, 2100, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) pool_case(&cases[i]);
   for (int r = 0; r < 40; r++) {

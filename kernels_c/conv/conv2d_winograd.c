@@ -1,0 +1,197 @@
+/* 3x3 stride-1 convolutions by Winograd F(4x4, 3x3) (Lavin & Gray 2015; points 0, +-1, +-2):
+ * each 4x4 block of outputs ("tile") comes from a 6x6 input patch d as
+ *   y = A^T [ (G g G^T) .* (B^T d B) ] A,
+ * 36 multiplications per output channel and input channel instead of 144. As batched GEMMs:
+ *   U[xi] (C x M) = the weights transformed, V[xi] (T x C) = the input tiles transformed,
+ *   Z[xi] (T x M) = V[xi] U[xi] for each of the 36 points xi (nnw_gemm_nn, vectorized along M),
+ * then the output transform adds the bias, clamps and writes NCHW. Every transform works on four
+ * channels at once (one v4 per point), which is why C and M must be multiples of 4.
+ * The weights are transformed on every run (about 1/20 of the GEMMs' work on the shapes served:
+ * see nnw_conv2d_winograd_fits). Results differ from im2col's by rounding only (the transforms
+ * have small integer and 1/6, 1/12, 1/24 coefficients): measured max error ~2e-6 relative to the
+ * sum of |terms| on random data (tests/kernels/test_conv.c allows 2e-5). */
+#include <math.h>
+
+#include "conv2d.h"
+#include "simd.h"
+
+#define NT 36 /* points of the 6x6 transformed tile */
+
+int nnw_conv2d_winograd_fits(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,
+                             int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh,
+                             int32_t dw) {
+  /* Measured in V8 (bench_kernels_native.py --net resnet50): faster than im2col from 27x27 on;
+   * 13x13 and 14x14 lose to the weight transform done each run, 7x7 too. */
+  return group == 1 && kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 &&
+         c % 4 == 0 && m % 4 == 0 && (int64_t)oh * ow >= 27 * 27 && oh >= 4 && ow >= 4;
+}
+
+/* floats of scratch: U, V, Z, then one padded input plane of four channels */
+uint64_t nnw_conv2d_winograd_floats(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  uint64_t th = ((uint64_t)oh + 3) / 4, tw = ((uint64_t)ow + 3) / 4, t = th * tw;
+  uint64_t u = NT * (uint64_t)c * (uint64_t)m, v = NT * t * (uint64_t)c, z = NT * t * (uint64_t)m;
+  uint64_t plane = (4 * th + 2) * (4 * tw + 2) * 4;
+  return nnw_add(nnw_add(u, v), nnw_add(z, plane));
+}
+
+/* one dimension of each transform, on six (or three) v4 at stride s */
+static inline void bt6(v4 *d, int s) { /* B^T */
+  v4 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+  v4 four = v4_set1(4.0f), five = v4_set1(5.0f), two = v4_set1(2.0f);
+  v4 t1 = v4_sub(d4, v4_mul(four, d2)), t2 = v4_sub(d3, v4_mul(four, d1));
+  v4 t3 = v4_sub(d4, d2), t4 = v4_mul(two, v4_sub(d3, d1));
+  d[0] = v4_add(v4_sub(v4_mul(four, d0), v4_mul(five, d2)), d4);
+  d[s] = v4_add(t1, t2);
+  d[2 * s] = v4_sub(t1, t2);
+  d[3 * s] = v4_add(t3, t4);
+  d[4 * s] = v4_sub(t3, t4);
+  d[5 * s] = v4_add(v4_sub(v4_mul(four, d1), v4_mul(five, d3)), d5);
+}
+
+static inline void g3(const v4 *g, int gs, v4 *u, int us) { /* G */
+  v4 g0 = g[0], g1 = g[gs], g2 = g[2 * gs];
+  v4 a = v4_add(g0, g2), neg_sixth = v4_set1(-1.0f / 6.0f);
+  v4 e = v4_add(v4_mul(g0, v4_set1(1.0f / 24.0f)), v4_mul(g2, v4_set1(1.0f / 6.0f)));
+  v4 f = v4_mul(g1, v4_set1(1.0f / 12.0f));
+  u[0] = v4_mul(g0, v4_set1(0.25f));
+  u[us] = v4_mul(v4_add(a, g1), neg_sixth);
+  u[2 * us] = v4_mul(v4_sub(a, g1), neg_sixth);
+  u[3 * us] = v4_add(e, f);
+  u[4 * us] = v4_sub(e, f);
+  u[5 * us] = g2;
+}
+
+static inline void at6(v4 *m, int s) { /* A^T: six in, four out (in place, first four) */
+  v4 m0 = m[0], m1 = m[s], m2 = m[2 * s], m3 = m[3 * s], m4 = m[4 * s], m5 = m[5 * s];
+  v4 a = v4_add(m1, m2), b = v4_sub(m1, m2), c = v4_add(m3, m4), d = v4_sub(m3, m4);
+  m[0] = v4_add(v4_add(m0, a), c);
+  m[s] = v4_add(b, v4_mul(v4_set1(2.0f), d));
+  m[2 * s] = v4_add(a, v4_mul(v4_set1(4.0f), c));
+  m[3 * s] = v4_add(v4_add(b, v4_mul(v4_set1(8.0f), d)), m5);
+}
+
+/* U[xi][ci][o] for o in a block of four output channels */
+static void transform_weights(const float *wt, int32_t c, int32_t m, float *u) {
+  for (int32_t o = 0; o < m; o += 4) {
+    for (int32_t ci = 0; ci < c; ci++) {
+      v4 g[9], t[18], r[NT];
+      for (int k = 0; k < 9; k++) {
+        float f[4];
+        for (int l = 0; l < 4; l++) f[l] = wt[((size_t)(o + l) * c + ci) * 9 + k];
+        g[k] = v4_load(f);
+      }
+      for (int kx = 0; kx < 3; kx++) g3(g + kx, 3, t + kx, 3);   /* columns: t[6][3] */
+      for (int i = 0; i < 6; i++) g3(t + 3 * i, 1, r + 6 * i, 1); /* rows: r[6][6] */
+      for (int xi = 0; xi < NT; xi++) v4_store(u + ((size_t)xi * c + ci) * m + o, r[xi]);
+    }
+  }
+}
+
+/* V[xi][t][ci..ci+3] for the four channels of `plane` (4*th+2 rows of 4*tw+2 v4 pixels) */
+static void transform_input(const float *plane, int32_t th, int32_t tw, int32_t c, int32_t ci,
+                            float *v) {
+  size_t pw = 4 * (size_t)tw + 2, t_count = (size_t)th * tw;
+  for (int32_t ty = 0; ty < th; ty++) {
+    for (int32_t tx = 0; tx < tw; tx++) {
+      v4 d[NT];
+      const float *p = plane + ((size_t)ty * 4 * pw + (size_t)tx * 4) * 4;
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) d[6 * i + j] = v4_load(p + ((size_t)i * pw + j) * 4);
+      for (int j = 0; j < 6; j++) bt6(d + j, 6); /* columns */
+      for (int i = 0; i < 6; i++) bt6(d + 6 * i, 1); /* rows */
+      size_t t = (size_t)ty * tw + tx;
+      for (int xi = 0; xi < NT; xi++) v4_store(v + ((size_t)xi * t_count + t) * c + ci, d[xi]);
+    }
+  }
+}
+
+/* the four channels ci.. of x as a zero-padded plane of v4 pixels: pixel (py, px) = x[py-pt][px-pl] */
+static void pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci, int32_t ph,
+                      int32_t pw, float *plane) {
+  memset(plane, 0, sizeof(float) * 4 * (size_t)ph * pw);
+  size_t hw = (size_t)p->h * p->w;
+  for (int32_t iy = 0; iy < p->h; iy++) {
+    int32_t py = iy + p->pt;
+    if (py >= ph) break;
+    const float *r0 = x + (size_t)ci * hw + (size_t)iy * p->w;
+    float *dst = plane + ((size_t)py * pw + p->pl) * 4;
+    int32_t n = p->w < pw - p->pl ? p->w : pw - p->pl;
+    if (n <= 0) break;
+    int32_t ix = 0;
+    for (; ix + 4 <= n; ix += 4) {
+      v4 a = v4_load(r0 + ix), b = v4_load(r0 + hw + ix), c = v4_load(r0 + 2 * hw + ix),
+         d = v4_load(r0 + 3 * hw + ix);
+      v4 ab0 = v4_unpacklo(a, b), ab1 = v4_unpackhi(a, b), cd0 = v4_unpacklo(c, d),
+         cd1 = v4_unpackhi(c, d);
+      v4_store(dst + 4 * ix, v4_unpacklo64(ab0, cd0));
+      v4_store(dst + 4 * ix + 4, v4_unpackhi64(ab0, cd0));
+      v4_store(dst + 4 * ix + 8, v4_unpacklo64(ab1, cd1));
+      v4_store(dst + 4 * ix + 12, v4_unpackhi64(ab1, cd1));
+    }
+    for (; ix < n; ix++)
+      for (int l = 0; l < 4; l++) dst[4 * ix + l] = r0[l * hw + ix];
+  }
+}
+
+/* y[o..o+3][oy..][ox..] from Z[xi][t][o..o+3], with bias and clamp */
+static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t th, int32_t tw,
+                             const float *bias, float *y) {
+  size_t t_count = (size_t)th * tw, ohw = (size_t)p->oh * p->ow;
+  int32_t m = p->m;
+  v4 lo = v4_set1(p->lo), hi = v4_set1(p->hi);
+  for (int32_t o = 0; o < m; o += 4) {
+    v4 b = bias ? v4_load(bias + o) : v4_set1(0.0f);
+    for (int32_t ty = 0; ty < th; ty++) {
+      for (int32_t tx = 0; tx < tw; tx++) {
+        size_t t = (size_t)ty * tw + tx;
+        v4 r[NT];
+        for (int xi = 0; xi < NT; xi++) r[xi] = v4_load(z + ((size_t)xi * t_count + t) * m + o);
+        for (int j = 0; j < 6; j++) at6(r + j, 6);     /* columns: rows 0..3 valid */
+        for (int i = 0; i < 4; i++) at6(r + 6 * i, 1); /* rows: r[i][0..3] */
+        int32_t oy0 = 4 * ty, ox0 = 4 * tx;
+        int32_t rows = p->oh - oy0 < 4 ? p->oh - oy0 : 4, cols = p->ow - ox0 < 4 ? p->ow - ox0 : 4;
+        for (int i = 0; i < rows; i++) {
+          /* r[i][j] holds channels o..o+3 of pixel j: transpose to rows of four pixels */
+          v4 a = v4_clamp(v4_add(r[6 * i], b), lo, hi), bb = v4_clamp(v4_add(r[6 * i + 1], b), lo, hi),
+             c = v4_clamp(v4_add(r[6 * i + 2], b), lo, hi), d = v4_clamp(v4_add(r[6 * i + 3], b), lo, hi);
+          v4 ab0 = v4_unpacklo(a, bb), ab1 = v4_unpackhi(a, bb), cd0 = v4_unpacklo(c, d),
+             cd1 = v4_unpackhi(c, d);
+          v4 ch[4] = {v4_unpacklo64(ab0, cd0), v4_unpackhi64(ab0, cd0), v4_unpacklo64(ab1, cd1),
+                      v4_unpackhi64(ab1, cd1)};
+          for (int l = 0; l < 4; l++) {
+            float *dst = y + (size_t)(o + l) * ohw + (size_t)(oy0 + i) * p->ow + ox0;
+            if (cols == 4) {
+              v4_store(dst, ch[l]);
+            } else {
+              float f[4];
+              v4_store(f, ch[l]);
+              for (int j = 0; j < cols; j++) dst[j] = f[j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
+                         const float *bias, float *y, float *scratch) {
+  int32_t c = p->c, m = p->m, th = (p->oh + 3) / 4, tw = (p->ow + 3) / 4;
+  size_t t_count = (size_t)th * tw;
+  float *u = scratch, *v = u + (size_t)NT * c * m, *z = v + NT * t_count * c;
+  float *plane = z + NT * t_count * m;
+  int32_t ph = 4 * th + 2, pw = 4 * tw + 2;
+  struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
+  transform_weights(wt, c, m, u);
+  for (int32_t ni = 0; ni < p->n; ni++) {
+    const float *xn = x + (size_t)ni * c * p->h * p->w;
+    for (int32_t ci = 0; ci < c; ci += 4) {
+      pad_plane(p, xn, ci, ph, pw, plane);
+      transform_input(plane, th, tw, c, ci, v);
+    }
+    for (int xi = 0; xi < NT; xi++)
+      nnw_gemm_nn((int32_t)t_count, m, c, v + (size_t)xi * t_count * c, c, 1,
+                  u + (size_t)xi * c * m, m, z + (size_t)xi * t_count * m, m, &none);
+    transform_output(p, z, th, tw, bias, y + (size_t)ni * m * p->oh * p->ow);
+  }
+}
