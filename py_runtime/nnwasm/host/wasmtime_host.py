@@ -24,6 +24,7 @@ from ..errors import KernelError
 from . import HostBase
 
 _MAX_ARGS = 16
+HINT_SPLAT_BY_SHUFFLE = 1   # NNW_HINT_SPLAT_BY_SHUFFLE of kernels_c/internal.h
 
 
 class WasmtimeHost(HostBase):
@@ -47,9 +48,11 @@ class WasmtimeHost(HostBase):
         self._raw = (ffi.wasmtime_val_raw * _MAX_ARGS)()
         self._ctx = self.store._context()
         self.wasm_bytes_len = len(wasm_bytes)
+        self.closed = False
         if "_initialize" in self._funcs:
             self._funcs["_initialize"](self.store)
-        self.closed = False
+        if "nnw_set_host_hints" in self._funcs:   # kernels_c/hints.c: Cranelift's variants
+            self.call("nnw_set_host_hints", HINT_SPLAT_BY_SHUFFLE)
         # wasmtime's own finalizers fail once the interpreter is tearing down; close first.
         # (atexit runs this after the plans' weakref finalizers, which were registered later.)
         atexit.register(self.close)
