@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +145,6 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     import nnwasm
-    import wasmtime
     names = args.models or DEFAULT
     node = Node()
     results = {}
@@ -178,7 +178,7 @@ def main():
             sess = None
     finally:
         node.close()
-    res = {"wasmtime": wasmtime.__version__ if hasattr(wasmtime, "__version__") else "?",
+    res = {"wasmtime": metadata.version("wasmtime"),
            "node": subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip(),
            "models": results}
     if args.json:
