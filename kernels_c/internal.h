@@ -94,6 +94,12 @@ struct nnw_epilogue {
   const float *c;
   ptrdiff_t c_rs, c_cs;
 };
+/* What the host's compiler does best, set once by the host (nnw_set_host_hints, hints.c): kernels
+ * may pick between variants that compute the very same sums in the same order, so outputs stay
+ * bit-identical across hosts; only speed differs. 0 (the default) suits V8. */
+#define NNW_HINT_SPLAT_BY_SHUFFLE 1 /* Cranelift (wasmtime): a load-splat costs it 3 instructions */
+extern int32_t nnw_host_hints;
+
 void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                  const float *b, ptrdiff_t ldb, float *y, ptrdiff_t ldy,
                  const struct nnw_epilogue *ep);

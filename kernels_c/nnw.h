@@ -63,6 +63,12 @@ int32_t nnw_plan_failed_op(void);
  * count = 1 (kernels.wasm has no clock); finding op `first` walks the op records before it. */
 int nnw_plan_run_ops(const uint8_t *plan, uint8_t *arena, int32_t first, int32_t count);
 
+/* Tells kernels which of their equivalent variants suit the host's compiler (bits of
+ * NNW_HINT_*, internal.h; 0, the default, suits V8). Variants compute the same sums in the same
+ * order: outputs are bit-identical whatever the hints; only speed differs. The wasmtime host
+ * sets NNW_HINT_SPLAT_BY_SHUFFLE once after _initialize. */
+void nnw_set_host_hints(int32_t hints);
+
 /* Bytes of scratch conv2d needs for these parameters (0 when the chosen algorithm needs none).
  * The plan compiler asks this so the kernel alone decides its algorithm. */
 int32_t nnw_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh, int32_t kw,

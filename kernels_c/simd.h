@@ -21,6 +21,8 @@ static inline v4 v4_load(const float *p) { return wasm_v128_load(p); }
 static inline void v4_store(float *p, v4 v) { wasm_v128_store(p, v); }
 static inline v4 v4_set1(float x) { return wasm_f32x4_splat(x); }
 static inline v4 v4_load1(const float *p) { return wasm_v128_load32_splat(p); }
+/* lane L of a in every lane (L a constant): one pshufd in V8 and in Cranelift */
+#define v4_dup(a, L) wasm_i32x4_shuffle((a), (a), (L), (L), (L), (L))
 static inline v4 v4_add(v4 a, v4 b) { return wasm_f32x4_add(a, b); }
 static inline v4 v4_sub(v4 a, v4 b) { return wasm_f32x4_sub(a, b); }
 static inline v4 v4_mul(v4 a, v4 b) { return wasm_f32x4_mul(a, b); }
@@ -78,6 +80,7 @@ static inline v4 v4_load(const float *p) {
 static inline void v4_store(float *p, v4 v) { memcpy(p, &v, sizeof v); }
 static inline v4 v4_set1(float x) { return (v4){x, x, x, x}; }
 static inline v4 v4_load1(const float *p) { return v4_set1(*p); }
+#define v4_dup(a, L) v4_set1((a)[(L)])
 static inline v4 v4_add(v4 a, v4 b) { return a + b; }
 static inline v4 v4_sub(v4 a, v4 b) { return a - b; }
 static inline v4 v4_mul(v4 a, v4 b) { return a * b; }
@@ -125,6 +128,7 @@ static inline v4 v4_set1(float x) {
   return r;
 }
 static inline v4 v4_load1(const float *p) { return v4_set1(*p); }
+#define v4_dup(a, L) v4_set1((a).f[(L)])
 
 #define NNW_V4_LANEWISE(name, expr)             \
   static inline v4 name(v4 a, v4 b) {           \

@@ -17,7 +17,7 @@ KERNELS_WASM = ROOT / "py_runtime" / "nnwasm" / "kernels.wasm"
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 SANITIZER = re.compile(r"runtime error|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer")
 EXPORTS = {"memory", "_initialize", "nnw_malloc", "nnw_free", "nnw_plan_load", "nnw_plan_run", "nnw_plan_failed_op",
-           "nnw_plan_run_ops", "nnw_conv2d_scratch_bytes"}
+           "nnw_plan_run_ops", "nnw_conv2d_scratch_bytes", "nnw_set_host_hints"}
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,16 @@
 #define NNW_ALWAYS_INLINE inline
 #endif
 
+/* Keeps clang from unrolling the loop that follows. Cranelift (wasmtime) emits a basic block's
+ * loads first, in order, and its arithmetic where the results are needed: block4's 3x3 loop
+ * unrolled held 27 loaded pixels at once and spilled most of them. One block per kernel row:
+ * depthwise layers 0.81x the time in wasmtime, unchanged in V8 (bench/ab_kernels.py). */
+#if defined(__clang__)
+#define NNW_ROLLED _Pragma("clang loop unroll(disable)")
+#else
+#define NNW_ROLLED
+#endif
+
 /* Measured in V8 against conv2d_dw.c (GFLOP/s, EfficientNet-Lite0's layers): this wins on rows
  * of 16 or fewer outputs (dw 5x5 @7: 16 -> 31, dw 3x3 @7: 12 -> 23), on 5x5 kernels (5x5 @28:
  * 28 -> 37) and on stride 2 (3x3/2 @112: 12.6 -> 13.4); the per-row kernel keeps 3x3 stride 1 on
@@ -66,6 +76,7 @@ static void fill_c4(const struct nnw_conv2d *p, int32_t span_h, int32_t span_w, 
 static NNW_ALWAYS_INLINE void block4(int k, int s, const float *src, int32_t row, const v4 *wv,
                                      v4 bias, v4 *acc) {
   for (int q = 0; q < 4; q++) acc[q] = bias;
+  NNW_ROLLED /* one block per kernel row: see NNW_ROLLED */
   for (int ky = 0; ky < k; ky++, src += row) {
     v4 x[3 * 2 + 5];
     for (int col = 0; col < 3 * s + k; col++) x[col] = v4_load(src + 4 * col);

@@ -28,6 +28,7 @@ static const struct {
     {"bmatmul", test_bmatmul},       {"lp_normalize", test_lp_normalize},
     {"q8_gemm", test_q8_gemm},       {"q8_conv2d", test_q8_conv2d}, {"q8_quantize", test_q8_quantize},
     {"q8_add", test_q8_add},         {"q8_hostile", test_q8_hostile},
+    {"host_hints", test_host_hints},
 };
 
 int main(int argc, char **argv) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "internal.h"
 #include "tests.h"
 
 struct gemm_case {
@@ -57,6 +58,14 @@ static void gemm_case(const struct gemm_case *t) {
                                     crs, ccs, f32_bits(t->lo), f32_bits(t->hi)};
     if (run_op(NNW_OP_GEMM, args, NNW_GEMM_NARGS, arena, arena_bytes) == NNW_OK)
       check_close(name, at(arena, off[3]), want, mag, yn, 1e-6, 1e-6);
+    /* wasmtime's variant (host hint, gemm_nn.c): the very same bits */
+    float *first = malloc(4 * yn);
+    memcpy(first, at(arena, off[3]), 4 * yn);
+    nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
+    if (run_op(NNW_OP_GEMM, args, NNW_GEMM_NARGS, arena, arena_bytes) == NNW_OK)
+      expect(memcmp(first, at(arena, off[3]), 4 * yn) == 0, "%s: host hint changed the result", name);
+    nnw_host_hints = 0;
+    free(first);
     free(arena);
   }
   free(a);
@@ -81,6 +90,10 @@ void test_gemm(void) {
       {1, 1, 1, 0, 0, 4, 1, 1, -I, I},
       {33, 70, 65, 0, 0, 1, 1, 1, -I, I},
       {10, 21, 19, 1, 1, 2, -1, 1, -I, I},
+      {8, 37, 1024, 0, 0, 2, 1, 1, -I, I}, /* the packed variant's largest k */
+      {8, 45, 1025, 0, 0, 1, 1, 1, -I, I}, /* and one past it */
+      {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* several column blocks, packed */
+      {12, 4, 7, 0, 0, 0, 1, 0, -I, I},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) gemm_case(&cases[i]);
   for (int r = 0; r < 30; r++) {
@@ -143,4 +156,12 @@ void test_matmul(void) {
   for (int r = 0; r < 20; r++)
     matmul_case(1 + (int)(rng_u32() % 3), 1 + (int)(rng_u32() % 10), 1 + (int)(rng_u32() % 20),
                 1 + (int)(rng_u32() % 12), (int)(rng_u32() % 2), (int)(rng_u32() % 2));
+}
+
+/* conv2d and matmul (both on nnw_gemm_nn) again with wasmtime's host hint set */
+void test_host_hints(void) {
+  nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
+  test_conv2d();
+  test_matmul();
+  nnw_host_hints = 0;
 }

@@ -3,9 +3,19 @@
 Calls go through wasmtime's unchecked raw call (a preallocated wasmtime_val_raw array): ~1.6 µs
 a call against ~16 µs for Func.__call__ (measured, see shared PLATFORM notes). Linear memory is
 addressed through its current base pointer, re-read on every copy since memory may have grown.
+
+Compiling kernels.wasm with Cranelift takes ~250 ms; the compiled module is kept on disk
+(compiled_module below) and loads in a few ms after that. The engine keeps wasmtime's default
+configuration: Cranelift opt_level "speed", 4 GiB reservation + 32 MiB guard (no bounds checks),
+host CPU features; none of the settings tried did better (docs/wasmtime.md).
 """
 import atexit
 import ctypes
+import hashlib
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
 
 import wasmtime
 from wasmtime import _bindings as ffi
@@ -14,6 +24,7 @@ from ..errors import KernelError
 from . import HostBase
 
 _MAX_ARGS = 16
+HINT_SPLAT_BY_SHUFFLE = 1   # NNW_HINT_SPLAT_BY_SHUFFLE of kernels_c/internal.h
 
 
 class WasmtimeHost(HostBase):
@@ -21,7 +32,7 @@ class WasmtimeHost(HostBase):
         super().__init__()
         self.engine = wasmtime.Engine()
         self.store = wasmtime.Store(self.engine)
-        module = wasmtime.Module(self.engine, wasm_bytes)
+        module = compiled_module(self.engine, wasm_bytes)
         linker = wasmtime.Linker(self.engine)
         # The only import of a standalone emscripten module with growable memory; nothing to do.
         linker.define_func("env", "emscripten_notify_memory_growth",
@@ -37,9 +48,11 @@ class WasmtimeHost(HostBase):
         self._raw = (ffi.wasmtime_val_raw * _MAX_ARGS)()
         self._ctx = self.store._context()
         self.wasm_bytes_len = len(wasm_bytes)
+        self.closed = False
         if "_initialize" in self._funcs:
             self._funcs["_initialize"](self.store)
-        self.closed = False
+        if "nnw_set_host_hints" in self._funcs:   # kernels_c/hints.c: Cranelift's variants
+            self.call("nnw_set_host_hints", HINT_SPLAT_BY_SHUFFLE)
         # wasmtime's own finalizers fail once the interpreter is tearing down; close first.
         # (atexit runs this after the plans' weakref finalizers, which were registered later.)
         atexit.register(self.close)
@@ -96,3 +109,53 @@ class WasmtimeHost(HostBase):
         self._check(ptr, mv.nbytes)
         if mv.nbytes:
             ctypes.memmove((ctypes.c_char * mv.nbytes).from_buffer(mv), self._base() + ptr, mv.nbytes)
+
+
+def cache_dir():
+    """Where compiled modules are kept: $NNWASM_WASMTIME_CACHE ("0" or "" turns it off), else
+    $XDG_CACHE_HOME/nnwasm/wasmtime or ~/.cache/nnwasm/wasmtime. None when off."""
+    env = os.environ.get("NNWASM_WASMTIME_CACHE")
+    if env is not None:
+        return Path(env) if env not in ("", "0") else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nnwasm" / "wasmtime"
+
+
+def compiled_module(engine, wasm_bytes):
+    """kernels.wasm compiled for this engine, from the disk cache when there is a good copy.
+
+    The file's name holds kernels.wasm's SHA-256 and wasmtime's version (wasmtime itself also
+    refuses a module compiled by another version, configuration or CPU); the file starts with the
+    SHA-256 of the rest, checked before wasmtime sees it, because deserializing trusts the machine
+    code it is given. Any failure (unreadable, truncated, corrupt, refused, a read-only disk)
+    falls back to compiling; a new copy is written to a temporary file and renamed into place,
+    so readers never see half a file."""
+    folder = cache_dir()
+    if folder is None:
+        return wasmtime.Module(engine, wasm_bytes)
+    try:
+        version = metadata.version("wasmtime")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    path = folder / f"kernels-{hashlib.sha256(wasm_bytes).hexdigest()[:32]}-wasmtime-{version}.cwasm"
+    try:
+        blob = path.read_bytes()
+        if len(blob) > 32 and hashlib.sha256(blob[32:]).digest() == blob[:32]:
+            return wasmtime.Module.deserialize(engine, blob[32:])
+    except (OSError, wasmtime.WasmtimeError):
+        pass
+    module = wasmtime.Module(engine, wasm_bytes)
+    try:
+        code = bytes(module.serialize())
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernels-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(hashlib.sha256(code).digest() + code)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except (OSError, wasmtime.WasmtimeError):
+        pass
+    return module

@@ -1,0 +1,51 @@
+// The Node half of ab_kernels.py: several builds of kernels.wasm in one V8, each with the same
+// plan loaded, run in turn (inputs left as the plan's arena has them: timing, not results).
+//   node bench/ab_kernels.mjs PLAN SECONDS MATCH A.wasm B.wasm ...
+// prints one JSON line: {"ms": [median per build], "match_ms": [...], "runs": n}: match_ms sums
+// the per-op medians of the ops whose node name contains MATCH (each op timed alone), or null.
+import { readFileSync } from "node:fs";
+import { parsePlanFile } from "../web/plan-file.mjs";
+
+const [planPath, secondsArg, match, ...wasms] = process.argv.slice(2);
+const { plan, arenaBytes, io } = parsePlanFile(new Uint8Array(readFileSync(planPath)));
+const builds = [], opRuns = [];
+for (const file of wasms) {
+  const imports = { env: { emscripten_notify_memory_growth: () => {} } };
+  const { instance } = await WebAssembly.instantiate(readFileSync(file), imports);
+  const k = instance.exports;
+  k._initialize?.();
+  const p = k.nnw_malloc(plan.length), arena = k.nnw_malloc(arenaBytes), status = k.nnw_malloc(4);
+  new Uint8Array(k.memory.buffer, p, plan.length).set(plan);
+  if (k.nnw_plan_load(p, plan.length, arena, arenaBytes, status)) throw new Error(`${file} refused the plan`);
+  builds.push(() => k.nnw_plan_run(p, arena));
+  opRuns.push((i) => k.nnw_plan_run_ops(p, arena, i, 1));
+}
+const picked = match ? io.ops.map((op, i) => (op.node.includes(match) ? i : -1)).filter((i) => i >= 0) : [];
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const times = builds.map(() => []);
+const warmEnd = performance.now() + 4000;
+for (let i = 0; i < 30 || performance.now() < warmEnd; i++) builds.forEach((run) => run());
+const end = performance.now() + Number(secondsArg) * 1000;
+while (performance.now() < end || times[0].length < 5) {
+  builds.forEach((run, i) => {
+    for (let r = 0; r < 2; r++) {
+      const t = performance.now();
+      run();
+      times[i].push(performance.now() - t);
+    }
+  });
+}
+let matchMs = null;
+if (picked.length) {
+  const per = builds.map(() => picked.map(() => []));
+  const end2 = performance.now() + Number(secondsArg) * 500;
+  while (performance.now() < end2 || per[0][0].length < 5) {
+    opRuns.forEach((runOp, b) => picked.forEach((op, j) => {
+      const t = performance.now();
+      runOp(op);
+      per[b][j].push(performance.now() - t);
+    }));
+  }
+  matchMs = per.map((ops) => ops.reduce((s, t) => s + median(t), 0));
+}
+console.log(JSON.stringify({ ms: times.map(median), match_ms: matchMs, runs: times[0].length }));

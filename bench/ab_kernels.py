@@ -1,0 +1,84 @@
+"""A/B builds of kernels.wasm on one plan file, in both hosts: wasmtime (CPython) and V8 (Node,
+ab_kernels.mjs), each build's runs interleaved with the others' in one process, medians. For
+kernel changes that must pay in one engine without costing in the other.
+
+    python bench/ab_kernels.py PLAN.nnwp A.wasm B.wasm [...] [--seconds 15] [--match NAME]
+
+Prints each build's median run in both hosts, relative to the first, and the wasmtime/V8 ratio;
+with --match, also the sum of the per-op medians of the ops whose node name contains NAME
+(each op run alone, nnw_plan_run_ops), to see a change on the layers it touches.
+(Builds: `emcc` as build_scripts/build_kernels.py does, to files of your own.)
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "py_runtime"))
+
+
+def wasmtime_times(plan_path, wasms, seconds, match):
+    import os
+    from nnwasm import planfile
+    from nnwasm.host.wasmtime_host import WasmtimeHost
+    from nnwasm.wasm.runner import WasmRunner
+    os.environ["NNWASM_WASMTIME_CACHE"] = "0"   # each build compiled here, with the host's config
+    pf = planfile.read(Path(plan_path).read_bytes())
+    runs, op_runs = [], []
+    for w in wasms:
+        r = WasmRunner(WasmtimeHost(Path(w).read_bytes()), pf.plan, pf.arena_bytes, [], [], pf.ops)
+        runs.append(lambda r=r: r.host.call("nnw_plan_run", r.plan, r.arena))
+        op_runs.append(lambda i, r=r: r.host.call("nnw_plan_run_ops", r.plan, r.arena, i, 1))
+    for _ in range(5):
+        for run in runs:
+            run()
+    times = [[] for _ in runs]
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times[0]) < 5:
+        for i, run in enumerate(runs):
+            for _ in range(2):
+                t = time.perf_counter()
+                run()
+                times[i].append((time.perf_counter() - t) * 1e3)
+    picked = [i for i, op in enumerate(pf.ops) if match and match in op.node]
+    match_ms = None
+    if picked:
+        per = [[[] for _ in picked] for _ in wasms]
+        end = time.perf_counter() + seconds / 2
+        while time.perf_counter() < end or len(per[0][0]) < 5:
+            for b, run_op in enumerate(op_runs):
+                for j, i in enumerate(picked):
+                    t = time.perf_counter()
+                    run_op(i)
+                    per[b][j].append((time.perf_counter() - t) * 1e3)
+        match_ms = [sum(statistics.median(t) for t in ops) for ops in per]
+    return [statistics.median(t) for t in times], match_ms, len(times[0])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("plan")
+    ap.add_argument("wasms", nargs="+")
+    ap.add_argument("--seconds", type=float, default=15)
+    ap.add_argument("--match", default="")
+    args = ap.parse_args()
+    node = subprocess.Popen(["node", str(ROOT / "bench" / "ab_kernels.mjs"), args.plan, str(args.seconds),
+                             args.match, *args.wasms], stdout=subprocess.PIPE, text=True)
+    py, py_match, n = wasmtime_times(args.plan, args.wasms, args.seconds, args.match)   # both hosts at once: same load
+    js = json.loads(node.communicate()[0])
+    for i, w in enumerate(args.wasms):
+        print(f"{Path(w).name:24s} wasmtime {py[i]:7.2f} ms ({py[i] / py[0]:.3f})  "
+              f"V8 {js['ms'][i]:7.2f} ms ({js['ms'][i] / js['ms'][0]:.3f})  wasmtime/V8 {py[i] / js['ms'][i]:.2f}")
+        if py_match:
+            a, b = py_match[i], js["match_ms"][i]
+            print(f"{'  ops ~ ' + args.match:24s} wasmtime {a:7.2f} ms ({a / py_match[0]:.3f})  "
+                  f"V8 {b:7.2f} ms ({b / js['match_ms'][0]:.3f})  wasmtime/V8 {a / b:.2f}")
+    print(f"({n} runs each in wasmtime, {js['runs']} in V8)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+/* Host hints (internal.h): which of a kernel's equivalent variants to run. The wasmtime host sets
+ * NNW_HINT_SPLAT_BY_SHUFFLE; V8 hosts leave 0. Unknown bits are ignored. */
+#include "internal.h"
+
+int32_t nnw_host_hints = 0;
+
+NNW_EXPORT void nnw_set_host_hints(int32_t hints) { nnw_host_hints = hints; }
