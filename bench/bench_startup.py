@@ -27,6 +27,9 @@ from conftest import CHROMIUM_FLAGS  # noqa: E402  (the browser tests' flags: sa
 # name -> (path, what it is)
 PAGES = {
     "plan": ("/demo/", "nnwasm, plan file (kernels.wasm, no Python)"),
+    "plan-nowarmup": ("/demo/?nowarmup", "nnwasm, plan file, no kernel warm-up"),
+    "plan-early": ("/demo/?earlycreate", "nnwasm, plan file, create at once"),
+    "plan-base": ("/demo/?nowarmup&latekernels", "nnwasm, plan file, as before"),
     "onnx": ("/demo/?onnx", "nnwasm, .onnx through Pyodide"),
     "ort-web": ("/bench/startup/ort-web.html", "onnxruntime-web 1.30, wasm, 1 thread"),
 }
@@ -148,8 +151,9 @@ def main(argv=None):
                 for name in args.pages:
                     r = open_once(pw, server, PAGES[name][0], args.timeout * 1000)
                     results[name].append(r)
-                    print(f"round {round_ + 1} {name:<8} {r['firstMs']:7.0f} ms  top-1 {r['top1']!r}  "
-                          f"{r['bytes'] / 1e6:.2f} MB in {r['requests']} requests", flush=True)
+                    run = r["timings"].get("firstRunMs", float("nan"))
+                    print(f"round {round_ + 1} {name:<13} {r['firstMs']:7.0f} ms (1st run {run:4.0f} ms)  "
+                          f"top-1 {r['top1']!r}  {r['bytes'] / 1e6:.2f} MB in {r['requests']} requests", flush=True)
     finally:
         server.shutdown()
         server.server_close()

@@ -2,7 +2,7 @@
 // WebAssembly API alone, once per realm, and one plan + arena in its memory per session. Same
 // calling conventions as py_runtime/nnwasm/host/ and wasm/runner.py (whose STATUS table this
 // mirrors); feeds are checked with the Python session's wording, so errors read the same.
-import { resolveKernelsURL } from "./env.mjs";
+import { env, resolveKernelsURL } from "./env.mjs";
 import { loadBytes, toURL } from "./load-bytes.mjs";
 import { parsePlanFile } from "./plan-file.mjs";
 import { Trace } from "./profiling.mjs";
@@ -34,13 +34,60 @@ const pyList = (items) => `[${items.map((v) => (typeof v === "string" ? `'${v}'`
 let kernels = null; // promise of the realm's one kernels.wasm instance
 
 /** The realm's kernels.wasm: {exports, url, compileMs}. Compiled and instantiated once; a failure
- * is forgotten so a later call (say, after fixing env.wasm.wasmPaths) tries again. */
+ * is forgotten so a later call (say, after fixing env.wasm.wasmPaths) tries again. Once it is
+ * instantiated, the warm-up starts (see warmUp below) unless env.wasm.warmUp is false. */
 export function loadKernels(urls = resolveKernelsURL()) {
-  kernels ??= instantiateKernels(urls).catch((e) => {
-    kernels = null;
-    throw e;
-  });
+  if (kernels === null) {
+    const warm = env.wasm?.warmUp ?? true;
+    const warmupBytes = warm ? loadWarmUp(urls[0]) : null;
+    kernels = instantiateKernels(urls).then((k) => {
+      if (warm) warmUp(k, warmupBytes);
+      return k;
+    }, (e) => {
+      kernels = null;
+      throw e;
+    });
+  }
   return kernels;
+}
+
+// The warm-up: V8 runs wasm code first as its baseline tier (Liftoff) and optimizes a function
+// (TurboFan, in the background) only once it has run for a while; one call never changes tier
+// midway. So a plan's first run is baseline code throughout, 3-5x slower than the next. While the
+// real plan downloads, the warm-up runs a tiny plan with the same kernels and shapes as
+// EfficientNet-style models (kernels-warmup.nnwp, next to kernels.wasm; build_scripts/
+// warmup_plan.py) a few times on its own arena, yielding to the page between runs, so the real
+// plan's first run finds optimized code. It stops at the first real run (a run in progress is a
+// few ms), never touches a real session's memory, and a missing file only means no warm-up.
+export const WARMUP_FILE = "kernels-warmup.nnwp";
+const WARMUP_RUNS = 4;
+let warming = null; // {stop} of the warm-up in progress
+
+function loadWarmUp(kernelsURL) {
+  const bytes = loadBytes(new URL(WARMUP_FILE, toURL(kernelsURL)));
+  bytes.catch(() => {});
+  return bytes;
+}
+
+async function warmUp(k, fileBytes) {
+  const state = { stop: false };
+  warming = state;
+  let session = null;
+  try {
+    const parsed = parsePlanFile(await fileBytes);
+    if (state.stop || !acceptsVersion(k.exports, parsed.abiVersion)) return;
+    session = new PlanSession(k.exports, parsed, {});
+    for (const v of session.inputs) new Uint8Array(k.exports.memory.buffer, session.arena + v.offset, v.nbytes).fill(0);
+    for (let i = 0; i < WARMUP_RUNS && !state.stop; i++) {
+      k.exports.nnw_plan_run(session.plan, session.arena); // zeros in, nothing read out
+      await new Promise((resolve) => setTimeout(resolve));
+    }
+  } catch {
+    // no warm-up file (a source checkout), or one from another build: the plans run all the same
+  } finally {
+    session?.release();
+    if (warming === state) warming = null;
+  }
 }
 
 async function instantiateKernels(candidates) {
@@ -196,6 +243,7 @@ export class PlanSession {
   /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}. */
   async run(feeds, outputNames) {
     if (!this.plan) throw nnwasmError("InvalidArgument", "this session was released");
+    if (warming) warming.stop = true;
     const given = new Map(feeds);
     const expected = this.inputs.map((v) => v.name);
     const unknown = [...given.keys()].filter((n) => !expected.includes(n));
