@@ -34,60 +34,56 @@ const pyList = (items) => `[${items.map((v) => (typeof v === "string" ? `'${v}'`
 let kernels = null; // promise of the realm's one kernels.wasm instance
 
 /** The realm's kernels.wasm: {exports, url, compileMs}. Compiled and instantiated once; a failure
- * is forgotten so a later call (say, after fixing env.wasm.wasmPaths) tries again. Once it is
- * instantiated, the warm-up starts (see warmUp below) unless env.wasm.warmUp is false. */
+ * is forgotten so a later call (say, after fixing env.wasm.wasmPaths) tries again. */
 export function loadKernels(urls = resolveKernelsURL()) {
-  if (kernels === null) {
-    const warm = env.wasm?.warmUp ?? true;
-    const warmupBytes = warm ? loadWarmUp(urls[0]) : null;
-    kernels = instantiateKernels(urls).then((k) => {
-      if (warm) warmUp(k, warmupBytes);
-      return k;
-    }, (e) => {
-      kernels = null;
-      throw e;
-    });
-  }
+  kernels ??= instantiateKernels(urls).catch((e) => {
+    kernels = null;
+    throw e;
+  });
   return kernels;
 }
 
-// The warm-up: V8 runs wasm code first as its baseline tier (Liftoff) and optimizes a function
-// (TurboFan, in the background) only once it has run for a while; one call never changes tier
-// midway. So a plan's first run is baseline code throughout, 3-5x slower than the next. While the
-// real plan downloads, the warm-up runs a tiny plan with the same kernels and shapes as
-// EfficientNet-style models (kernels-warmup.nnwp, next to kernels.wasm; build_scripts/
-// warmup_plan.py) a few times on its own arena, yielding to the page between runs, so the real
-// plan's first run finds optimized code. It stops at the first real run (a run in progress is a
-// few ms), never touches a real session's memory, and a missing file only means no warm-up.
+// The warm-up. V8 runs wasm code first as its baseline tier (Liftoff) and compiles a function
+// with its optimizing tier (TurboFan, in the background) only once it has run for a while; a call
+// never changes tier midway. So a plan's first run is baseline code throughout, 3-5x slower than
+// the next. While a plan file downloads, the warm-up runs a tiny plan with the kernels and shapes
+// of EfficientNet-style models (kernels-warmup.nnwp next to kernels.wasm, build_scripts/
+// warmup_plan.py) a few times on its own arena, yielding to the page between runs, so that the
+// real plan's first run finds optimized code. It stops at the first real run (a warm-up run takes
+// a few ms), touches no session's memory, and without its file there is just no warm-up.
 export const WARMUP_FILE = "kernels-warmup.nnwp";
 const WARMUP_RUNS = 4;
-let warming = null; // {stop} of the warm-up in progress
+let warmUpDone = null; // promise of the realm's one warm-up: the number of runs it made
+let warming = null; // {stop} while the warm-up goes on
 
-function loadWarmUp(kernelsURL) {
-  const bytes = loadBytes(new URL(WARMUP_FILE, toURL(kernelsURL)));
-  bytes.catch(() => {});
-  return bytes;
+/** Starts the realm's warm-up, once, unless env.wasm.warmUp is false (inference-session.mjs calls
+ * it when a plan file arrives in pieces). Resolves to the number of warm-up runs made. */
+export function warmUpKernels() {
+  if (warmUpDone === null && (env.wasm?.warmUp ?? true)) {
+    const state = { stop: false };
+    warming = state;
+    warmUpDone = loadKernels().then((k) => warmUp(k, state)).catch(() => 0).finally(() => {
+      if (warming === state) warming = null;
+    });
+  }
+  return warmUpDone ?? Promise.resolve(0);
 }
 
-async function warmUp(k, fileBytes) {
-  const state = { stop: false };
-  warming = state;
-  let session = null;
+async function warmUp(k, state) {
+  const parsed = parsePlanFile(await loadBytes(new URL(WARMUP_FILE, toURL(k.url))));
+  if (state.stop || !acceptsVersion(k.exports, parsed.abiVersion)) return 0;
+  const session = new PlanSession(k.exports, parsed, {});
+  let runs = 0;
   try {
-    const parsed = parsePlanFile(await fileBytes);
-    if (state.stop || !acceptsVersion(k.exports, parsed.abiVersion)) return;
-    session = new PlanSession(k.exports, parsed, {});
     for (const v of session.inputs) new Uint8Array(k.exports.memory.buffer, session.arena + v.offset, v.nbytes).fill(0);
-    for (let i = 0; i < WARMUP_RUNS && !state.stop; i++) {
+    for (; runs < WARMUP_RUNS && !state.stop; runs++) {
       k.exports.nnw_plan_run(session.plan, session.arena); // zeros in, nothing read out
       await new Promise((resolve) => setTimeout(resolve));
     }
-  } catch {
-    // no warm-up file (a source checkout), or one from another build: the plans run all the same
   } finally {
-    session?.release();
-    if (warming === state) warming = null;
+    session.release();
   }
+  return runs;
 }
 
 async function instantiateKernels(candidates) {
