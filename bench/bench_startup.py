@@ -1,11 +1,12 @@
-"""Page open -> first result, in headless Chromium: the nnwasm demo on its plan file (/demo/), the
-same demo through Pyodide (/demo/?onnx), and onnxruntime-web 1.30 (wasm backend, one thread, no
-proxy; bench/startup/ort-web.html) on the same model, photo and preprocessing. Each page load is
+"""Page open -> first result, in headless Chromium: the nnwasm demo on its plan file (/demo/; and
+with --pages plan-nowarmup, /demo/?nowarmup: without the kernel warm-up), the same demo through
+Pyodide (/demo/?onnx), and onnxruntime-web 1.30 (wasm backend, one thread, no proxy;
+bench/startup/ort-web.html) on the same model, photo and preprocessing. Each page load is
 a new browser process with an empty cache; the pages take turns, round after round, and the table
 gives medians, each page's bytes and requests (counted by the server: the workers' too), and
 where the plan page's time goes (its marks and its downloads' ends on the page's timeline).
 
-    .venv/bin/python bench/bench_startup.py [--rounds 5] [--pages plan onnx ort-web] [--json out.json]
+    .venv/bin/python bench/bench_startup.py [--rounds 5] [--pages plan plan-nowarmup onnx ort-web] [--json out.json]
     (or: make bench-startup)
 
 Needs dist/web/ (`python build_scripts/build_web.py`) and node_modules/onnxruntime-web (`npm ci`).
@@ -27,6 +28,7 @@ from conftest import CHROMIUM_FLAGS  # noqa: E402  (the browser tests' flags: sa
 # name -> (path, what it is)
 PAGES = {
     "plan": ("/demo/", "nnwasm, plan file (kernels.wasm, no Python)"),
+    "plan-nowarmup": ("/demo/?nowarmup", "nnwasm, plan file, no kernel warm-up"),
     "onnx": ("/demo/?onnx", "nnwasm, .onnx through Pyodide"),
     "ort-web": ("/bench/startup/ort-web.html", "onnxruntime-web 1.30, wasm, 1 thread"),
 }
@@ -106,8 +108,8 @@ def print_table(results):
               f"{median([r['bytes'] for r in runs]) / 1e6:>7.2f} {median([r['requests'] for r in runs]):>8.0f}")
 
 
-def print_profile(runs):
-    """The plan page's timeline, medians over the rounds, in ms since the navigation started."""
+def print_profile(page, runs):
+    """A plan page's timeline, medians over the rounds, in ms since the navigation started."""
     events = {}
     for r in runs:
         for name, t in r["marks"].items():
@@ -119,7 +121,7 @@ def print_profile(runs):
         for key in ("bootMs", "createMs", "preMs", "firstRunMs"):
             if key in r["timings"]:
                 events.setdefault(f"({key} as the page shows it)", []).append(r["timings"][key])
-    print("\nplan page timeline (median ms since navigation start):")
+    print(f"\n{page} page timeline (median ms since navigation start):")
     timeline = sorted((median(v), k) for k, v in events.items() if not k.startswith("("))
     for t, k in timeline:
         print(f"  {t:7.0f}  {k}")
@@ -131,7 +133,7 @@ def print_profile(runs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5, help="page loads of each page (default 5)")
-    ap.add_argument("--pages", nargs="+", choices=list(PAGES), default=list(PAGES))
+    ap.add_argument("--pages", nargs="+", choices=list(PAGES), default=["plan", "onnx", "ort-web"])
     ap.add_argument("--timeout", type=float, default=120, help="seconds a page may take (default 120)")
     ap.add_argument("--json", type=Path, help="also write every measurement here")
     args = ap.parse_args(argv)
@@ -146,16 +148,25 @@ def main(argv=None):
         with sync_playwright() as pw:
             for round_ in range(args.rounds):
                 for name in args.pages:
-                    r = open_once(pw, server, PAGES[name][0], args.timeout * 1000)
+                    for attempt in range(3):  # a load now and then fails on a busy machine ("Failed to fetch")
+                        try:
+                            r = open_once(pw, server, PAGES[name][0], args.timeout * 1000)
+                            break
+                        except Exception as e:  # noqa: BLE001  (reported, retried, then raised)
+                            print(f"round {round_ + 1} {name}: load failed, retrying: {str(e)[:200]}", flush=True)
+                            if attempt == 2:
+                                raise
                     results[name].append(r)
-                    print(f"round {round_ + 1} {name:<8} {r['firstMs']:7.0f} ms  top-1 {r['top1']!r}  "
-                          f"{r['bytes'] / 1e6:.2f} MB in {r['requests']} requests", flush=True)
+                    run = r["timings"].get("firstRunMs", float("nan"))
+                    print(f"round {round_ + 1} {name:<13} {r['firstMs']:7.0f} ms (1st run {run:4.0f} ms)  "
+                          f"top-1 {r['top1']!r}  {r['bytes'] / 1e6:.2f} MB in {r['requests']} requests", flush=True)
     finally:
         server.shutdown()
         server.server_close()
     print_table(results)
-    if "plan" in results:
-        print_profile(results["plan"])
+    for name, runs in results.items():
+        if name.startswith("plan"):
+            print_profile(name, runs)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

@@ -8,6 +8,8 @@
                               lists every file above with its SHA-256, and a digest of the .py
                               sources, for `npm pack`'s check (build_scripts/check_dist.mjs)
     dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
+    dist/web/kernels-warmup.nnwp  a tiny plan that plan sessions run while a real plan downloads, so
+                              V8 has optimized the kernels by its first run (warmup_plan.py)
     dist/web/pyodide-snapshot.bin.gz  Pyodide's memory with this wheel's nnwasm imported (made in
                               Node by pyodide_snapshot.mjs, gzipped); boot() starts from it
 
@@ -29,6 +31,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from warmup_plan import warmup_plan_bytes
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "py_runtime" / "nnwasm"
 DIST = ROOT / "dist"
@@ -38,6 +42,7 @@ PYODIDE_LICENSE = ROOT / "build_scripts" / "pyodide-LICENSE.txt"
 # What loadPyodide fetches from its indexURL at start-up; nothing else is needed offline.
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
 SNAPSHOT = "pyodide-snapshot.bin.gz"
+WARMUP = "kernels-warmup.nnwp"  # web/plan-session.mjs's WARMUP_FILE
 # The source tree a wheel is built from, copied apart so stale build/ output never leaks in.
 WHEEL_SOURCES = ["pyproject.toml", "README.md", "LICENSE", "py_runtime"]
 
@@ -156,6 +161,7 @@ def main():
     ship(wheel_name, wheel)
     # Plan files (.nnwp) run on kernels.wasm alone, without Pyodide or the wheel.
     ship("kernels.wasm", kernels)
+    ship(WARMUP, warmup_plan_bytes())
     for name in PYODIDE_FILES:
         ship(f"pyodide/{name}", (PYODIDE_SRC / name).read_bytes())
     ship("pyodide/LICENSE", PYODIDE_LICENSE.read_bytes())

@@ -59,6 +59,10 @@ export const env = {
     // without dist/web/, py_runtime/nnwasm/kernels.wasm next to this file's folder. The .onnx
     // path never reads it: there kernels.wasm comes inside the nnwasm wheel.
     wasmPaths: null,
+    // nnwasm's own: true runs a tiny plan a few times as soon as kernels.wasm is loaded, so that
+    // V8 has optimized the kernels by a plan's first run (plan-session.mjs, "The warm-up"). It
+    // runs while a plan downloads and stops at the first run. Read when kernels.wasm loads.
+    warmUp: true,
   },
 
   versions: Object.freeze({ web: VERSION, pyodide: PYODIDE_VERSION }),

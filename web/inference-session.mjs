@@ -6,7 +6,7 @@ import { resolveEnv } from "./env.mjs";
 import { resolveProviders } from "./execution-providers.mjs";
 import { loadBytes } from "./load-bytes.mjs";
 import { isPlanFile, PlanFileWatcher } from "./plan-file.mjs";
-import { loadKernels, PlanSession } from "./plan-session.mjs";
+import { loadKernels, PlanSession, warmUpKernels } from "./plan-session.mjs";
 import { ProxySession } from "./proxy-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
 
@@ -31,14 +31,21 @@ export async function boot() {
 const planInWorker = () => (Impl ?? (resolveEnv().proxy ? ProxySession : PyodideSession)) === ProxySession;
 
 // A plan file fetched by URL: kernels.wasm loads while the rest of the file downloads (a failure
-// is create()'s to report), and the checksum is computed as it arrives.
+// is create()'s to report), and the checksum is computed as it arrives. A file that comes in
+// pieces (a download, not a local file) also gets kernels.wasm warmed up meanwhile.
 async function loadModel(url) {
+  let here = false;
   const watcher = new PlanFileWatcher(() => {
     try {
-      if (!planInWorker()) loadKernels().catch(() => {});
+      here = !planInWorker();
+      if (here) loadKernels().catch(() => {});
     } catch {} // eslint-disable-line no-empty
   });
-  return [await loadBytes(url, watcher.onChunk), watcher.crc];
+  const onChunk = (piece, offset) => {
+    watcher.onChunk(piece, offset);
+    if (offset > 0 && here) warmUpKernels();
+  };
+  return [await loadBytes(url, onChunk), watcher.crc];
 }
 
 // create(url | Uint8Array | ArrayBuffer, options) or create(ArrayBuffer, byteOffset, byteLength?, options)

@@ -2,7 +2,7 @@
 // WebAssembly API alone, once per realm, and one plan + arena in its memory per session. Same
 // calling conventions as py_runtime/nnwasm/host/ and wasm/runner.py (whose STATUS table this
 // mirrors); feeds are checked with the Python session's wording, so errors read the same.
-import { resolveKernelsURL } from "./env.mjs";
+import { env, resolveKernelsURL } from "./env.mjs";
 import { loadBytes, toURL } from "./load-bytes.mjs";
 import { parsePlanFile } from "./plan-file.mjs";
 import { Trace } from "./profiling.mjs";
@@ -41,6 +41,49 @@ export function loadKernels(urls = resolveKernelsURL()) {
     throw e;
   });
   return kernels;
+}
+
+// The warm-up. V8 runs wasm code first as its baseline tier (Liftoff) and compiles a function
+// with its optimizing tier (TurboFan, in the background) only once it has run for a while; a call
+// never changes tier midway. So a plan's first run is baseline code throughout, 3-5x slower than
+// the next. While a plan file downloads, the warm-up runs a tiny plan with the kernels and shapes
+// of EfficientNet-style models (kernels-warmup.nnwp next to kernels.wasm, build_scripts/
+// warmup_plan.py) a few times on its own arena, yielding to the page between runs, so that the
+// real plan's first run finds optimized code. It stops at the first real run (a warm-up run takes
+// a few ms), touches no session's memory, and without its file there is just no warm-up.
+export const WARMUP_FILE = "kernels-warmup.nnwp";
+const WARMUP_RUNS = 4;
+let warmUpDone = null; // promise of the realm's one warm-up: the number of runs it made
+let warming = null; // {stop} while the warm-up goes on
+
+/** Starts the realm's warm-up, once, unless env.wasm.warmUp is false (inference-session.mjs calls
+ * it when a plan file arrives in pieces). Resolves to the number of warm-up runs made. */
+export function warmUpKernels() {
+  if (warmUpDone === null && (env.wasm?.warmUp ?? true)) {
+    const state = { stop: false };
+    warming = state;
+    warmUpDone = loadKernels().then((k) => warmUp(k, state)).catch(() => 0).finally(() => {
+      if (warming === state) warming = null;
+    });
+  }
+  return warmUpDone ?? Promise.resolve(0);
+}
+
+async function warmUp(k, state) {
+  const parsed = parsePlanFile(await loadBytes(new URL(WARMUP_FILE, toURL(k.url))));
+  if (state.stop || !acceptsVersion(k.exports, parsed.abiVersion)) return 0;
+  const session = new PlanSession(k.exports, parsed, {});
+  let runs = 0;
+  try {
+    for (const v of session.inputs) new Uint8Array(k.exports.memory.buffer, session.arena + v.offset, v.nbytes).fill(0);
+    for (; runs < WARMUP_RUNS && !state.stop; runs++) {
+      k.exports.nnw_plan_run(session.plan, session.arena); // zeros in, nothing read out
+      await new Promise((resolve) => setTimeout(resolve));
+    }
+  } finally {
+    session.release();
+  }
+  return runs;
 }
 
 async function instantiateKernels(candidates) {
@@ -196,6 +239,7 @@ export class PlanSession {
   /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}. */
   async run(feeds, outputNames) {
     if (!this.plan) throw nnwasmError("InvalidArgument", "this session was released");
+    if (warming) warming.stop = true;
     const given = new Map(feeds);
     const expected = this.inputs.map((v) => v.name);
     const unknown = [...given.keys()].filter((n) => !expected.includes(n));

@@ -9,6 +9,7 @@ import { describe, test } from "node:test";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { resolveKernelsURL } from "../../web/env.mjs";
 import { crc32, parsePlanFile } from "../../web/plan-file.mjs";
+import { warmUpKernels } from "../../web/plan-session.mjs";
 import { bootCount } from "../../web/pyodide-boot.mjs";
 import { stopProxyWorker } from "../../web/proxy-session.mjs";
 import { readTrace } from "./trace.mjs";
@@ -91,6 +92,13 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
         assert.equal(crc32(piece.subarray(half), crc32(piece.subarray(0, half))), zlib.crc32(piece));
       }
     }
+  });
+
+  test("the warm-up plan (dist/web/kernels-warmup.nnwp) loads and runs on its own; sessions after it stay bit-identical", async () => {
+    // The first thing in this process to touch kernels.wasm: all WARMUP_RUNS runs happen, and
+    // the sessions of the tests below run on a kernels.wasm the warm-up has used.
+    assert.equal(await warmUpKernels(), 4);
+    assert.equal(await warmUpKernels(), 4); // once a realm
   });
 
   test("a small CNN: names, metadata and outputs bit-identical to CPython's", async () => {
