@@ -35,7 +35,8 @@ enum nnw_opcode {
   NNW_OP_Q8_GEMM = 30,
   NNW_OP_Q8_CONV2D = 31,
   NNW_OP_Q8_ADD = 32,
-  NNW_OP_COUNT = 33 /* one past the largest opcode */
+  NNW_OP_GEMM_PACKED = 50,
+  NNW_OP_COUNT = 51 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -635,6 +636,21 @@ enum nnw_q8_add_arg {
   NNW_Q8_ADD_NARGS = 30
 };
 
+enum nnw_gemm_packed_arg {
+  NNW_GEMM_PACKED_A = 0,
+  NNW_GEMM_PACKED_BP = 1,
+  NNW_GEMM_PACKED_BIAS = 2,
+  NNW_GEMM_PACKED_R = 3,
+  NNW_GEMM_PACKED_Y = 4,
+  NNW_GEMM_PACKED_M = 5,
+  NNW_GEMM_PACKED_N = 6,
+  NNW_GEMM_PACKED_K = 7,
+  NNW_GEMM_PACKED_ACT = 8,
+  NNW_GEMM_PACKED_ACT_MIN = 9,
+  NNW_GEMM_PACKED_ACT_MAX = 10,
+  NNW_GEMM_PACKED_NARGS = 11
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -668,7 +684,8 @@ enum nnw_q8_add_arg {
   X(29, q8_dyn_quantize, Q8_DYN_QUANTIZE, 5, "tttti") \
   X(30, q8_gemm, Q8_GEMM, 25, "ttttttttiiiiiiiiiiiiiiiii") \
   X(31, q8_conv2d, Q8_CONV2D, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(32, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii")
+  X(32, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii") \
+  X(50, gemm_packed, GEMM_PACKED, 11, "tttttiiiiff")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

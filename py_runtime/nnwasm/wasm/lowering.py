@@ -127,6 +127,7 @@ LOWERINGS = {
     # onnxruntime's contrib ops the optimizer emits (lower/fused.py)
     "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),
     "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),
+    "com.microsoft.Gelu": (f32(ok), lower_unary),
     # int8 (lower/quant.py); each check states its dtypes. "domain.Op" rows are other domains' ops.
     "QuantizeLinear": (check_quantize, lower_quantize),
     "DequantizeLinear": (check_quantize, lower_quantize),
