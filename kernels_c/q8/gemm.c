@@ -24,7 +24,18 @@ static void pack_a(const struct nnw_q8_gemm *g, int32_t kp, uint32_t *apack) {
     const uint8_t *row = g->a + (size_t)i * (size_t)g->lda;
     int32_t zp = nnw_q8_get(g->a_zp, g->a_dtype, (size_t)i * (size_t)g->a_zp_rs);
     uint32_t *out = apack + (size_t)i * (size_t)kp;
-    for (int32_t p = 0; p < kp; p++) {
+    int32_t p = 0;
+#ifdef __wasm_simd128__
+    /* 8 bytes widen to the 8 int16 of 4 pairs, which little-endian are the 4 packed words */
+    if (g->a_dtype == NNW_U8 || g->a_dtype == NNW_I8) {
+      v128_t vz = wasm_i16x8_splat((int16_t)zp);
+      for (; 2 * p + 8 <= g->k; p += 4) {
+        v128_t v = g->a_dtype == NNW_U8 ? wasm_u16x8_load8x8(row + 2 * p) : wasm_i16x8_load8x8(row + 2 * p);
+        wasm_v128_store(out + p, wasm_i16x8_sub(v, vz));
+      }
+    }
+#endif
+    for (; p < kp; p++) {
       int32_t k0 = 2 * p, k1 = 2 * p + 1;
       uint16_t lo = (uint16_t)(nnw_q8_get(row, g->a_dtype, (size_t)k0) - zp);
       uint16_t hi = k1 < g->k ? (uint16_t)(nnw_q8_get(row, g->a_dtype, (size_t)k1) - zp) : 0;
@@ -141,6 +152,41 @@ static void store(const struct nnw_q8_gemm *g, int32_t i, int32_t j, int32_t acc
     g->y[at] = (uint8_t)nnw_q8_round_sat(v, g->y_zp, g->y_min, g->y_max);
 }
 
+#ifdef __wasm_simd128__
+/* store() of a whole 4x8 tile into float32, 4 lanes at a time: the same wrapping bias add,
+ * conversion and product, so the same bits */
+static v128_t load_i32(const int32_t *p, ptrdiff_t s) {
+  return s ? wasm_v128_load(p) : wasm_i32x4_splat(*p);
+}
+static v128_t load_f32(const float *p, ptrdiff_t s) {
+  return s ? wasm_v128_load(p) : wasm_f32x4_splat(*p);
+}
+
+static void store_f32(const struct nnw_q8_gemm *g, int32_t i0, int32_t j0, int32_t mr,
+                      int32_t acc[MR][NR]) {
+  v128_t zero = wasm_i32x4_splat(0), b0 = zero, b1 = zero, s0, s1;
+  if (!g->per_row) {
+    if (g->bias) {
+      b0 = load_i32(g->bias + j0 * g->bias_s, g->bias_s);
+      b1 = load_i32(g->bias + (j0 + 4) * g->bias_s, g->bias_s);
+    }
+    s0 = load_f32(g->scale + j0 * g->scale_s, g->scale_s);
+    s1 = load_f32(g->scale + (j0 + 4) * g->scale_s, g->scale_s);
+  }
+  for (int32_t r = 0; r < mr; r++) {
+    int32_t i = i0 + r;
+    if (g->per_row) {
+      b0 = b1 = g->bias ? wasm_i32x4_splat(g->bias[i * g->bias_s]) : zero;
+      s0 = s1 = wasm_f32x4_splat(g->scale[i * g->scale_s]);
+    }
+    uint8_t *y = g->y + 4 * ((size_t)i * (size_t)g->ldy + (size_t)j0);
+    v128_t a0 = wasm_i32x4_add(wasm_v128_load(acc[r]), b0), a1 = wasm_i32x4_add(wasm_v128_load(acc[r] + 4), b1);
+    wasm_v128_store(y, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a0), s0));
+    wasm_v128_store(y + 16, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a1), s1));
+  }
+}
+#endif
+
 void nnw_q8_gemm_run(const struct nnw_q8_gemm *g) {
   int32_t kp = (g->k + 1) / 2;
   uint32_t *apack = g->scratch;
@@ -153,6 +199,12 @@ void nnw_q8_gemm_run(const struct nnw_q8_gemm *g) {
     for (int32_t i0 = 0; i0 < g->m; i0 += MR) {
       int32_t mr = g->m - i0 < MR ? g->m - i0 : MR;
       tile(apack + (size_t)i0 * (size_t)kp, kp, mr, panel, acc);
+#ifdef __wasm_simd128__
+      if (nb == NR && g->y_dtype == NNW_F32) {
+        store_f32(g, i0, j0, mr, acc);
+        continue;
+      }
+#endif
       for (int32_t r = 0; r < mr; r++)
         for (int32_t c = 0; c < nb; c++) store(g, i0 + r, j0 + c, acc[r][c]);
     }
