@@ -36,7 +36,8 @@ enum nnw_opcode {
   NNW_OP_Q8_CONV2D = 31,
   NNW_OP_Q8_ADD = 32,
   NNW_OP_GEMM_PACKED = 50,
-  NNW_OP_COUNT = 51 /* one past the largest opcode */
+  NNW_OP_ATTENTION = 51,
+  NNW_OP_COUNT = 52 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -651,6 +652,25 @@ enum nnw_gemm_packed_arg {
   NNW_GEMM_PACKED_NARGS = 11
 };
 
+enum nnw_attention_arg {
+  NNW_ATTENTION_Q = 0,
+  NNW_ATTENTION_K = 1,
+  NNW_ATTENTION_V = 2,
+  NNW_ATTENTION_MASK = 3,
+  NNW_ATTENTION_Y = 4,
+  NNW_ATTENTION_SCRATCH = 5,
+  NNW_ATTENTION_BATCH = 6,
+  NNW_ATTENTION_HEADS = 7,
+  NNW_ATTENTION_S = 8,
+  NNW_ATTENTION_L = 9,
+  NNW_ATTENTION_D = 10,
+  NNW_ATTENTION_M_BS = 11,
+  NNW_ATTENTION_M_HS = 12,
+  NNW_ATTENTION_M_RS = 13,
+  NNW_ATTENTION_SCALE = 14,
+  NNW_ATTENTION_NARGS = 15
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -685,7 +705,8 @@ enum nnw_gemm_packed_arg {
   X(30, q8_gemm, Q8_GEMM, 25, "ttttttttiiiiiiiiiiiiiiiii") \
   X(31, q8_conv2d, Q8_CONV2D, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
   X(32, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(50, gemm_packed, GEMM_PACKED, 11, "tttttiiiiff")
+  X(50, gemm_packed, GEMM_PACKED, 11, "tttttiiiiff") \
+  X(51, attention, ATTENTION, 15, "ttttttiiiiiiiif")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

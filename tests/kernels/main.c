@@ -11,7 +11,7 @@ static const struct {
   void (*fn)(void);
 } groups[] = {
     {"conv2d", test_conv2d},         {"gemm", test_gemm},       {"matmul", test_matmul},
-    {"gemm_packed", test_gemm_packed},
+    {"gemm_packed", test_gemm_packed}, {"attention", test_attention},
     {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
     {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},
     {"transpose", test_transpose},

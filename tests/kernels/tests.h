@@ -7,6 +7,7 @@ void test_conv2d(void);
 void test_gemm(void);
 void test_matmul(void);
 void test_gemm_packed(void);
+void test_attention(void);
 void test_binary(void);
 void test_unary(void);
 void test_pool2d(void);
