@@ -1,6 +1,7 @@
 """The BERT encoder of the speed issue (4 layers, hidden 256, 4 heads, seq 128, batch 1, random
-weights) and its dynamically quantized form, in the zoo's layout so bench/bench_zoo_web.mjs drives
-them:  .venv/bin/python bench/build_bench_bert.py [DIR]   (default ~/.cache/nnwasm/bench-bert)
+weights) and its dynamically quantized form, in the zoo's layout (bench/bench_zoo_web.mjs drives
+them too), each also compiled into a plan file for bench/bench_bert_web.mjs:
+    .venv/bin/python bench/build_bench_bert.py [DIR]   (default ~/.cache/nnwasm/bench-bert)
 """
 import json
 import sys
@@ -53,7 +54,18 @@ def build(out):
         case = {n: {"dtype": "int64", "dims": [1, 128], "file": f"bert.ref/{n}.bin"} for n in feeds}
         (out / f"{name}.json").write_text(json.dumps({"name": name, "file": f"{name}.onnx",
                                                       "cases": [{"name": "case0", "inputs": case}]}, indent=1))
+    compile_plans(out)
+
+
+def compile_plans(out):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "py_runtime"))
+    import nnwasm
+    shapes = {n: (1, 128) for n in ("input_ids", "attention_mask", "token_type_ids")}
+    for name in ("bert", "bert_int8"):
+        (out / f"{name}.nnwp").write_bytes(nnwasm.compile_plan(str(out / f"{name}.onnx"), shapes))
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--plans-only"]:
+        sys.exit(compile_plans(Path(sys.argv[2]) if len(sys.argv) > 2 else Path.home() / ".cache" / "nnwasm" / "bench-bert"))
     build(Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "nnwasm" / "bench-bert")
