@@ -60,11 +60,6 @@ int nnw_validate_gemm_packed(const int32_t *args, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
-static inline v4 gelu4(v4 x) { /* unary.c's */
-  v4 e = v4_erf(v4_mul(x, v4_set1(0.707106781186547524f)));
-  return v4_mul(v4_mul(v4_set1(0.5f), x), v4_add(v4_set1(1.0f), e));
-}
-
 struct ep {
   const float *bias, *r; /* bias at column j; r at row i (stride n) */
   int32_t n, act;
@@ -75,7 +70,7 @@ struct ep {
 static NNW_ALWAYS_INLINE v4 finish(v4 acc, v4 bias, const float *r, const struct ep *e) {
   acc = v4_add(acc, bias);
   if (r != NULL) acc = v4_add(acc, v4_load(r));
-  if (e->act == 1) acc = gelu4(acc);
+  if (e->act == 1) acc = v4_gelu(acc);
   return v4_clamp(acc, v4_set1(e->lo), v4_set1(e->hi));
 }
 

@@ -6,6 +6,8 @@
  * (u8 - zp) fits int16 and a pair of products fits int32, so nothing saturates; the int32 sums
  * wrap on overflow, as onnxruntime's do. */
 #include "q8.h"
+#include "simd.h"
+#include "vmath.h"
 
 #ifdef __wasm_simd128__
 #include <wasm_simd128.h>
@@ -146,6 +148,9 @@ static void store(const struct nnw_q8_gemm *g, int32_t i, int32_t j, int32_t acc
     return;
   }
   float v = (float)acc * g->scale[ch * g->scale_s];
+  if (g->fbias) v += g->fbias[j];
+  if (g->r) v += g->r[at];
+  if (g->act) v = v4_lane0(v4_gelu(v4_set1(v)));
   if (g->y_dtype == NNW_F32)
     memcpy(g->y + 4 * at, &v, 4);
   else
@@ -179,10 +184,23 @@ static void store_f32(const struct nnw_q8_gemm *g, int32_t i0, int32_t j0, int32
       b0 = b1 = g->bias ? wasm_i32x4_splat(g->bias[i * g->bias_s]) : zero;
       s0 = s1 = wasm_f32x4_splat(g->scale[i * g->scale_s]);
     }
-    uint8_t *y = g->y + 4 * ((size_t)i * (size_t)g->ldy + (size_t)j0);
+    size_t at = (size_t)i * (size_t)g->ldy + (size_t)j0;
     v128_t a0 = wasm_i32x4_add(wasm_v128_load(acc[r]), b0), a1 = wasm_i32x4_add(wasm_v128_load(acc[r] + 4), b1);
-    wasm_v128_store(y, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a0), s0));
-    wasm_v128_store(y + 16, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a1), s1));
+    v4 v0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a0), s0), v1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a1), s1);
+    if (g->fbias) {
+      v0 = v4_add(v0, v4_load(g->fbias + j0));
+      v1 = v4_add(v1, v4_load(g->fbias + j0 + 4));
+    }
+    if (g->r) {
+      v0 = v4_add(v0, v4_load(g->r + at));
+      v1 = v4_add(v1, v4_load(g->r + at + 4));
+    }
+    if (g->act) {
+      v0 = v4_gelu(v0);
+      v1 = v4_gelu(v1);
+    }
+    wasm_v128_store(g->y + 4 * at, v0);
+    wasm_v128_store(g->y + 4 * at + 16, v1);
   }
 }
 #endif
@@ -291,4 +309,39 @@ NNW_EXPORT int32_t nnw_q8_gemm_scratch_bytes(int32_t m, int32_t k) {
   if (m <= 0 || k <= 0) return -1;
   uint64_t bytes = nnw_q8_gemm_scratch((uint64_t)m, (uint64_t)k);
   return bytes > INT32_MAX ? -1 : (int32_t)bytes;
+}
+
+/* q8_gemm_ep: q8_gemm's arguments, then fbias, r, act (ops.def) */
+int nnw_validate_q8_gemm_ep(const int32_t *args, uint32_t arena_bytes) {
+  NNW_TRY(nnw_validate_q8_gemm(args, arena_bytes));
+  struct q8_gemm_args p = decode(args);
+  int32_t fbias = args[NNW_Q8_GEMM_EP_FBIAS], r = args[NNW_Q8_GEMM_EP_R], act = args[NNW_Q8_GEMM_EP_ACT];
+  if (p.y_dtype != NNW_F32 || p.per_row || (act & ~1)) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)p.n, y_bytes = nnw_mul(nnw_mul((uint64_t)p.batch * 4, (uint64_t)p.m), n);
+  NNW_TRY(nnw_check_tensor(fbias, n * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(r, y_bytes, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_apart(fbias, n * 4, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(r, y_bytes, p.y, y_bytes, 0));
+  return NNW_OK;
+}
+
+void nnw_run_q8_gemm_ep(const int32_t *args, uint8_t *arena) {
+  struct q8_gemm_args p = decode(args);
+  struct nnw_q8_gemm g = {
+      .m = p.m, .n = p.n, .k = p.k, .a_dtype = p.a_dtype, .b_dtype = p.b_dtype,
+      .y_dtype = p.y_dtype, .a_zp = nnw_q8_at(arena, p.a_zp), .b_zp = nnw_q8_at(arena, p.b_zp),
+      .lda = p.k, .ldb = p.n, .a_zp_rs = p.a_zp_rs, .b_zp_cs = p.b_zp_cs,
+      .bias = p.bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p.bias),
+      .scale = nnw_f32_at(arena, p.scale), .bias_s = p.bias_s, .scale_s = p.scale_s,
+      .per_row = 0, .ldy = p.n, .scratch = arena + p.scratch,
+      .fbias = nnw_f32_at(arena, args[NNW_Q8_GEMM_EP_FBIAS]), .act = args[NNW_Q8_GEMM_EP_ACT]};
+  const float *r = nnw_f32_at(arena, args[NNW_Q8_GEMM_EP_R]);
+  for (int32_t bt = 0; bt < p.batch; bt++) {
+    size_t y_off = (size_t)bt * (size_t)p.m * (size_t)p.n;
+    g.a = arena + p.a + (size_t)bt * (size_t)p.a_bs;
+    g.b = arena + p.b + (size_t)bt * (size_t)p.b_bs;
+    g.y = arena + p.y + 4 * y_off;
+    g.r = r != NULL ? r + y_off : NULL;
+    nnw_q8_gemm_run(&g);
+  }
 }

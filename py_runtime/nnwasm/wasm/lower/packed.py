@@ -56,6 +56,29 @@ def _residual(b, add, y, shape, before):
     return r if b.position.get(r, -1) < before else None
 
 
+def float_epilogue(node, b, n):
+    """(value to write, bias, residual or None, act) when node's [.., N] float output only feeds a
+    bias Add of a constant [N] (then a Gelu, or a residual Add); None when it does not. The fused
+    nodes are marked, so lowering skips them. (lower/quant.py: MatMulIntegerToFloat as q8_gemm_ep)"""
+    y = node.outputs[0]
+    shape = b.shape(y)
+    add = _only_user(b, y, "Add")
+    if add is None or add.domain == "com.microsoft" or not _bias(b, add, y, n, shape):
+        return None
+    bias, y, act, r, fused = _bias(b, add, y, n, shape), add.outputs[0], 0, None, [add]
+    nxt = _only_user(b, y, "Gelu", "Add")
+    if nxt is not None and nxt.op_type == "Gelu" and nxt.attr("approximate", "none") == "none":
+        act, y = 1, nxt.outputs[0]
+        fused.append(nxt)
+    elif nxt is not None and nxt.op_type == "Add" and nxt.domain != "com.microsoft":
+        r = _residual(b, nxt, y, shape, b.position.get(node.outputs[0], 0))
+        if r is not None:
+            y = nxt.outputs[0]
+            fused.append(nxt)
+    b.fused.update(id(f) for f in fused)
+    return y, bias, r, act
+
+
 def lower_matmul_packed(node, b, m, n, k):
     """The MatMul (and what it fuses) as one gemm_packed op."""
     w, y = node.inputs[1], node.outputs[0]
