@@ -36,4 +36,10 @@ static inline v4 v4_erf(v4 x) {
   return v4_mul(x, v4_div(p, q)); /* not (x p) / q, which loses bits for subnormal x */
 }
 
+/* gelu(x) = x (1 + erf(x / sqrt 2)) / 2 (unary.c, gemm_packed.c, q8/gemm.c: the same bits) */
+static inline v4 v4_gelu(v4 x) {
+  v4 e = v4_erf(v4_mul(x, v4_set1(0.707106781186547524f)));
+  return v4_mul(v4_mul(v4_set1(0.5f), x), v4_add(v4_set1(1.0f), e));
+}
+
 #endif

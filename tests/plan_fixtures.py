@@ -45,6 +45,33 @@ def _attention():
     return graph_model(nodes, {"ids": ids}, ["out", "probs"], {"emb": emb, "wq": wq, "wk": wk, "wv": wv}), {"ids": ids}
 
 
+def _encoder_layer():
+    """A BERT encoder layer as exported (2 heads of 4 over 5 tokens): gemm_packed with its bias, Gelu
+    and residual epilogues, and the fused attention op with a broadcast mask."""
+    x, mask = rand(1, 5, 8, seed=10), np.zeros((1, 1, 5, 5), np.float32)
+    mask[..., 3:] = -3.4e38
+    w = {n: rand(8, 8, seed=11 + i) * 0.4 for i, n in enumerate(["wq", "wk", "wv", "wo"])}
+    w.update(b=rand(8, seed=15), w1=rand(8, 16, seed=16) * 0.4, b1=rand(16, seed=17), w2=rand(16, 8, seed=18) * 0.3,
+             heads=np.array([1, 5, 2, 4], np.int64), flat=np.array([1, 5, 8], np.int64), scale=np.float32(0.5),
+             sqrt2=np.float32(np.sqrt(2)), one=np.float32(1), half=np.float32(0.5))
+    nodes = []
+    for n, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        nodes += [helper.make_node("MatMul", ["x", "w" + n], [n + "m"]), helper.make_node("Add", ["b", n + "m"], [n]),
+                  helper.make_node("Reshape", [n, "heads"], [n + "4"]),
+                  helper.make_node("Transpose", [n + "4"], [n + "t"], perm=perm)]
+    nodes += [helper.make_node("MatMul", ["qt", "kt"], ["qk"]), helper.make_node("Mul", ["qk", "scale"], ["s"]),
+              helper.make_node("Add", ["s", "mask"], ["sm"]), helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vt"], ["o4"]), helper.make_node("Transpose", ["o4"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "flat"], ["o"]), helper.make_node("MatMul", ["o", "wo"], ["om"]),
+              helper.make_node("Add", ["om", "b"], ["ob"]), helper.make_node("Add", ["ob", "x"], ["h"]),
+              helper.make_node("MatMul", ["h", "w1"], ["fm"]), helper.make_node("Add", ["fm", "b1"], ["f"]),
+              helper.make_node("Div", ["f", "sqrt2"], ["fd"]), helper.make_node("Erf", ["fd"], ["fe"]),
+              helper.make_node("Add", ["fe", "one"], ["f1"]), helper.make_node("Mul", ["f", "f1"], ["fg"]),
+              helper.make_node("Mul", ["fg", "half"], ["g"]), helper.make_node("MatMul", ["g", "w2"], ["y2"]),
+              helper.make_node("Add", ["b", "y2"], ["y3"]), helper.make_node("Add", ["y3", "h"], ["y"])]
+    return graph_model(nodes, {"x": x, "mask": mask}, ["y"], w, opset=14), {"x": x, "mask": mask}
+
+
 def _efficientnet():
     """EfficientNet-Lite0 (all of it runs on WASM) and the demo's coffee photo."""
     assets = ROOT / "demo" / "assets"
@@ -56,7 +83,8 @@ def build_plan_fixtures(d):
     """Writes the .nnwp files, their inputs and CPython's outputs (raw bytes) and fixtures.json
     into folder d, for tests/node/plan-runner.test.mjs (NNWASM_PLAN_FIXTURES=d)."""
     fixtures = {}
-    for name, build in {"cnn": _cnn, "attention": _attention, "efficientnet": _efficientnet}.items():
+    for name, build in {"cnn": _cnn, "attention": _attention, "encoder_layer": _encoder_layer,
+                        "efficientnet": _efficientnet}.items():
         model, feeds = build()
         results = write_plan_file(model, feeds, d / f"{name}.nnwp")
         entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {},

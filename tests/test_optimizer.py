@@ -327,6 +327,53 @@ def test_gelu_tanh_fusion(tmp_path, cube, opset):
     assert ops(saved) == (["Gelu"] if opset >= 20 else ["FastGelu"])
 
 
+def _attention_model(scale_op, mask_shape, opset=14):
+    """BERT's exported eager attention: q, k, v [2, 5, 12] with 3 heads of 4 (k, v over 6 keys)."""
+    nodes = [helper.make_node("Reshape", ["Q", "qshape"], ["q4"]),
+             helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["K", "kshape"], ["k4"]),
+             helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["V", "kshape"], ["v4"]),
+             helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
+             helper.make_node("MatMul", ["qt", "kt"], ["qk"]),
+             helper.make_node(scale_op, ["qk", "c"], ["sc"])]
+    x = "sc"
+    if mask_shape is not None:
+        nodes.append(helper.make_node("Add", ["sc", "M"], ["sm_in"]))
+        x = "sm_in"
+    nodes += [helper.make_node("Softmax", [x], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vt"], ["o4"]),
+              helper.make_node("Transpose", ["o4"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "oshape"], ["Y"])]
+    feeds = {"Q": rand(2, 5, 12), "K": rand(2, 6, 12, seed=1), "V": rand(2, 6, 12, seed=2)}
+    if mask_shape is not None:
+        feeds["M"] = rand(*mask_shape, seed=3) * 3
+    inits = {"qshape": np.array([2, 5, 3, 4], np.int64), "kshape": np.array([2, 6, 3, 4], np.int64),
+             "oshape": np.array([2, 5, 12], np.int64), "c": np.float32(0.5 if scale_op == "Mul" else 2.0)}
+    return graph_model(nodes, feeds, ["Y"], inits, opset=opset), feeds
+
+
+@pytest.mark.parametrize("scale_op,mask_shape", [("Mul", (1, 1, 5, 6)), ("Div", (2, 1, 5, 6)),
+                                                 ("Mul", (2, 3, 5, 6)), ("Div", None)])
+def test_attention_fusion(tmp_path, scale_op, mask_shape):
+    model, feeds = _attention_model(scale_op, mask_shape)
+    for providers in (None, NUMPY):
+        sess, saved = agree(model, feeds, tmp_path, providers=providers)
+        assert ops(saved) == ["MultiHeadAttention"]
+    assert [a[1:] for a in sess.get_provider_assignment()] == [("MultiHeadAttention", "NumpyExecutionProvider")]
+    sess = nnwasm.InferenceSession(model)
+    assert [a[1:] for a in sess.get_provider_assignment()] == [("MultiHeadAttention", "WasmExecutionProvider")]
+
+
+def test_attention_read_elsewhere_stays(tmp_path):
+    """The scores are a graph output too: nothing fuses."""
+    model, feeds = _attention_model("Mul", (1, 1, 5, 6))
+    proto = onnx.load_from_string(model)
+    proto.graph.output.append(helper.make_tensor_value_info("p", TensorProto.FLOAT, None))
+    _, saved = agree(proto.SerializeToString(), feeds, tmp_path)
+    assert "MultiHeadAttention" not in ops(saved)
+
+
 # --- float16 models ------------------------------------------------------------------------------
 
 def _small_cnn():

@@ -31,10 +31,7 @@ static inline v4 elu4(v4 x, v4 alpha) {
   return v4_select_nonneg(x, x, v4_mul(alpha, e));
 }
 
-static inline v4 gelu4(v4 x) {
-  v4 e = v4_erf(v4_mul(x, v4_set1(0.707106781186547524f)));
-  return v4_mul(v4_mul(v4_set1(0.5f), x), v4_add(v4_set1(1.0f), e));
-}
+static inline v4 gelu4(v4 x) { return v4_gelu(x); }
 
 /* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
 static inline v4 gelu_tanh4(v4 x) {

@@ -35,7 +35,10 @@ enum nnw_opcode {
   NNW_OP_Q8_GEMM = 30,
   NNW_OP_Q8_CONV2D = 31,
   NNW_OP_Q8_ADD = 32,
-  NNW_OP_COUNT = 33 /* one past the largest opcode */
+  NNW_OP_GEMM_PACKED = 50,
+  NNW_OP_ATTENTION = 51,
+  NNW_OP_Q8_GEMM_EP = 52,
+  NNW_OP_COUNT = 53 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -635,6 +638,72 @@ enum nnw_q8_add_arg {
   NNW_Q8_ADD_NARGS = 30
 };
 
+enum nnw_gemm_packed_arg {
+  NNW_GEMM_PACKED_A = 0,
+  NNW_GEMM_PACKED_BP = 1,
+  NNW_GEMM_PACKED_BIAS = 2,
+  NNW_GEMM_PACKED_R = 3,
+  NNW_GEMM_PACKED_Y = 4,
+  NNW_GEMM_PACKED_M = 5,
+  NNW_GEMM_PACKED_N = 6,
+  NNW_GEMM_PACKED_K = 7,
+  NNW_GEMM_PACKED_ACT = 8,
+  NNW_GEMM_PACKED_ACT_MIN = 9,
+  NNW_GEMM_PACKED_ACT_MAX = 10,
+  NNW_GEMM_PACKED_NARGS = 11
+};
+
+enum nnw_attention_arg {
+  NNW_ATTENTION_Q = 0,
+  NNW_ATTENTION_K = 1,
+  NNW_ATTENTION_V = 2,
+  NNW_ATTENTION_MASK = 3,
+  NNW_ATTENTION_Y = 4,
+  NNW_ATTENTION_SCRATCH = 5,
+  NNW_ATTENTION_BATCH = 6,
+  NNW_ATTENTION_HEADS = 7,
+  NNW_ATTENTION_S = 8,
+  NNW_ATTENTION_L = 9,
+  NNW_ATTENTION_D = 10,
+  NNW_ATTENTION_M_BS = 11,
+  NNW_ATTENTION_M_HS = 12,
+  NNW_ATTENTION_M_RS = 13,
+  NNW_ATTENTION_SCALE = 14,
+  NNW_ATTENTION_NARGS = 15
+};
+
+enum nnw_q8_gemm_ep_arg {
+  NNW_Q8_GEMM_EP_A = 0,
+  NNW_Q8_GEMM_EP_B = 1,
+  NNW_Q8_GEMM_EP_A_ZP = 2,
+  NNW_Q8_GEMM_EP_B_ZP = 3,
+  NNW_Q8_GEMM_EP_BIAS = 4,
+  NNW_Q8_GEMM_EP_SCALE = 5,
+  NNW_Q8_GEMM_EP_Y = 6,
+  NNW_Q8_GEMM_EP_SCRATCH = 7,
+  NNW_Q8_GEMM_EP_A_DTYPE = 8,
+  NNW_Q8_GEMM_EP_B_DTYPE = 9,
+  NNW_Q8_GEMM_EP_Y_DTYPE = 10,
+  NNW_Q8_GEMM_EP_BATCH = 11,
+  NNW_Q8_GEMM_EP_M = 12,
+  NNW_Q8_GEMM_EP_N = 13,
+  NNW_Q8_GEMM_EP_K = 14,
+  NNW_Q8_GEMM_EP_A_BS = 15,
+  NNW_Q8_GEMM_EP_B_BS = 16,
+  NNW_Q8_GEMM_EP_A_ZP_RS = 17,
+  NNW_Q8_GEMM_EP_B_ZP_CS = 18,
+  NNW_Q8_GEMM_EP_PER_ROW = 19,
+  NNW_Q8_GEMM_EP_BIAS_S = 20,
+  NNW_Q8_GEMM_EP_SCALE_S = 21,
+  NNW_Q8_GEMM_EP_Y_ZP = 22,
+  NNW_Q8_GEMM_EP_Y_MIN = 23,
+  NNW_Q8_GEMM_EP_Y_MAX = 24,
+  NNW_Q8_GEMM_EP_FBIAS = 25,
+  NNW_Q8_GEMM_EP_R = 26,
+  NNW_Q8_GEMM_EP_ACT = 27,
+  NNW_Q8_GEMM_EP_NARGS = 28
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -668,7 +737,10 @@ enum nnw_q8_add_arg {
   X(29, q8_dyn_quantize, Q8_DYN_QUANTIZE, 5, "tttti") \
   X(30, q8_gemm, Q8_GEMM, 25, "ttttttttiiiiiiiiiiiiiiiii") \
   X(31, q8_conv2d, Q8_CONV2D, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(32, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii")
+  X(32, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii") \
+  X(50, gemm_packed, GEMM_PACKED, 11, "tttttiiiiff") \
+  X(51, attention, ATTENTION, 15, "ttttttiiiiiiiif") \
+  X(52, q8_gemm_ep, Q8_GEMM_EP, 28, "ttttttttiiiiiiiiiiiiiiiiitti")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

@@ -6,6 +6,8 @@
  * (u8 - zp) fits int16 and a pair of products fits int32, so nothing saturates; the int32 sums
  * wrap on overflow, as onnxruntime's do. */
 #include "q8.h"
+#include "simd.h"
+#include "vmath.h"
 
 #ifdef __wasm_simd128__
 #include <wasm_simd128.h>
@@ -24,7 +26,18 @@ static void pack_a(const struct nnw_q8_gemm *g, int32_t kp, uint32_t *apack) {
     const uint8_t *row = g->a + (size_t)i * (size_t)g->lda;
     int32_t zp = nnw_q8_get(g->a_zp, g->a_dtype, (size_t)i * (size_t)g->a_zp_rs);
     uint32_t *out = apack + (size_t)i * (size_t)kp;
-    for (int32_t p = 0; p < kp; p++) {
+    int32_t p = 0;
+#ifdef __wasm_simd128__
+    /* 8 bytes widen to the 8 int16 of 4 pairs, which little-endian are the 4 packed words */
+    if (g->a_dtype == NNW_U8 || g->a_dtype == NNW_I8) {
+      v128_t vz = wasm_i16x8_splat((int16_t)zp);
+      for (; 2 * p + 8 <= g->k; p += 4) {
+        v128_t v = g->a_dtype == NNW_U8 ? wasm_u16x8_load8x8(row + 2 * p) : wasm_i16x8_load8x8(row + 2 * p);
+        wasm_v128_store(out + p, wasm_i16x8_sub(v, vz));
+      }
+    }
+#endif
+    for (; p < kp; p++) {
       int32_t k0 = 2 * p, k1 = 2 * p + 1;
       uint16_t lo = (uint16_t)(nnw_q8_get(row, g->a_dtype, (size_t)k0) - zp);
       uint16_t hi = k1 < g->k ? (uint16_t)(nnw_q8_get(row, g->a_dtype, (size_t)k1) - zp) : 0;
@@ -135,11 +148,62 @@ static void store(const struct nnw_q8_gemm *g, int32_t i, int32_t j, int32_t acc
     return;
   }
   float v = (float)acc * g->scale[ch * g->scale_s];
+  if (g->fbias) v += g->fbias[j];
+  if (g->r) v += g->r[at];
+  if (g->act) v = v4_lane0(v4_gelu(v4_set1(v)));
   if (g->y_dtype == NNW_F32)
     memcpy(g->y + 4 * at, &v, 4);
   else
     g->y[at] = (uint8_t)nnw_q8_round_sat(v, g->y_zp, g->y_min, g->y_max);
 }
+
+#ifdef __wasm_simd128__
+/* store() of a whole 4x8 tile into float32, 4 lanes at a time: the same wrapping bias add,
+ * conversion and product, so the same bits */
+static v128_t load_i32(const int32_t *p, ptrdiff_t s) {
+  return s ? wasm_v128_load(p) : wasm_i32x4_splat(*p);
+}
+static v128_t load_f32(const float *p, ptrdiff_t s) {
+  return s ? wasm_v128_load(p) : wasm_f32x4_splat(*p);
+}
+
+static void store_f32(const struct nnw_q8_gemm *g, int32_t i0, int32_t j0, int32_t mr,
+                      int32_t acc[MR][NR]) {
+  v128_t zero = wasm_i32x4_splat(0), b0 = zero, b1 = zero, s0, s1;
+  if (!g->per_row) {
+    if (g->bias) {
+      b0 = load_i32(g->bias + j0 * g->bias_s, g->bias_s);
+      b1 = load_i32(g->bias + (j0 + 4) * g->bias_s, g->bias_s);
+    }
+    s0 = load_f32(g->scale + j0 * g->scale_s, g->scale_s);
+    s1 = load_f32(g->scale + (j0 + 4) * g->scale_s, g->scale_s);
+  }
+  for (int32_t r = 0; r < mr; r++) {
+    int32_t i = i0 + r;
+    if (g->per_row) {
+      b0 = b1 = g->bias ? wasm_i32x4_splat(g->bias[i * g->bias_s]) : zero;
+      s0 = s1 = wasm_f32x4_splat(g->scale[i * g->scale_s]);
+    }
+    size_t at = (size_t)i * (size_t)g->ldy + (size_t)j0;
+    v128_t a0 = wasm_i32x4_add(wasm_v128_load(acc[r]), b0), a1 = wasm_i32x4_add(wasm_v128_load(acc[r] + 4), b1);
+    v4 v0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a0), s0), v1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a1), s1);
+    if (g->fbias) {
+      v0 = v4_add(v0, v4_load(g->fbias + j0));
+      v1 = v4_add(v1, v4_load(g->fbias + j0 + 4));
+    }
+    if (g->r) {
+      v0 = v4_add(v0, v4_load(g->r + at));
+      v1 = v4_add(v1, v4_load(g->r + at + 4));
+    }
+    if (g->act) {
+      v0 = v4_gelu(v0);
+      v1 = v4_gelu(v1);
+    }
+    wasm_v128_store(g->y + 4 * at, v0);
+    wasm_v128_store(g->y + 4 * at + 16, v1);
+  }
+}
+#endif
 
 void nnw_q8_gemm_run(const struct nnw_q8_gemm *g) {
   int32_t kp = (g->k + 1) / 2;
@@ -153,6 +217,12 @@ void nnw_q8_gemm_run(const struct nnw_q8_gemm *g) {
     for (int32_t i0 = 0; i0 < g->m; i0 += MR) {
       int32_t mr = g->m - i0 < MR ? g->m - i0 : MR;
       tile(apack + (size_t)i0 * (size_t)kp, kp, mr, panel, acc);
+#ifdef __wasm_simd128__
+      if (nb == NR && g->y_dtype == NNW_F32) {
+        store_f32(g, i0, j0, mr, acc);
+        continue;
+      }
+#endif
       for (int32_t r = 0; r < mr; r++)
         for (int32_t c = 0; c < nb; c++) store(g, i0 + r, j0 + c, acc[r][c]);
     }
@@ -239,4 +309,39 @@ NNW_EXPORT int32_t nnw_q8_gemm_scratch_bytes(int32_t m, int32_t k) {
   if (m <= 0 || k <= 0) return -1;
   uint64_t bytes = nnw_q8_gemm_scratch((uint64_t)m, (uint64_t)k);
   return bytes > INT32_MAX ? -1 : (int32_t)bytes;
+}
+
+/* q8_gemm_ep: q8_gemm's arguments, then fbias, r, act (ops.def) */
+int nnw_validate_q8_gemm_ep(const int32_t *args, uint32_t arena_bytes) {
+  NNW_TRY(nnw_validate_q8_gemm(args, arena_bytes));
+  struct q8_gemm_args p = decode(args);
+  int32_t fbias = args[NNW_Q8_GEMM_EP_FBIAS], r = args[NNW_Q8_GEMM_EP_R], act = args[NNW_Q8_GEMM_EP_ACT];
+  if (p.y_dtype != NNW_F32 || p.per_row || (act & ~1)) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)p.n, y_bytes = nnw_mul(nnw_mul((uint64_t)p.batch * 4, (uint64_t)p.m), n);
+  NNW_TRY(nnw_check_tensor(fbias, n * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(r, y_bytes, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_apart(fbias, n * 4, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(r, y_bytes, p.y, y_bytes, 0));
+  return NNW_OK;
+}
+
+void nnw_run_q8_gemm_ep(const int32_t *args, uint8_t *arena) {
+  struct q8_gemm_args p = decode(args);
+  struct nnw_q8_gemm g = {
+      .m = p.m, .n = p.n, .k = p.k, .a_dtype = p.a_dtype, .b_dtype = p.b_dtype,
+      .y_dtype = p.y_dtype, .a_zp = nnw_q8_at(arena, p.a_zp), .b_zp = nnw_q8_at(arena, p.b_zp),
+      .lda = p.k, .ldb = p.n, .a_zp_rs = p.a_zp_rs, .b_zp_cs = p.b_zp_cs,
+      .bias = p.bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p.bias),
+      .scale = nnw_f32_at(arena, p.scale), .bias_s = p.bias_s, .scale_s = p.scale_s,
+      .per_row = 0, .ldy = p.n, .scratch = arena + p.scratch,
+      .fbias = nnw_f32_at(arena, args[NNW_Q8_GEMM_EP_FBIAS]), .act = args[NNW_Q8_GEMM_EP_ACT]};
+  const float *r = nnw_f32_at(arena, args[NNW_Q8_GEMM_EP_R]);
+  for (int32_t bt = 0; bt < p.batch; bt++) {
+    size_t y_off = (size_t)bt * (size_t)p.m * (size_t)p.n;
+    g.a = arena + p.a + (size_t)bt * (size_t)p.a_bs;
+    g.b = arena + p.b + (size_t)bt * (size_t)p.b_bs;
+    g.y = arena + p.y + 4 * y_off;
+    g.r = r != NULL ? r + y_off : NULL;
+    nnw_q8_gemm_run(&g);
+  }
 }

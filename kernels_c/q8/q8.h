@@ -54,6 +54,9 @@ struct nnw_q8_gemm {
   uint8_t *y;
   ptrdiff_t ldy;
   void *scratch;
+  /* float32 output only (q8_gemm_ep): + fbias[j] + r[i*ldy + j], then gelu if act; NULL/0 = none */
+  const float *fbias, *r;
+  int act;
 };
 uint64_t nnw_q8_gemm_scratch(uint64_t m, uint64_t k);
 void nnw_q8_gemm_run(const struct nnw_q8_gemm *g);

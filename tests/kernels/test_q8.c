@@ -127,6 +127,95 @@ void test_q8_gemm(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) gemm_case(&cases[i]);
 }
 
+static void patched(const char *what, int opcode, const int32_t *base, int n, int i, int32_t v,
+                    uint32_t arena_bytes, int want);
+
+/* q8_gemm_ep: uint8 x int8 into float32, then + fbias + r and gelu, against a double reference */
+static void gemm_ep_case(int batch, int m, int n, int k, int has_fbias, int has_r, int act) {
+  size_t a_n = (size_t)batch * m * k, b_n = (size_t)k * n, y_n = (size_t)batch * m * n;
+  uint8_t *a = malloc(a_n), *b = malloc(b_n), azp[1], bzp[64];
+  int32_t bias[64];
+  float scale[64], fbias[64], *r = malloc(4 * y_n);
+  fill_q(a, a_n);
+  fill_q(b, b_n);
+  fill_q(azp, 1);
+  fill_q(bzp, 64);
+  fill_random(fbias, 64, -1, 1);
+  fill_random(r, y_n, -1, 1);
+  for (int i = 0; i < 64; i++) {
+    bias[i] = (int32_t)(rng_u32() % 20001) - 10000;
+    scale[i] = rng_float(1e-5f, 1e-4f);
+  }
+  double *want = malloc(8 * y_n), *mag = malloc(8 * y_n);
+  for (int bt = 0; bt < batch; bt++)
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < n; j++) {
+        int64_t acc = bias[j];
+        for (int kk = 0; kk < k; kk++)
+          acc += (int64_t)(qget(a, U8, ((size_t)bt * m + i) * k + kk) - qget(azp, U8, 0)) *
+                 (qget(b, I8, (size_t)kk * n + j) - qget(bzp, I8, j));
+        size_t at = ((size_t)bt * m + i) * n + j;
+        double v = (double)((float)acc * scale[j]);
+        if (has_fbias) v += fbias[j];
+        if (has_r) v += r[at];
+        if (act) v = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+        want[at] = v;
+        mag[at] = fabs(v) + 1;
+      }
+  char name[96];
+  snprintf(name, sizeof name, "q8_gemm_ep b%d m%d n%d k%d fbias%d r%d act%d", batch, m, n, k, has_fbias, has_r, act);
+  for (int order = 0; order < 2; order++) {
+    uint64_t bytes[10] = {a_n, b_n, 4, 64, 4 * 64, 4 * 64, 4 * y_n, (uint64_t)q8_scratch(m, k), 4 * 64, 4 * y_n};
+    int32_t off[10];
+    uint32_t arena_bytes = layout(bytes, 10, order, off);
+    uint8_t *arena = arena_new(arena_bytes);
+    memcpy(arena + off[0], a, a_n);
+    memcpy(arena + off[1], b, b_n);
+    memcpy(arena + off[2], azp, 1);
+    memcpy(arena + off[3], bzp, 64);
+    memcpy(arena + off[4], bias, 4 * 64);
+    memcpy(arena + off[5], scale, 4 * 64);
+    memcpy(arena + off[8], fbias, 4 * 64);
+    memcpy(arena + off[9], r, 4 * y_n);
+    int32_t args[NNW_Q8_GEMM_EP_NARGS] = {
+        off[0], off[1], off[2], off[3], off[4], off[5], off[6], off[7], U8, I8, F32, batch, m, n, k,
+        m * k, 0, 0, 1, 0, 1, 1, 0, 0, 0, has_fbias ? off[8] : -1, has_r ? off[9] : -1, act};
+    if (run_op(NNW_OP_Q8_GEMM_EP, args, NNW_Q8_GEMM_EP_NARGS, arena, arena_bytes) == NNW_OK)
+      check_close(name, (const float *)(const void *)(arena + off[6]), want, mag, y_n, 1e-6, 1e-6);
+    free(arena);
+  }
+  free(a);
+  free(b);
+  free(r);
+  free(want);
+  free(mag);
+}
+
+void test_q8_gemm_ep(void) {
+  gemm_ep_case(1, 4, 8, 2, 1, 0, 1);
+  gemm_ep_case(1, 9, 24, 33, 1, 1, 0);
+  gemm_ep_case(2, 5, 13, 7, 0, 1, 1);
+  gemm_ep_case(1, 1, 1, 1, 0, 0, 0);
+  gemm_ep_case(3, 6, 17, 64, 1, 0, 1);
+  /* hostile: m 2, n 8, k 4, batch 1 */
+  enum { A = 0, B = 64, AZ = 128, BZ = 132, BIAS = 136, SC = 168, Y = 200, SCR = 264, FB = 400, R = 448, ARENA = 576 };
+  const int32_t g[NNW_Q8_GEMM_EP_NARGS] = {A, B, AZ, BZ, BIAS, SC, Y, SCR, U8, I8, F32, 1, 2, 8, 4, 0, 0,
+                                           0, 1, 0, 1, 1, 0, 0, 0, FB, R, 1};
+  const int n = NNW_Q8_GEMM_EP_NARGS;
+  patched("valid", NNW_OP_Q8_GEMM_EP, g, n, -1, 0, ARENA, NNW_OK);
+  patched("no fbias", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, -1, ARENA, NNW_OK);
+  patched("act 2", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_ACT, 2, ARENA, NNW_BAD_ARGS);
+  patched("y int8", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_Y_DTYPE, I8, ARENA, NNW_BAD_ARGS);
+  patched("per_row", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_PER_ROW, 1, ARENA, NNW_BAD_ARGS);
+  patched("m 0 (q8_gemm's checks)", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_M, 0, ARENA, NNW_BAD_ARGS);
+  patched("fbias past the arena", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, ARENA - 16, ARENA, NNW_OUT_OF_BOUNDS);
+  patched("r past the arena", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, ARENA - 32, ARENA, NNW_OUT_OF_BOUNDS);
+  patched("r misaligned", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, R + 2, ARENA, NNW_BAD_ARGS);
+  patched("r is y", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, Y, ARENA, NNW_BAD_ARGS);
+  patched("fbias over y", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, Y + 16, ARENA, NNW_BAD_ARGS);
+  patched("batch huge", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_BATCH, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
+}
+
 /* ---- q8_conv2d -------------------------------------------------------------------------- */
 
 struct conv_case {

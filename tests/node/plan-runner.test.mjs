@@ -132,6 +132,13 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     await session.release();
   });
 
+  test("a BERT encoder layer (gemm_packed epilogues, fused attention): bit-identical to CPython's", async () => {
+    const entry = fixtures.encoder_layer;
+    const session = await InferenceSession.create(entry.plan);
+    assertBitIdentical(await session.run(feedsOf(entry)), entry);
+    await session.release();
+  });
+
   test("EfficientNet-Lite0 from a plan file: logits bit-identical to CPython's, espresso", async () => {
     const entry = fixtures.efficientnet;
     const session = await InferenceSession.create(entry.plan);

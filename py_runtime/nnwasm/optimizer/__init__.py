@@ -44,6 +44,7 @@ PIPELINE = [
     Pass("matmul_add_to_gemm", L.ORT_ENABLE_BASIC, "shaped", fusions.matmul_add_to_gemm, static=True),
     Pass("fuse_layer_norm", L.ORT_ENABLE_EXTENDED, "shaped", transformer.fuse_layer_norm, static=True),
     Pass("fuse_gelu", L.ORT_ENABLE_EXTENDED, "shaped", transformer.fuse_gelu, static=True),
+    Pass("fuse_attention", L.ORT_ENABLE_EXTENDED, "shaped", transformer.fuse_attention, static=True),
     Pass("fuse_conv_activation", L.ORT_ENABLE_EXTENDED, "shaped", fusions.fuse_conv_activation, static=True),
     Pass("fuse_gemm_activation", L.ORT_ENABLE_EXTENDED, "shaped", fusions.fuse_gemm_activation, static=True),
     Pass("remove_dead_nodes", L.ORT_ENABLE_BASIC, "shaped", cleanup.remove_dead_nodes),

@@ -258,3 +258,112 @@ def fuse_gelu(ctx):
         if splice(g, pattern, [gelu]):
             count += 1
     return count
+
+
+# --- attention --------------------------------------------------------------------------------
+# BERT's eager attention as exported:  q, k, v [B, S, H*D] -> Reshape [B, S, H, D] -> Transpose
+# (q, v: 0 2 1 3; k: 0 2 3 1) -> MatMul(q, k) -> Mul|Div scalar -> [Add mask] -> Softmax(-1) ->
+# MatMul(., v) -> Transpose 0 2 1 3 -> Reshape [B, S, H*D]
+#   -> com.microsoft MultiHeadAttention(q, k, v, "", "", mask, num_heads=H, scale)
+
+def _head_split(g, m, name, perm):
+    """(x, heads) if name = Transpose(perm)(Reshape(x [B, S, H*D] -> [B, S, H, D])), read only there."""
+    t = m.op(name, "Transpose")
+    if t is None or list(t.attr("perm", [])) != perm or len(m.r.of(t.outputs[0])) != 1:
+        return None
+    r = m.op(t.inputs[0], "Reshape")
+    if r is None or len(m.r.of(r.outputs[0])) != 1 or r.outputs[0] in m.r.outputs:
+        return None
+    xs, rs = g.values.get(r.inputs[0]), g.values.get(r.outputs[0])
+    if xs is None or rs is None or xs.shape is None or rs.shape is None or len(xs.shape) != 3 or len(rs.shape) != 4:
+        return None
+    if not all(isinstance(d, int) for d in tuple(xs.shape) + tuple(rs.shape)):
+        return None
+    b, s, hd = xs.shape
+    if tuple(rs.shape[:2]) != (b, s) or rs.shape[2] * rs.shape[3] != hd:
+        return None
+    return r.inputs[0], rs.shape[2], [r, t]
+
+
+def _attention_at(ctx, sm, m):
+    g = ctx.graph
+    x = sm.inputs[0]
+    xs = g.values.get(x)
+    if xs is None or xs.shape is None or len(xs.shape) != 4 or sm.attr("axis", -1) not in (-1, 3):
+        return None
+    if sm.opset < 13 and sm.attr("axis", 1) != 3:
+        return None
+    pattern, mask = [sm], ""
+    add = m.op(x, "Add")
+    if add is not None and m.r.only(x) is sm:
+        for cand in add.inputs:
+            other = m.other(add, cand)
+            if m.op(cand, "Mul", "Div") is not None and other and g.values.get(other) is not None \
+                    and g.values[other].shape is not None and len(g.values[other].shape) == 4 \
+                    and tuple(g.values[other].shape[2:]) == tuple(xs.shape[2:]) and is_f32(g, other):
+                mask, x = other, cand
+                pattern.append(add)
+                break
+        else:
+            return None
+    sc = m.op(x, "Mul", "Div")
+    if sc is None or m.r.only(x) is not pattern[-1]:
+        return None
+    qk = next((i for i in sc.inputs if const_scalar(g, m.other(sc, i)) is not None), None)
+    c = const_scalar(g, m.other(sc, qk)) if qk else None
+    if c is None or c == 0 or (sc.op_type == "Mul" and sc.inputs[0] != qk and sc.inputs[1] != qk):
+        return None
+    if sc.op_type == "Div" and sc.inputs[0] != qk:
+        return None
+    scale = c if sc.op_type == "Mul" else 1.0 / c
+    pattern.append(sc)
+    mm1 = m.op(qk, "MatMul")
+    if mm1 is None or m.r.only(qk) is not sc:
+        return None
+    pattern.append(mm1)
+    q = _head_split(g, m, mm1.inputs[0], [0, 2, 1, 3])
+    k = _head_split(g, m, mm1.inputs[1], [0, 2, 3, 1])
+    mm2 = m.reader(sm.outputs[0], "MatMul")
+    if q is None or k is None or mm2 is None or mm2.inputs[0] != sm.outputs[0]:
+        return None
+    v = _head_split(g, m, mm2.inputs[1], [0, 2, 1, 3])
+    t = m.reader(mm2.outputs[0], "Transpose")
+    if v is None or t is None or list(t.attr("perm", [])) != [0, 2, 1, 3]:
+        return None
+    r = m.reader(t.outputs[0], "Reshape")
+    if r is None or g.values.get(r.outputs[0]) is None:
+        return None
+    heads = q[1]
+    qs, ks, ys = g.values[q[0]].shape, g.values[k[0]].shape, g.values[r.outputs[0]].shape
+    if k[1] != heads or v[1] != heads or tuple(ys or ()) != tuple(qs) or tuple(g.values[v[0]].shape) != tuple(ks) \
+            or ks[0] != qs[0] or ks[2] != qs[2] or not is_f32(g, q[0], k[0], v[0]):
+        return None
+    if mask:
+        ms_ = g.values[mask].shape
+        if ms_[0] not in (1, qs[0]) or ms_[1] not in (1, heads) or tuple(ms_[2:]) != (qs[1], ks[1]):
+            return None
+    for name in (mm1.outputs[0], sc.outputs[0], x, sm.outputs[0], mm2.outputs[0], t.outputs[0]):
+        if name in m.r.outputs:
+            return None
+    pattern += q[2] + k[2] + v[2] + [mm2, t, r]
+    node = ms_node(ctx, "MultiHeadAttention", [q[0], k[0], v[0], "", "", mask] if mask else [q[0], k[0], v[0]],
+                   [r.outputs[0]], sm.name, num_heads=int(heads), scale=float(scale))
+    return pattern, node
+
+
+def fuse_attention(ctx):
+    g, r, count, used = ctx.graph, Readers(ctx.graph), 0, set()
+    for node in list(g.nodes):
+        if node.op_type != "Softmax" or node.domain != "" or id(node) in used:
+            continue
+        m = _Match(g, r)
+        found = _attention_at(ctx, node, m)
+        if found is None:
+            continue
+        pattern, mha = found
+        if any(id(n) in used for n in pattern) or not accept(ctx, mha, pattern):
+            continue
+        used.update(id(n) for n in pattern)
+        if splice(g, pattern, [mha]):
+            count += 1
+    return count

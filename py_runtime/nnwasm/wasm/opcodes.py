@@ -38,4 +38,7 @@ OPS = {
     "q8_gemm": Op(code=30, args=("a", "b", "a_zp", "b_zp", "bias", "scale", "y", "scratch", "a_dtype", "b_dtype", "y_dtype", "batch", "m", "n", "k", "a_bs", "b_bs", "a_zp_rs", "b_zp_cs", "per_row", "bias_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiii"),
     "q8_conv2d": Op(code=31, args=("x", "weight", "x_zp", "w_zp", "bias", "scale", "y", "scratch", "x_dtype", "w_dtype", "y_dtype", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "w_zp_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiiiiiiiiii"),
     "q8_add": Op(code=32, args=("a", "b", "y", "dtype", "a_mult", "b_mult", "a_zp", "b_zp", "y_zp", "y_min", "y_max", "rank", "d0", "d1", "d2", "d3", "d4", "d5", "as0", "as1", "as2", "as3", "as4", "as5", "bs0", "bs1", "bs2", "bs3", "bs4", "bs5"), kinds="tttiffiiiiiiiiiiiiiiiiiiiiiiii"),
+    "gemm_packed": Op(code=50, args=("a", "bp", "bias", "r", "y", "m", "n", "k", "act", "act_min", "act_max"), kinds="tttttiiiiff"),
+    "attention": Op(code=51, args=("q", "k", "v", "mask", "y", "scratch", "batch", "heads", "s", "l", "d", "m_bs", "m_hs", "m_rs", "scale"), kinds="ttttttiiiiiiiif"),
+    "q8_gemm_ep": Op(code=52, args=("a", "b", "a_zp", "b_zp", "bias", "scale", "y", "scratch", "a_dtype", "b_dtype", "y_dtype", "batch", "m", "n", "k", "a_bs", "b_bs", "a_zp_rs", "b_zp_cs", "per_row", "bias_s", "scale_s", "y_zp", "y_min", "y_max", "fbias", "r", "act"), kinds="ttttttttiiiiiiiiiiiiiiiiitti"),
 }

@@ -73,6 +73,7 @@ class WasmExecutionProvider:
         b.host = get_host()   # lowerings may run kernels.wasm to fold constants
         b.users = graph.consumers()
         b.members = {id(n) for n in nodes}
+        b.position = {o: i for i, n in enumerate(nodes) for o in n.outputs if o}
         ops = []
         for node in nodes:
             if id(node) not in b.fused:

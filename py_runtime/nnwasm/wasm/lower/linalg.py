@@ -3,6 +3,7 @@ two-operand Einsum as transposes around one batched matmul."""
 from ...tensor import numel
 from .epilogue import fuse_activation
 from .movement import _transpose_axes
+from .packed import lower_matmul_packed
 
 
 def check_gemm(node, g):
@@ -83,6 +84,8 @@ def lower_matmul(node, b):
         # B is one matrix, so A is contiguous over the batch (no dim is broadcast in both): the
         # batch folds into M, one GEMM ([B, S, D] @ [D, N])
         rows = numel(d for d, _, _ in levels) * m
+        if w in b.graph.initializers and len(b2) == 2:
+            return lower_matmul_packed(node, b, rows, n, k)
         return b.emit("matmul", a=b.ref(a), b=b.ref(w), y=b.ref(y), batch=1, m=rows, n=n, k=k, a_bs=0, b_bs=0)
     if len(levels) == 1:
         d, sa, sb = levels[0]

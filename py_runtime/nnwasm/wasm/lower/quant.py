@@ -14,6 +14,7 @@ from ...host import get_host
 from ...tensor import numel
 from .common import f32_tensor
 from .conv import _check_window, _window
+from .packed import float_epilogue
 
 U8, I8, I32, F32 = (BY_NAME[n] for n in ("uint8", "int8", "int32", "float32"))
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -155,11 +156,11 @@ def _check_matmul_like(node, g, a, b_, a_zp, b_zp, need_const):
 
 
 def _emit_gemm(b, a, w, a_zp, b_zp, y, y_dtype, bias=None, bias_s=0, scale=None, scale_s=0,
-               y_zp=0, y_min=0, y_max=0):
+               y_zp=0, y_min=0, y_max=0, ep=None):
     a2, b2, ba, bb = _mm_dims(b.graph, a, w)
     m, k, n = a2[-2], a2[-1], b2[-1]
     g = b.graph
-    b.emit("q8_gemm", a=b.ref(a), b=b.ref(w), a_zp=b.ref(a_zp) if a_zp else None,
+    b.emit("q8_gemm_ep" if ep else "q8_gemm", **(ep or {}), a=b.ref(a), b=b.ref(w), a_zp=b.ref(a_zp) if a_zp else None,
            b_zp=b.ref(b_zp) if b_zp else None, bias=bias, scale=scale, y=b.ref(y),
            scratch=b.scratch(b.host.call("nnw_q8_gemm_scratch_bytes", m, k)),
            a_dtype=b.dtype(a).onnx, b_dtype=b.dtype(w).onnx, y_dtype=y_dtype, batch=max(ba, bb), m=m, n=n, k=k,
@@ -259,8 +260,13 @@ def lower_matmul_integer_to_float(node, b):
     dims.update({f"as{i}": 0 for i in range(6)})
     dims.update({f"bs{i}": int(i == 0 and count > 1) for i in range(6)})
     b.emit("binary", kind=2, a=b.ref(a_s), b=b.ref(w_s), y=scale, rank=1, **dims)
-    _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), node.outputs[0], F32.onnx, scale=scale,
-               scale_s=int(count > 1))
+    ep = float_epilogue(node, b, b.shape(w)[-1]) if not _input(node, 6) and len(b.shape(w)) == 2 else None
+    if ep is None:
+        return _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), node.outputs[0], F32.onnx, scale=scale,
+                          scale_s=int(count > 1))
+    y, fbias, r, act = ep
+    _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), y, F32.onnx, scale=scale, scale_s=int(count > 1),
+               ep=dict(fbias=b.ref(fbias), r=b.ref(r) if r else None, act=act))
 
 
 # ---- convolution -------------------------------------------------------------------------------

@@ -1,0 +1,82 @@
+/* attention: multi-head scaled dot-product attention in one op, per batch and head: K's head
+ * transposed once into scratch, the scores Q K^T * scale + mask computed by gemm_nn.c's core
+ * (the mask as its C epilogue) into one [s, l] block that stays in cache, a softmax per row, and
+ * the product with V written straight into y's [s, heads*d] layout. Q, K and V are read in place
+ * at a row stride of heads*d: none of the model's Reshape/Transpose copies remain. */
+#include <math.h>
+
+#include "internal.h"
+
+struct attention {
+  int32_t q, k, v, mask, y, scratch, batch, heads, s, l, d, m_bs, m_hs, m_rs;
+  float scale;
+};
+
+static void decode(const int32_t *v, struct attention *p) {
+  p->q = v[NNW_ATTENTION_Q];
+  p->k = v[NNW_ATTENTION_K];
+  p->v = v[NNW_ATTENTION_V];
+  p->mask = v[NNW_ATTENTION_MASK];
+  p->y = v[NNW_ATTENTION_Y];
+  p->scratch = v[NNW_ATTENTION_SCRATCH];
+  p->batch = v[NNW_ATTENTION_BATCH];
+  p->heads = v[NNW_ATTENTION_HEADS];
+  p->s = v[NNW_ATTENTION_S];
+  p->l = v[NNW_ATTENTION_L];
+  p->d = v[NNW_ATTENTION_D];
+  p->m_bs = v[NNW_ATTENTION_M_BS];
+  p->m_hs = v[NNW_ATTENTION_M_HS];
+  p->m_rs = v[NNW_ATTENTION_M_RS];
+  p->scale = nnw_arg_f32(v[NNW_ATTENTION_SCALE]);
+}
+
+int nnw_validate_attention(const int32_t *args, uint32_t arena_bytes) {
+  struct attention p;
+  decode(args, &p);
+  int32_t dims[] = {p.batch, p.heads, p.s, p.l, p.d};
+  NNW_TRY(nnw_check_positive(dims, 5));
+  if (p.m_bs < 0 || p.m_hs < 0 || p.m_rs < 0 || !isfinite(p.scale)) return NNW_BAD_ARGS;
+  uint64_t b = (uint64_t)p.batch, h = (uint64_t)p.heads, s = (uint64_t)p.s, l = (uint64_t)p.l,
+           d = (uint64_t)p.d;
+  uint64_t hd = nnw_mul(h, d);
+  uint64_t q_bytes = nnw_mul(nnw_mul(b * 4, s), hd), kv_bytes = nnw_mul(nnw_mul(b * 4, l), hd);
+  uint64_t m_elems = nnw_add(nnw_add(nnw_add(nnw_mul(b - 1, (uint64_t)p.m_bs), nnw_mul(h - 1, (uint64_t)p.m_hs)),
+                                     nnw_mul(s - 1, (uint64_t)p.m_rs)), l);
+  uint64_t scratch = nnw_mul(nnw_add(nnw_mul(d, l), nnw_mul(s, l)), 4);
+  NNW_TRY(nnw_check_tensor(p.q, q_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.k, kv_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.v, kv_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.mask, nnw_mul(m_elems, 4), arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.y, q_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.scratch, scratch, arena_bytes, 0, 1));
+  const int32_t in[] = {p.q, p.k, p.v, p.mask, p.scratch};
+  const uint64_t in_bytes[] = {q_bytes, kv_bytes, kv_bytes, nnw_mul(m_elems, 4), scratch};
+  for (int i = 0; i < 5; i++) NNW_TRY(nnw_check_apart(in[i], in_bytes[i], p.y, q_bytes, 0));
+  for (int i = 0; i < 4; i++) NNW_TRY(nnw_check_apart(in[i], in_bytes[i], p.scratch, scratch, 0));
+  return NNW_OK;
+}
+
+void nnw_run_attention(const int32_t *args, uint8_t *arena) {
+  struct attention p;
+  decode(args, &p);
+  const float *q = nnw_f32_at(arena, p.q), *k = nnw_f32_at(arena, p.k), *v = nnw_f32_at(arena, p.v);
+  const float *mask = nnw_f32_at(arena, p.mask);
+  float *y = nnw_f32_at(arena, p.y), *kt = nnw_f32_at(arena, p.scratch);
+  float *scores = kt + (size_t)p.d * p.l;
+  ptrdiff_t hd = (ptrdiff_t)p.heads * p.d;
+  struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
+  for (int32_t b = 0; b < p.batch; b++) {
+    for (int32_t h = 0; h < p.heads; h++) {
+      const float *qh = q + (size_t)b * p.s * hd + (size_t)h * p.d;
+      const float *kh = k + (size_t)b * p.l * hd + (size_t)h * p.d;
+      const float *vh = v + (size_t)b * p.l * hd + (size_t)h * p.d;
+      for (int32_t j = 0; j < p.l; j++)
+        for (int32_t c = 0; c < p.d; c++) kt[(size_t)c * p.l + j] = kh[(size_t)j * hd + c];
+      struct nnw_epilogue ep = {p.scale, 1.0f, -INFINITY, INFINITY, NULL, p.m_rs, 1};
+      if (mask != NULL) ep.c = mask + (size_t)b * p.m_bs + (size_t)h * p.m_hs;
+      nnw_gemm_nn(p.s, p.l, p.d, qh, hd, 1, kt, p.l, scores, p.l, &ep);
+      for (int32_t i = 0; i < p.s; i++) nnw_softmax_row(scores + (size_t)i * p.l, scores + (size_t)i * p.l, p.l, 0);
+      nnw_gemm_nn(p.s, p.d, p.l, scores, p.l, 1, vh, hd, y + (size_t)b * p.s * hd + (size_t)h * p.d, hd, &none);
+    }
+  }
+}

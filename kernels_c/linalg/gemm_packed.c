@@ -1,0 +1,154 @@
+/* gemm_packed: y = act(A B + bias + r) with B a constant packed at plan build into panels of 8
+ * columns, each [k][8] contiguous (ops.def). The panel stays in L1 while every row of A streams
+ * past it: the unpacked core (gemm_nn.c) walks B's rows at a stride of n floats, which for
+ * n = 1024 maps every row to the same L1 set. A 4x8 register tile: 8 accumulators, two B
+ * vectors and one splat of A. Transformer linear layers (MatMul + bias Add [+ Gelu | + residual
+ * Add]) lower here. */
+#include <math.h>
+
+#include "internal.h"
+#include "simd.h"
+#include "vmath.h"
+
+#define MR 4
+#define NR 8
+
+#if defined(__GNUC__)
+#define NNW_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define NNW_ALWAYS_INLINE inline
+#endif
+
+struct gemm_packed {
+  int32_t a, bp, bias, r, y, m, n, k, act;
+  float lo, hi;
+};
+
+static void gp_decode(const int32_t *v, struct gemm_packed *p) {
+  p->a = v[NNW_GEMM_PACKED_A];
+  p->bp = v[NNW_GEMM_PACKED_BP];
+  p->bias = v[NNW_GEMM_PACKED_BIAS];
+  p->r = v[NNW_GEMM_PACKED_R];
+  p->y = v[NNW_GEMM_PACKED_Y];
+  p->m = v[NNW_GEMM_PACKED_M];
+  p->n = v[NNW_GEMM_PACKED_N];
+  p->k = v[NNW_GEMM_PACKED_K];
+  p->act = v[NNW_GEMM_PACKED_ACT];
+  p->lo = nnw_arg_f32(v[NNW_GEMM_PACKED_ACT_MIN]);
+  p->hi = nnw_arg_f32(v[NNW_GEMM_PACKED_ACT_MAX]);
+}
+
+int nnw_validate_gemm_packed(const int32_t *args, uint32_t arena_bytes) {
+  struct gemm_packed p;
+  gp_decode(args, &p);
+  int32_t dims[] = {p.m, p.n, p.k};
+  NNW_TRY(nnw_check_positive(dims, 3));
+  if ((p.act & ~1) || !(p.lo <= p.hi)) return NNW_BAD_ARGS;
+  uint64_t m = (uint64_t)p.m, n = (uint64_t)p.n, k = (uint64_t)p.k;
+  uint64_t panels = (n + NR - 1) / NR;
+  uint64_t a_bytes = nnw_mul(m * 4, k), b_bytes = nnw_mul(nnw_mul(panels, NR * 4), k);
+  uint64_t y_bytes = nnw_mul(m * 4, n);
+  NNW_TRY(nnw_check_tensor(p.a, a_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.bp, b_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.bias, n * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.r, y_bytes, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.a, a_bytes, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.bp, b_bytes, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.bias, n * 4, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.r, y_bytes, p.y, y_bytes, 0));
+  return NNW_OK;
+}
+
+struct ep {
+  const float *bias, *r; /* bias at column j; r at row i (stride n) */
+  int32_t n, act;
+  float lo, hi;
+};
+
+/* acc + bias + r, activated and clamped; bias8/r8 hold the 8 columns' values (zero if absent) */
+static NNW_ALWAYS_INLINE v4 finish(v4 acc, v4 bias, const float *r, const struct ep *e) {
+  acc = v4_add(acc, bias);
+  if (r != NULL) acc = v4_add(acc, v4_load(r));
+  if (e->act == 1) acc = v4_gelu(acc);
+  return v4_clamp(acc, v4_set1(e->lo), v4_set1(e->hi));
+}
+
+/* rows i..i+mr-1 of one panel (columns j..j+7, all inside n) */
+static NNW_ALWAYS_INLINE void tile(int mr, int32_t k, const float *a, const float *bp, float *y,
+                                   int32_t i, int32_t j, const struct ep *e) {
+  v4 acc[MR][2];
+  const float *ap[MR];
+  for (int r = 0; r < mr; r++) {
+    acc[r][0] = acc[r][1] = v4_set1(0.0f);
+    ap[r] = a + (size_t)(i + r) * k;
+  }
+  for (int32_t kk = 0; kk < k; kk++) {
+    v4 b0 = v4_load(bp), b1 = v4_load(bp + 4);
+    for (int r = 0; r < mr; r++) {
+      v4 av = v4_load1(ap[r] + kk);
+      acc[r][0] = v4_madd(acc[r][0], av, b0);
+      acc[r][1] = v4_madd(acc[r][1], av, b1);
+    }
+    bp += NR;
+  }
+  v4 bias0 = v4_set1(0.0f), bias1 = bias0;
+  if (e->bias != NULL) {
+    bias0 = v4_load(e->bias + j);
+    bias1 = v4_load(e->bias + j + 4);
+  }
+  for (int r = 0; r < mr; r++) {
+    float *yr = y + (size_t)(i + r) * e->n + j;
+    const float *rr = e->r != NULL ? e->r + (size_t)(i + r) * e->n + j : NULL;
+    v4_store(yr, finish(acc[r][0], bias0, rr, e));
+    v4_store(yr + 4, finish(acc[r][1], bias1, rr != NULL ? rr + 4 : NULL, e));
+  }
+}
+
+/* the last panel, w < 8 columns: computed whole into a local tile, its w columns kept */
+static void tail_panel(int32_t m, int32_t k, int32_t w, const float *a, const float *bp, float *y,
+                       int32_t j, const struct ep *e) {
+  float bias[NR] = {0}, rr[NR] = {0}, out[NR];
+  if (e->bias != NULL) memcpy(bias, e->bias + j, 4 * (size_t)w);
+  v4 bias0 = v4_load(bias), bias1 = v4_load(bias + 4);
+  for (int32_t i = 0; i < m; i++) {
+    v4 acc0 = v4_set1(0.0f), acc1 = acc0;
+    const float *ai = a + (size_t)i * k, *b = bp;
+    for (int32_t kk = 0; kk < k; kk++, b += NR) {
+      v4 av = v4_load1(ai + kk);
+      acc0 = v4_madd(acc0, av, v4_load(b));
+      acc1 = v4_madd(acc1, av, v4_load(b + 4));
+    }
+    const float *r = NULL;
+    if (e->r != NULL) {
+      memcpy(rr, e->r + (size_t)i * e->n + j, 4 * (size_t)w);
+      r = rr;
+    }
+    v4_store(out, finish(acc0, bias0, r, e));
+    v4_store(out + 4, finish(acc1, bias1, r != NULL ? r + 4 : NULL, e));
+    memcpy(y + (size_t)i * e->n + j, out, 4 * (size_t)w);
+  }
+}
+
+void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
+  struct gemm_packed p;
+  gp_decode(args, &p);
+  const float *a = nnw_f32_at(arena, p.a), *bp = nnw_f32_at(arena, p.bp);
+  float *y = nnw_f32_at(arena, p.y);
+  const struct ep e = {nnw_f32_at(arena, p.bias), nnw_f32_at(arena, p.r), p.n, p.act, p.lo, p.hi};
+  int32_t k = p.k, m = p.m;
+  for (int32_t j = 0; j < p.n; j += NR, bp += (size_t)NR * k) {
+    if (p.n - j < NR) {
+      tail_panel(m, k, p.n - j, a, bp, y, j, &e);
+      break;
+    }
+    int32_t i = 0;
+    for (; i + MR <= m; i += MR) tile(MR, k, a, bp, y, i, j, &e);
+    switch (m - i) {
+      case 3: tile(3, k, a, bp, y, i, j, &e); break;
+      case 2: tile(2, k, a, bp, y, i, j, &e); break;
+      case 1: tile(1, k, a, bp, y, i, j, &e); break;
+      default: break;
+    }
+  }
+}

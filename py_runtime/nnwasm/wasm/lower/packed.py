@@ -1,0 +1,110 @@
+"""MatMul by a constant [K, N] matrix as gemm_packed (kernels_c/linalg/gemm_packed.c): B packed
+here into panels of 8 columns, and the transformer's epilogue folded in: a bias Add of a constant
+[N], then a Gelu (erf) or Relu/Clip, or else a residual Add of an [M, N] value ready before the
+MatMul. The fused nodes' intermediate values are never written."""
+import math
+
+from ...tensor import TensorData, numel
+
+NR = 8
+
+
+def pack_b(t, k, n):
+    """[K, N] float32 bytes -> [ceil(N/8)][K][8], columns past N zero."""
+    data = memoryview(t.data).cast("B")
+    row, out = 4 * n, []
+    for j in range(0, n, NR):
+        w = min(NR, n - j)
+        pad = bytes(4 * (NR - w))
+        for kk in range(k):
+            at = kk * row + 4 * j
+            out.append(data[at:at + 4 * w])
+            if pad:
+                out.append(pad)
+    return TensorData(t.dtype, (len(range(0, n, NR)) * k * NR,), b"".join(out))
+
+
+def _only_user(b, name, *types):
+    users = b.users.get(name, [])
+    if len(users) != 1 or name in b.outputs:
+        return None
+    u = users[0]
+    if id(u) not in b.members or id(u) in b.fused or u.domain not in ("", "ai.onnx", "com.microsoft"):
+        return None
+    return u if u.op_type in types else None
+
+
+def _other(node, name):
+    a, c = node.inputs[:2]
+    return c if a == name else a if c == name else None
+
+
+def _bias(b, add, y, n, shape):
+    """add's constant operand if it is a bias of N values added to y without broadcasting y."""
+    c = _other(add, y)
+    t = b.graph.initializers.get(c) if c else None
+    if t is None or t.dtype.name != "float32" or numel(t.shape) != n or (t.shape and t.shape[-1] != n):
+        return None
+    return c if tuple(b.shape(add.outputs[0])) == tuple(shape) else None
+
+
+def _residual(b, add, y, shape, before):
+    """add's other operand if it is a value of y's shape that exists before the MatMul runs."""
+    r = _other(add, y)
+    if not r or r == y or tuple(b.shape(r)) != tuple(shape) or b.dtype(r).name != "float32":
+        return None
+    return r if b.position.get(r, -1) < before else None
+
+
+def float_epilogue(node, b, n):
+    """(value to write, bias, residual or None, act) when node's [.., N] float output only feeds a
+    bias Add of a constant [N] (then a Gelu, or a residual Add); None when it does not. The fused
+    nodes are marked, so lowering skips them. (lower/quant.py: MatMulIntegerToFloat as q8_gemm_ep)"""
+    y = node.outputs[0]
+    shape = b.shape(y)
+    add = _only_user(b, y, "Add")
+    if add is None or add.domain == "com.microsoft" or not _bias(b, add, y, n, shape):
+        return None
+    bias, y, act, r, fused = _bias(b, add, y, n, shape), add.outputs[0], 0, None, [add]
+    nxt = _only_user(b, y, "Gelu", "Add")
+    if nxt is not None and nxt.op_type == "Gelu" and nxt.attr("approximate", "none") == "none":
+        act, y = 1, nxt.outputs[0]
+        fused.append(nxt)
+    elif nxt is not None and nxt.op_type == "Add" and nxt.domain != "com.microsoft":
+        r = _residual(b, nxt, y, shape, b.position.get(node.outputs[0], 0))
+        if r is not None:
+            y = nxt.outputs[0]
+            fused.append(nxt)
+    b.fused.update(id(f) for f in fused)
+    return y, bias, r, act
+
+
+def lower_matmul_packed(node, b, m, n, k):
+    """The MatMul (and what it fuses) as one gemm_packed op."""
+    w, y = node.inputs[1], node.outputs[0]
+    shape = b.shape(y)
+    cache = b.__dict__.setdefault("packed", {})
+    if w not in cache:
+        cache[w] = b.constant(pack_b(b.graph.initializers[w], k, n))
+    bias = r = None
+    act, lo, hi = 0, -math.inf, math.inf
+    fused = []
+    add = _only_user(b, y, "Add")
+    if add is not None and add.domain != "com.microsoft" and _bias(b, add, y, n, shape):
+        bias, y = _bias(b, add, y, n, shape), add.outputs[0]
+        fused.append(add)
+        nxt = _only_user(b, y, "Gelu", "Relu", "Add")
+        if nxt is not None and nxt.op_type == "Gelu" and nxt.attr("approximate", "none") == "none":
+            act, y = 1, nxt.outputs[0]
+            fused.append(nxt)
+        elif nxt is not None and nxt.op_type == "Relu" and nxt.domain != "com.microsoft":
+            lo, y = 0.0, nxt.outputs[0]
+            fused.append(nxt)
+        elif nxt is not None and nxt.op_type == "Add" and nxt.domain != "com.microsoft":
+            r = _residual(b, nxt, y, shape, b.position.get(node.outputs[0], 0))
+            if r is not None:
+                y = nxt.outputs[0]
+                fused.append(nxt)
+    b.fused.update(id(f) for f in fused)
+    b.emit("gemm_packed", a=b.ref(node.inputs[0]), bp=cache[w], bias=b.ref(bias) if bias else None,
+           r=b.ref(r) if r else None, y=b.ref(y), m=m, n=n, k=k, act=act, act_min=lo, act_max=hi)

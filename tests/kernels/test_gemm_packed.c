@@ -1,0 +1,141 @@
+/* gemm_packed against a double-precision reference (bias, residual, gelu, clamp; every tail of the
+ * 4x8 tile), and its validator on hostile arguments. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "tests.h"
+
+static void pack(const float *b, int k, int n, float *bp) {
+  int panels = (n + 7) / 8;
+  for (int p = 0; p < panels; p++)
+    for (int kk = 0; kk < k; kk++)
+      for (int c = 0; c < 8; c++) {
+        int j = 8 * p + c;
+        bp[((size_t)p * k + kk) * 8 + c] = j < n ? b[(size_t)kk * n + j] : 0.0f;
+      }
+}
+
+static void packed_case(int m, int n, int k, int has_bias, int has_r, int act, float lo, float hi) {
+  size_t an = (size_t)m * k, bn = (size_t)k * n, pn = (size_t)((n + 7) / 8) * 8 * k, yn = (size_t)m * n;
+  float *a = malloc(4 * an), *b = malloc(4 * bn), *bp = malloc(4 * pn), *bias = malloc(4 * (size_t)n),
+        *r = malloc(4 * yn);
+  double *want = malloc(8 * yn), *mag = malloc(8 * yn);
+  fill_random(a, an, -1, 1);
+  fill_random(b, bn, -1, 1);
+  fill_random(bias, (size_t)n, -1, 1);
+  fill_random(r, yn, -1, 1);
+  pack(b, k, n, bp);
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double s = 0, g = 0;
+      for (int kk = 0; kk < k; kk++) {
+        double v = (double)a[i * k + kk] * b[kk * n + j];
+        s += v;
+        g += fabs(v);
+      }
+      if (has_bias) s += bias[j], g += fabs(bias[j]);
+      if (has_r) s += r[i * n + j], g += fabs(r[i * n + j]);
+      if (act == 1) s = 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
+      want[i * n + j] = s < lo ? lo : s > hi ? hi : s;
+      mag[i * n + j] = g;
+    }
+  char name[128];
+  snprintf(name, sizeof name, "gemm_packed m%d n%d k%d bias%d r%d act%d [%g,%g]", m, n, k, has_bias, has_r,
+           act, lo, hi);
+  for (int order = 0; order < 2; order++) {
+    uint64_t bytes[5] = {4 * an, 4 * pn, 4 * (uint64_t)n, 4 * yn, 4 * yn};
+    int32_t off[5];
+    uint32_t arena_bytes = layout(bytes, 5, order, off);
+    uint8_t *arena = arena_new(arena_bytes);
+    memcpy(at(arena, off[0]), a, 4 * an);
+    memcpy(at(arena, off[1]), bp, 4 * pn);
+    memcpy(at(arena, off[2]), bias, 4 * (size_t)n);
+    memcpy(at(arena, off[3]), r, 4 * yn);
+    int32_t args[NNW_GEMM_PACKED_NARGS] = {off[0], off[1], has_bias ? off[2] : -1, has_r ? off[3] : -1,
+                                           off[4], m, n, k, act, f32_bits(lo), f32_bits(hi)};
+    if (run_op(NNW_OP_GEMM_PACKED, args, NNW_GEMM_PACKED_NARGS, arena, arena_bytes) == NNW_OK)
+      check_close(name, at(arena, off[4]), want, mag, yn, 1e-6, 1e-6);
+    free(arena);
+  }
+  free(a);
+  free(b);
+  free(bp);
+  free(bias);
+  free(r);
+  free(want);
+  free(mag);
+}
+
+static int load_status(const int32_t *args, uint32_t arena_bytes) {
+  int32_t words[64];
+  int n = op_words(words, NNW_OP_GEMM_PACKED, args, NNW_GEMM_PACKED_NARGS);
+  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
+  uint8_t *arena = arena_new(arena_bytes);
+  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
+  free(arena);
+  plan_free(&p);
+  return status;
+}
+
+static void hostile(void) {
+  /* m 2, n 9 (two panels), k 3: a 24 B, bp 192 B, bias 36 B, r and y 72 B */
+  enum { A = 0, BP = 32, BIAS = 224, R = 272, Y = 352, ARENA = 512 };
+  const float I = INFINITY;
+  const int32_t g[NNW_GEMM_PACKED_NARGS] = {A, BP, BIAS, R, Y, 2, 9, 3, 1, f32_bits(-I), f32_bits(I)};
+  static const struct {
+    const char *what;
+    int i;
+    int32_t v;
+    int want;
+  } cases[] = {
+      {"valid", -1, 0, NNW_OK},
+      {"no bias", NNW_GEMM_PACKED_BIAS, -1, NNW_OK},
+      {"no residual", NNW_GEMM_PACKED_R, -1, NNW_OK},
+      {"m 0", NNW_GEMM_PACKED_M, 0, NNW_BAD_ARGS},
+      {"n negative", NNW_GEMM_PACKED_N, -8, NNW_BAD_ARGS},
+      {"k INT32_MIN", NNW_GEMM_PACKED_K, INT32_MIN, NNW_BAD_ARGS},
+      {"act 2", NNW_GEMM_PACKED_ACT, 2, NNW_BAD_ARGS},
+      {"act -1", NNW_GEMM_PACKED_ACT, -1, NNW_BAD_ARGS},
+      {"n huge", NNW_GEMM_PACKED_N, INT32_MAX, NNW_OUT_OF_BOUNDS},
+      {"m*k wraps", NNW_GEMM_PACKED_M, 1 << 30, NNW_OUT_OF_BOUNDS},
+      {"k huge", NNW_GEMM_PACKED_K, INT32_MAX, NNW_OUT_OF_BOUNDS},
+      {"n 40: r past the arena", NNW_GEMM_PACKED_N, 40, NNW_OUT_OF_BOUNDS},
+      {"a absent", NNW_GEMM_PACKED_A, -1, NNW_OUT_OF_BOUNDS},
+      {"bp absent", NNW_GEMM_PACKED_BP, -1, NNW_OUT_OF_BOUNDS},
+      {"y absent", NNW_GEMM_PACKED_Y, -1, NNW_OUT_OF_BOUNDS},
+      {"bp past the arena", NNW_GEMM_PACKED_BP, ARENA - 64, NNW_OUT_OF_BOUNDS},
+      {"y past the arena", NNW_GEMM_PACKED_Y, ARENA - 4, NNW_OUT_OF_BOUNDS},
+      {"a negative", NNW_GEMM_PACKED_A, -8, NNW_OUT_OF_BOUNDS},
+      {"bias misaligned", NNW_GEMM_PACKED_BIAS, BIAS + 2, NNW_BAD_ARGS},
+      {"y over a", NNW_GEMM_PACKED_Y, A + 4, NNW_BAD_ARGS},
+      {"y over bp", NNW_GEMM_PACKED_Y, BP + 64, NNW_BAD_ARGS},
+      {"y over bias", NNW_GEMM_PACKED_Y, BIAS, NNW_BAD_ARGS},
+      {"y is r", NNW_GEMM_PACKED_Y, R, NNW_BAD_ARGS},
+      {"act_min nan", NNW_GEMM_PACKED_ACT_MIN, 0x7FC00000, NNW_BAD_ARGS},
+      {"act_max nan", NNW_GEMM_PACKED_ACT_MAX, (int32_t)0xFFC00000u, NNW_BAD_ARGS},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int32_t args[NNW_GEMM_PACKED_NARGS];
+    memcpy(args, g, sizeof args);
+    if (cases[c].i >= 0) args[cases[c].i] = cases[c].v;
+    int got = load_status(args, ARENA);
+    expect(got == cases[c].want, "gemm_packed: %s gives %d, want %d", cases[c].what, got, cases[c].want);
+  }
+}
+
+void test_gemm_packed(void) {
+  const float I = INFINITY;
+  packed_case(128, 256, 256, 1, 0, 0, -I, I); /* a BERT-mini projection */
+  packed_case(9, 1024, 16, 1, 0, 1, -I, I);   /* the FFN's first layer: Gelu */
+  packed_case(7, 24, 40, 1, 1, 0, -I, I);     /* the second: a residual */
+  packed_case(1, 1, 1, 0, 0, 0, -I, I);
+  packed_case(5, 13, 7, 1, 1, 1, -0.25f, 0.5f);
+  packed_case(3, 3, 33, 0, 1, 0, 0, I);
+  for (int t = 0; t < 30; t++)
+    packed_case(1 + (int)(rng_u32() % 11), 1 + (int)(rng_u32() % 27), 1 + (int)(rng_u32() % 20),
+                (int)(rng_u32() % 2), (int)(rng_u32() % 2), (int)(rng_u32() % 2), rng_u32() % 2 ? -I : -0.5f,
+                rng_u32() % 2 ? I : 0.5f);
+  hostile();
+}
