@@ -4,12 +4,14 @@ except EfficientNet-Lite0 (the demo's real model), each also compiled to a .nnwp
     .venv/bin/python build_scripts/build_bench_models.py [--only NAME ...] [--force] [--list]
 
 They live outside git: $NNWASM_BENCH_DIR, else ~/.cache/nnwasm/bench. A model whose sidecar records
-this BUILDER_VERSION is not rebuilt. Per model NAME, as build_zoo.py's (whose export, quantizers and
+this BUILDER_VERSION is not rebuilt; its plan is recompiled whenever kernels.wasm or nnwasm's
+sources changed (plan_stamp). Per model NAME, as build_zoo.py's (whose export, quantizers and
 reference writer this reuses): NAME.onnx, NAME.json (inputs, kind, the float model it derives from,
 cases with feeds and onnxruntime's outputs in NAME.ref/), and NAME.nnwp, or in the sidecar
 "plan_error" saying why nnwasm.compile_plan refused it.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -19,6 +21,7 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "py_runtime" / "nnwasm"
 sys.path.insert(0, str(ROOT / "build_scripts"))
 sys.path.insert(0, str(ROOT / "py_runtime"))
 import build_zoo  # noqa: E402
@@ -98,16 +101,34 @@ def build_one(name, out, built):
     meta = {"builder_version": BUILDER_VERSION, "name": name, "file": path.name, "kind": kind, "base": base,
             "inputs": [{"name": n, "dtype": d, "shape": s} for n, (d, s) in spec.items()],
             "cases": build_zoo.references(name, path, spec)}
+    compile_plan(name, out, meta)
+    print(f"built {name} ({path.stat().st_size >> 10} KiB, plan: {meta.get('plan') or meta['plan_error'][:80]})"
+          f" in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def plan_stamp():
+    """What a plan file depends on besides its model: kernels.wasm and the compiler's sources. A
+    plan compiled by another nnwasm may be refused by this kernels.wasm (or run differently)."""
+    h = hashlib.sha256((PACKAGE / "kernels.wasm").read_bytes())
+    for p in sorted(PACKAGE.rglob("*.py")):
+        h.update(p.relative_to(PACKAGE).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def compile_plan(name, out, meta):
+    """(Re)compiles NAME.onnx to NAME.nnwp with this nnwasm and writes the sidecar."""
+    import nnwasm
     plan = out / f"{name}.nnwp"
     plan.unlink(missing_ok=True)
+    meta.pop("plan", None)
+    meta.pop("plan_error", None)
     try:
-        plan.write_bytes(nnwasm.compile_plan(str(path)))
+        plan.write_bytes(nnwasm.compile_plan(str(out / meta["file"])))
         meta["plan"] = plan.name
     except nnwasm.NnwasmError as e:
         meta["plan_error"] = f"{type(e).__name__}: {str(e)[:600]}"
+    meta["plan_stamp"] = plan_stamp()
     (out / f"{name}.json").write_text(json.dumps(meta, indent=1))
-    print(f"built {name} ({path.stat().st_size >> 10} KiB, plan: {meta.get('plan') or meta['plan_error'][:80]})"
-          f" in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def load_sidecar(name, out=None):
@@ -133,6 +154,8 @@ def ensure(names=None, force=False):
         if meta is None:
             build_one(name, out, built)
         else:
+            if meta.get("plan_stamp") != plan_stamp():
+                compile_plan(name, out, meta)   # the model is current, its plan is not
             built[name] = {"path": out / meta["file"],
                            "spec": {i["name"]: (i["dtype"], i["shape"]) for i in meta["inputs"]}}
     return out
