@@ -93,6 +93,17 @@ int op_words(int32_t *dst, int opcode, const int32_t *args, int n_args) {
   return n_args + 2;
 }
 
+int load_status(int opcode, const int32_t *args, int n_args, uint32_t arena_bytes) {
+  int32_t words[128];
+  int n = op_words(words, opcode, args, n_args);
+  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
+  uint8_t *arena = arena_new(arena_bytes);
+  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
+  free(arena);
+  plan_free(&p);
+  return status;
+}
+
 int run_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes) {
   int32_t words[128];
   int n = op_words(words, opcode, args, n_args);

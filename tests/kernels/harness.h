@@ -42,6 +42,10 @@ void plan_free(struct plan *p);
 /* Builds the one-op plan, loads (expecting NNW_OK) and runs it; returns the load status. */
 int run_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes);
 
+/* Status of nnw_plan_load on the one-op plan over a fresh arena of arena_bytes (nothing runs, no
+ * expectation recorded): for hostile-argument tests. */
+int load_status(int opcode, const int32_t *args, int n_args, uint32_t arena_bytes);
+
 /* words of one op: [opcode, n_args, args...]; returns the word count */
 int op_words(int32_t *dst, int opcode, const int32_t *args, int n_args);
 

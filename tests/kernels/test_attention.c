@@ -77,17 +77,6 @@ static void attn_case(const struct attn_case *t) {
   free(p);
 }
 
-static int load_status(const int32_t *args, uint32_t arena_bytes) {
-  int32_t words[64];
-  int n = op_words(words, NNW_OP_ATTENTION, args, NNW_ATTENTION_NARGS);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  uint8_t *arena = arena_new(arena_bytes);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  free(arena);
-  plan_free(&p);
-  return status;
-}
-
 static void hostile(void) {
   /* batch 1, heads 2, s 3, l 4, d 2: q/y 48 B, k/v 64 B, mask [1,1,3,4] 48 B, scratch 80 B */
   enum { Q = 0, K = 48, V = 112, M = 176, Y = 224, S = 272, ARENA = 352 };
@@ -124,7 +113,7 @@ static void hostile(void) {
     int32_t args[NNW_ATTENTION_NARGS];
     memcpy(args, g, sizeof args);
     if (cases[c].i >= 0) args[cases[c].i] = cases[c].v;
-    int got = load_status(args, ARENA);
+    int got = load_status(NNW_OP_ATTENTION, args, NNW_ATTENTION_NARGS, ARENA);
     expect(got == cases[c].want, "attention: %s gives %d, want %d", cases[c].what, got, cases[c].want);
   }
 }

@@ -68,17 +68,6 @@ static void packed_case(int m, int n, int k, int has_bias, int has_r, int act, f
   free(mag);
 }
 
-static int load_status(const int32_t *args, uint32_t arena_bytes) {
-  int32_t words[64];
-  int n = op_words(words, NNW_OP_GEMM_PACKED, args, NNW_GEMM_PACKED_NARGS);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  uint8_t *arena = arena_new(arena_bytes);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  free(arena);
-  plan_free(&p);
-  return status;
-}
-
 static void hostile(void) {
   /* m 2, n 9 (two panels), k 3: a 24 B, bp 192 B, bias 36 B, r and y 72 B */
   enum { A = 0, BP = 32, BIAS = 224, R = 272, Y = 352, ARENA = 512 };
@@ -120,7 +109,7 @@ static void hostile(void) {
     int32_t args[NNW_GEMM_PACKED_NARGS];
     memcpy(args, g, sizeof args);
     if (cases[c].i >= 0) args[cases[c].i] = cases[c].v;
-    int got = load_status(args, ARENA);
+    int got = load_status(NNW_OP_GEMM_PACKED, args, NNW_GEMM_PACKED_NARGS, ARENA);
     expect(got == cases[c].want, "gemm_packed: %s gives %d, want %d", cases[c].what, got, cases[c].want);
   }
 }

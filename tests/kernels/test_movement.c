@@ -22,17 +22,6 @@ static int one_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, u
   return load_run(words, (uint32_t)n, arena, arena_bytes);
 }
 
-static int load_status(int opcode, const int32_t *args, int n_args, uint32_t arena_bytes) {
-  int32_t words[64];
-  int n = op_words(words, opcode, args, n_args);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  uint8_t *arena = arena_new(arena_bytes);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  plan_free(&p);
-  free(arena);
-  return status;
-}
-
 /* like harness layout(), but 8-aligned for every element size: the last tensor ends the arena */
 static uint32_t layout8(const uint64_t *bytes, int count, int order, int32_t *offsets) {
   uint64_t at = 0;

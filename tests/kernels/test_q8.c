@@ -20,18 +20,6 @@ static int32_t round_sat(float v, int32_t zp, int32_t lo, int32_t hi) {
   return !(r >= (float)lo) ? lo : r > (float)hi ? hi : (int32_t)r;
 }
 
-/* the status nnw_plan_load gives a one-op plan (no expectation recorded) */
-static int load_status(int opcode, const int32_t *args, int n_args, uint32_t arena_bytes) {
-  int32_t words[128];
-  int n = op_words(words, opcode, args, n_args);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  uint8_t *arena = arena_new(arena_bytes);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  free(arena);
-  plan_free(&p);
-  return status;
-}
-
 /* ---- q8_gemm ---------------------------------------------------------------------------- */
 
 struct gemm_case {

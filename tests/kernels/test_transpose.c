@@ -42,15 +42,8 @@ static void transpose_case(int rank, const int32_t *x_dims, const int *perm, int
   free(arena);
 }
 
-static int load_status(const int32_t *args, uint32_t arena_bytes) {
-  int32_t words[64];
-  int n = op_words(words, NNW_OP_TRANSPOSE, args, NNW_TRANSPOSE_NARGS);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  uint8_t *arena = arena_new(arena_bytes);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  plan_free(&p);
-  free(arena);
-  return status;
+static int transpose_status(const int32_t *args, uint32_t arena_bytes) {
+  return load_status(NNW_OP_TRANSPOSE, args, NNW_TRANSPOSE_NARGS, arena_bytes);
 }
 
 void test_transpose(void) {
@@ -74,12 +67,12 @@ void test_transpose(void) {
   }
   /* refusals: bad element size, rank, dims, strides, misalignment, overlap, reach past the arena */
   int32_t ok[NNW_TRANSPOSE_NARGS] = {0, 64, 4, 2, 3, 4, 1, 1, 1, 1, 1, 3, 0, 0, 0, 0};
-  expect(load_status(ok, 128) == NNW_OK, "transpose: valid args refused");
+  expect(transpose_status(ok, 128) == NNW_OK, "transpose: valid args refused");
   int32_t a[NNW_TRANSPOSE_NARGS];
 #define REFUSED(field, value, status)                                                         \
   memcpy(a, ok, sizeof a);                                                                   \
   a[field] = value;                                                                          \
-  expect(load_status(a, 128) == (status), "transpose: %s = %d gave %d", #field, value, load_status(a, 128))
+  expect(transpose_status(a, 128) == (status), "transpose: %s = %d gave %d", #field, value, transpose_status(a, 128))
   REFUSED(NNW_TRANSPOSE_ESIZE, 3, NNW_BAD_ARGS);
   REFUSED(NNW_TRANSPOSE_RANK, 0, NNW_BAD_ARGS);
   REFUSED(NNW_TRANSPOSE_RANK, 7, NNW_BAD_ARGS);
