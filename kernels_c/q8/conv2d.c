@@ -4,6 +4,10 @@
  * unpadded conv multiplies the image itself. */
 #include "q8.h"
 
+#ifdef __wasm_simd128__
+#include <wasm_simd128.h>
+#endif
+
 #define COORD_LIMIT ((int64_t)1 << 30)
 
 struct q8_conv {
@@ -109,8 +113,106 @@ static void im2col(const struct q8_conv *p, const uint8_t *x, int32_t channels, 
   }
 }
 
+/* Depthwise (group == c == m): per channel and output row, int32 accumulators over DW_CHUNK
+ * output columns; each tap adds (x - x_zp) * (w - w_zp) over the columns whose input lies inside
+ * the image (padded taps add 0, as in the GEMM path). The int32 sums wrap like the GEMM's, so the
+ * totals and the requantized outputs are the same bits. */
+enum { DW_CHUNK = 64 };
+
+static int depthwise(const struct q8_conv *p) {
+  return p->group > 1 && p->group == p->c && p->m == p->c;
+}
+
+/* acc[i] += (x[ox*sw + off] - xz) * wv for ox in [lo, hi), acc indexed from ox0 */
+static void dw_tap(const struct q8_conv *p, const uint8_t *row, int32_t off, int32_t lo,
+                   int32_t hi, int32_t ox0, int32_t xz, int32_t wv, uint32_t *acc) {
+  int32_t ox = lo;
+#ifdef __wasm_simd128__
+  v128_t vz = wasm_i16x8_splat((int16_t)xz), vw = wasm_i16x8_splat((int16_t)wv);
+  int u8 = p->x_dtype == NNW_U8;
+  if (p->sw == 1) {
+    for (; ox + 8 <= hi; ox += 8) {
+      const uint8_t *s = row + ox + off;
+      v128_t v = wasm_i16x8_sub(u8 ? wasm_u16x8_load8x8(s) : wasm_i16x8_load8x8(s), vz);
+      uint32_t *a = acc + (ox - ox0);
+      wasm_v128_store(a, wasm_i32x4_add(wasm_v128_load(a), wasm_i32x4_extmul_low_i16x8(v, vw)));
+      wasm_v128_store(a + 4, wasm_i32x4_add(wasm_v128_load(a + 4), wasm_i32x4_extmul_high_i16x8(v, vw)));
+    }
+  } else if (p->sw == 2) {
+    /* 16 bytes from x[2*ox + off] hold the 8 inputs in their even bytes; stay inside the row */
+    for (; ox + 8 <= hi && 2 * ox + off + 16 <= p->wd; ox += 8) {
+      v128_t b = wasm_v128_load(row + 2 * ox + off);
+      v128_t e = wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+      v128_t v = wasm_i16x8_sub(u8 ? wasm_u16x8_extend_low_u8x16(e) : wasm_i16x8_extend_low_i8x16(e), vz);
+      uint32_t *a = acc + (ox - ox0);
+      wasm_v128_store(a, wasm_i32x4_add(wasm_v128_load(a), wasm_i32x4_extmul_low_i16x8(v, vw)));
+      wasm_v128_store(a + 4, wasm_i32x4_add(wasm_v128_load(a + 4), wasm_i32x4_extmul_high_i16x8(v, vw)));
+    }
+  }
+#endif
+  for (; ox < hi; ox++)
+    acc[ox - ox0] += (uint32_t)((nnw_q8_get(row, p->x_dtype, (size_t)ox * (size_t)p->sw + (size_t)off) - xz) * wv);
+}
+
+static void run_depthwise(const struct q8_conv *p, uint8_t *arena) {
+  const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
+  const float *scale = nnw_f32_at(arena, p->scale);
+  const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
+  int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0), taps = p->kh * p->kw;
+  size_t plane = (size_t)p->oh * (size_t)p->ow, in_plane = (size_t)p->h * (size_t)p->wd;
+  int ysize = nnw_dtype_size(p->y_dtype);
+  uint32_t acc[DW_CHUNK];
+  for (int32_t b = 0; b < p->n; b++)
+    for (int32_t ch = 0; ch < p->c; ch++) {
+      size_t bc = (size_t)b * (size_t)p->c + (size_t)ch;
+      const uint8_t *xc = arena + p->x + bc * in_plane;
+      const uint8_t *wc = arena + p->w + (size_t)ch * (size_t)taps;
+      int32_t wz = nnw_q8_get(w_zp, p->w_dtype, (size_t)ch * (size_t)p->w_zp_s);
+      uint32_t bv = bias ? (uint32_t)bias[ch] : 0;
+      float sv = scale ? scale[(size_t)ch * (size_t)p->scale_s] : 0.0f;
+      uint8_t *yc = arena + p->y + bc * plane * (size_t)ysize;
+      for (int32_t oy = 0; oy < p->oh; oy++)
+        for (int32_t ox0 = 0; ox0 < p->ow; ox0 += DW_CHUNK) {
+          int32_t nb = p->ow - ox0 < DW_CHUNK ? p->ow - ox0 : DW_CHUNK;
+          memset(acc, 0, sizeof acc);
+          for (int32_t ky = 0; ky < p->kh; ky++) {
+            int32_t iy = oy * p->sh - p->pt + ky * p->dh;
+            if (iy < 0 || iy >= p->h) continue;
+            const uint8_t *row = xc + (size_t)iy * (size_t)p->wd;
+            for (int32_t kx = 0; kx < p->kw; kx++) {
+              int32_t off = kx * p->dw - p->pl;
+              int32_t lo = off >= 0 ? 0 : (-off + p->sw - 1) / p->sw;
+              int32_t hi = off >= p->wd ? 0 : (p->wd - off + p->sw - 1) / p->sw;
+              if (lo < ox0) lo = ox0;
+              if (hi > ox0 + nb) hi = ox0 + nb;
+              if (lo >= hi) continue;
+              int32_t wv = nnw_q8_get(wc, p->w_dtype, (size_t)(ky * p->kw + kx)) - wz;
+              dw_tap(p, row, off, lo, hi, ox0, xz, wv, acc);
+            }
+          }
+          size_t at = (size_t)oy * (size_t)p->ow + (size_t)ox0;
+          for (int32_t i = 0; i < nb; i++) { /* q8 GEMM store()'s rule */
+            int32_t a = (int32_t)(acc[i] + bv);
+            if (p->y_dtype == NNW_I32) {
+              memcpy(yc + 4 * (at + (size_t)i), &a, 4);
+              continue;
+            }
+            float v = (float)a * sv;
+            if (p->y_dtype == NNW_F32)
+              memcpy(yc + 4 * (at + (size_t)i), &v, 4);
+            else
+              yc[at + (size_t)i] = (uint8_t)nnw_q8_round_sat(v, p->y_zp, p->y_min, p->y_max);
+          }
+        }
+    }
+}
+
 void nnw_run_q8_conv2d(const int32_t *args, uint8_t *arena) {
   struct q8_conv p = decode(args);
+  if (depthwise(&p)) {
+    run_depthwise(&p, arena);
+    return;
+  }
   int32_t cg = p.c / p.group, mg = p.m / p.group;
   size_t plane = (size_t)p.oh * (size_t)p.ow, ck = (size_t)cg * (size_t)p.kh * (size_t)p.kw;
   int ysize = nnw_dtype_size(p.y_dtype);

@@ -295,6 +295,14 @@ void test_q8_conv2d(void) {
       {1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8, I8, I8, I8, 1},
       {1, 24, 5, 5, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 0},
       {1, 5, 11, 4, 3, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, I8, U8, I32, 1},
+      /* depthwise (group == c == m): wide rows (chunks of 64, SIMD bodies and tails), stride 2,
+       * dilation, uneven pads, odd channel counts, per-channel and shared weight zero points */
+      {1, 7, 9, 70, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7, U8, I8, U8, 1},
+      {2, 5, 10, 37, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, I8, I8, I8, 0},
+      {1, 3, 6, 40, 3, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 3, U8, U8, I32, 1},
+      {1, 9, 7, 19, 9, 5, 3, 1, 2, 2, 1, 2, 1, 2, 0, 9, I8, U8, U8, 1},
+      {1, 2, 2, 3, 2, 3, 3, 1, 1, 1, 1, 2, 2, 2, 2, 2, U8, I8, I8, 1},
+      {1, 33, 1, 1, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 33, I8, I8, U8, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
 }
