@@ -117,8 +117,8 @@ def markdown(res, rows):
     pk = [r["peak_gflops"] for r in rows.values() if r["peak_gflops"]]
     ppk = [r["py_peak_gflops"] for r in rows.values() if r["py_peak_gflops"]]
     lines += ["", f"Peak (bench/peak.c, f32x4 mul+add chains, interleaved with each model's rounds): V8 median "
-              f"{f(pk and statistics.median(pk), '.1f')} GFLOP/s (range {f(pk and min(pk), '.1f')}-{f(pk and max(pk), '.1f')} across models), "
-              f"wasmtime {f(ppk and statistics.median(ppk), '.1f')} GFLOP/s. Int8 models count their multiply-adds as float ones do (GOP).", ""]
+              f"{f(statistics.median(pk) if pk else None, '.1f')} GFLOP/s (range {f(min(pk) if pk else None, '.1f')}-{f(max(pk) if pk else None, '.1f')} across models), "
+              f"wasmtime {f(statistics.median(ppk) if ppk else None, '.1f')} GFLOP/s. Int8 models count their multiply-adds as float ones do (GOP).", ""]
     lines += ["## Session creation and memory", "",
               "Creation: the first in a fresh process, so nnwasm's includes compiling kernels.wasm, onnxruntime-web's "
               "its wasm module's start, TF.js's building the layers model with random weights. Memory: each runtime's wasm "

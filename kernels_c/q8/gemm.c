@@ -158,8 +158,8 @@ static void store(const struct nnw_q8_gemm *g, int32_t i, int32_t j, int32_t acc
 }
 
 #ifdef __wasm_simd128__
-/* store() of a whole 4x8 tile into float32, 4 lanes at a time: the same wrapping bias add,
- * conversion and product, so the same bits */
+/* store() of a whole 4x8 tile into float32, uint8 or int8, 4 lanes at a time: the same
+ * wrapping bias add, conversion, product and rounding, so the same bits */
 static v128_t load_i32(const int32_t *p, ptrdiff_t s) {
   return s ? wasm_v128_load(p) : wasm_i32x4_splat(*p);
 }
@@ -199,8 +199,19 @@ static void store_f32(const struct nnw_q8_gemm *g, int32_t i0, int32_t j0, int32
       v0 = v4_gelu(v0);
       v1 = v4_gelu(v1);
     }
-    wasm_v128_store(g->y + 4 * at, v0);
-    wasm_v128_store(g->y + 4 * at + 16, v1);
+    if (g->y_dtype == NNW_F32) {
+      wasm_v128_store(g->y + 4 * at, v0);
+      wasm_v128_store(g->y + 4 * at + 16, v1);
+      continue;
+    }
+    /* nnw_q8_round_sat: round half to even, + zp in float, NaN or below to lo, above to hi */
+    v4 zp = wasm_f32x4_splat((float)g->y_zp), lo = wasm_f32x4_splat((float)g->y_min);
+    v4 hi = wasm_f32x4_splat((float)g->y_max);
+    v0 = wasm_f32x4_pmin(wasm_f32x4_pmax(lo, wasm_f32x4_add(wasm_f32x4_nearest(v0), zp)), hi);
+    v1 = wasm_f32x4_pmin(wasm_f32x4_pmax(lo, wasm_f32x4_add(wasm_f32x4_nearest(v1), zp)), hi);
+    v128_t q = wasm_i16x8_narrow_i32x4(wasm_i32x4_trunc_sat_f32x4(v0), wasm_i32x4_trunc_sat_f32x4(v1));
+    q = g->y_dtype == NNW_U8 ? wasm_u8x16_narrow_i16x8(q, q) : wasm_i8x16_narrow_i16x8(q, q);
+    wasm_v128_store64_lane(g->y + at, q, 0);
   }
 }
 #endif
@@ -218,7 +229,7 @@ void nnw_q8_gemm_run(const struct nnw_q8_gemm *g) {
       int32_t mr = g->m - i0 < MR ? g->m - i0 : MR;
       tile(apack + (size_t)i0 * (size_t)kp, kp, mr, panel, acc);
 #ifdef __wasm_simd128__
-      if (nb == NR && g->y_dtype == NNW_F32) {
+      if (nb == NR && g->y_dtype != NNW_I32) {
         store_f32(g, i0, j0, mr, acc);
         continue;
       }
