@@ -150,8 +150,11 @@ static void dw_tap(const struct q8_conv *p, const uint8_t *row, int32_t off, int
     }
   }
 #endif
-  for (; ox < hi; ox++)
-    acc[ox - ox0] += (uint32_t)((nnw_q8_get(row, p->x_dtype, (size_t)ox * (size_t)p->sw + (size_t)off) - xz) * wv);
+  int32_t sw = p->sw; /* ox * sw + off >= 0 for ox >= lo */
+  if (p->x_dtype == NNW_U8)
+    for (; ox < hi; ox++) acc[ox - ox0] += (uint32_t)(((int32_t)row[ox * sw + off] - xz) * wv);
+  else
+    for (; ox < hi; ox++) acc[ox - ox0] += (uint32_t)(((int32_t)(int8_t)row[ox * sw + off] - xz) * wv);
 }
 
 static void run_depthwise(const struct q8_conv *p, uint8_t *arena) {
@@ -191,7 +194,24 @@ static void run_depthwise(const struct q8_conv *p, uint8_t *arena) {
             }
           }
           size_t at = (size_t)oy * (size_t)p->ow + (size_t)ox0;
-          for (int32_t i = 0; i < nb; i++) { /* q8 GEMM store()'s rule */
+          int32_t i = 0;
+#ifdef __wasm_simd128__
+          if (nnw_q8_is_q(p->y_dtype)) { /* nnw_q8_round_sat 8 lanes at a time, as the GEMM's tiles */
+            v128_t vb = wasm_i32x4_splat((int32_t)bv);
+            v128_t vs = wasm_f32x4_splat(sv), zp = wasm_f32x4_splat((float)p->y_zp);
+            v128_t vlo = wasm_f32x4_splat((float)p->y_min), vhi = wasm_f32x4_splat((float)p->y_max);
+            for (; i + 8 <= nb; i += 8) {
+              v128_t f0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add(wasm_v128_load(acc + i), vb)), vs);
+              v128_t f1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add(wasm_v128_load(acc + i + 4), vb)), vs);
+              f0 = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_add(wasm_f32x4_nearest(f0), zp)), vhi);
+              f1 = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_add(wasm_f32x4_nearest(f1), zp)), vhi);
+              v128_t q = wasm_i16x8_narrow_i32x4(wasm_i32x4_trunc_sat_f32x4(f0), wasm_i32x4_trunc_sat_f32x4(f1));
+              q = p->y_dtype == NNW_U8 ? wasm_u8x16_narrow_i16x8(q, q) : wasm_i8x16_narrow_i16x8(q, q);
+              wasm_v128_store64_lane(yc + at + (size_t)i, q, 0);
+            }
+          }
+#endif
+          for (; i < nb; i++) { /* q8 GEMM store()'s rule */
             int32_t a = (int32_t)(acc[i] + bv);
             if (p->y_dtype == NNW_I32) {
               memcpy(yc + 4 * (at + (size_t)i), &a, 4);
