@@ -27,6 +27,13 @@ static int pointwise(const struct q8_conv *p) {
          p->oh == p->h && p->ow == p->wd;
 }
 
+enum { DW_CHUNK = 64, DW_SLACK = 32, DW_TAPS = 25 };
+
+/* group == c == m: q8_conv2d's depthwise path (below) */
+static int depthwise(const struct q8_conv *p) {
+  return p->group > 1 && p->group == p->c && p->m == p->c;
+}
+
 /* scratch bytes (im2col columns, then the GEMM's packing), or -1 for parameters it refuses */
 static int64_t scratch_bytes(const struct q8_conv *p) {
   int32_t pos[] = {p->c, p->m, p->group, p->kh, p->kw, p->oh, p->ow, p->sh, p->sw, p->dh, p->dw,
@@ -37,6 +44,8 @@ static int64_t scratch_bytes(const struct q8_conv *p) {
   int64_t span_h = (int64_t)(p->oh - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1;
   int64_t span_w = (int64_t)(p->ow - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw + 1;
   if (span_h + p->pt + p->h > COORD_LIMIT || span_w + p->pl + p->wd > COORD_LIMIT) return -1;
+  if (depthwise(p)) /* one channel's int16 padded plane, DW_SLACK columns past its span */
+    return nnw_mul(2, nnw_mul((uint64_t)span_h, (uint64_t)span_w + DW_SLACK));
   uint64_t ck = nnw_mul(nnw_mul((uint64_t)(p->c / p->group), (uint64_t)p->kh), (uint64_t)p->kw);
   uint64_t cols = pointwise(p) ? 0 : nnw_mul(ck, nnw_mul((uint64_t)p->oh, (uint64_t)p->ow));
   uint64_t bytes = nnw_add((cols + 3) / 4 * 4, nnw_q8_gemm_scratch((uint64_t)(p->m / p->group), ck));
@@ -117,44 +126,40 @@ static void im2col(const struct q8_conv *p, const uint8_t *x, int32_t channels, 
  * output columns; each tap adds (x - x_zp) * (w - w_zp) over the columns whose input lies inside
  * the image (padded taps add 0, as in the GEMM path). The int32 sums wrap like the GEMM's, so the
  * totals and the requantized outputs are the same bits. */
-enum { DW_CHUNK = 64 };
 
-static int depthwise(const struct q8_conv *p) {
-  return p->group > 1 && p->group == p->c && p->m == p->c;
+/* acc[i] += pl[(ox0 + i) * sw] * wv for i < nb, 8 lanes at a time (reads stay in the slack) */
+static void dw_tap(int32_t sw, const int16_t *pl, int32_t ox0, int32_t nb, int32_t wv, uint32_t *acc) {
+  int32_t i = 0;
+#ifdef __wasm_simd128__
+  v128_t vw = wasm_i16x8_splat((int16_t)wv);
+  if (sw == 1 || sw == 2)
+    for (; i < nb; i += 8) {
+      const int16_t *s = pl + (size_t)(ox0 + i) * (size_t)sw;
+      v128_t v = wasm_v128_load(s);
+      if (sw == 2) v = wasm_i16x8_shuffle(v, wasm_v128_load(s + 8), 0, 2, 4, 6, 8, 10, 12, 14);
+      wasm_v128_store(acc + i, wasm_i32x4_add(wasm_v128_load(acc + i), wasm_i32x4_extmul_low_i16x8(v, vw)));
+      wasm_v128_store(acc + i + 4, wasm_i32x4_add(wasm_v128_load(acc + i + 4), wasm_i32x4_extmul_high_i16x8(v, vw)));
+    }
+#endif
+  for (; i < nb; i++) acc[i] += (uint32_t)((int32_t)pl[(size_t)(ox0 + i) * (size_t)sw] * wv);
 }
 
-/* acc[i] += (x[ox*sw + off] - xz) * wv for ox in [lo, hi), acc indexed from ox0 */
-static void dw_tap(const struct q8_conv *p, const uint8_t *row, int32_t off, int32_t lo,
-                   int32_t hi, int32_t ox0, int32_t xz, int32_t wv, uint32_t *acc) {
-  int32_t ox = lo;
+/* plane[r][c] = x[r - pt][c - pl] - xz inside the image, 0 outside: span_h rows of pw */
+static void dw_plane(const struct q8_conv *p, const uint8_t *xc, int32_t xz, int32_t span_h,
+                     int32_t pw, int16_t *plane) {
+  memset(plane, 0, 2 * (size_t)span_h * (size_t)pw);
+  for (int32_t iy = 0; iy < p->h && iy + p->pt < span_h; iy++) {
+    const uint8_t *src = xc + (size_t)iy * (size_t)p->wd;
+    int16_t *dst = plane + (size_t)(iy + p->pt) * (size_t)pw + p->pl;
+    int32_t n = p->wd < pw - p->pl ? p->wd : pw - p->pl, ix = 0;
 #ifdef __wasm_simd128__
-  v128_t vz = wasm_i16x8_splat((int16_t)xz), vw = wasm_i16x8_splat((int16_t)wv);
-  int u8 = p->x_dtype == NNW_U8;
-  if (p->sw == 1) {
-    for (; ox + 8 <= hi; ox += 8) {
-      const uint8_t *s = row + ox + off;
-      v128_t v = wasm_i16x8_sub(u8 ? wasm_u16x8_load8x8(s) : wasm_i16x8_load8x8(s), vz);
-      uint32_t *a = acc + (ox - ox0);
-      wasm_v128_store(a, wasm_i32x4_add(wasm_v128_load(a), wasm_i32x4_extmul_low_i16x8(v, vw)));
-      wasm_v128_store(a + 4, wasm_i32x4_add(wasm_v128_load(a + 4), wasm_i32x4_extmul_high_i16x8(v, vw)));
-    }
-  } else if (p->sw == 2) {
-    /* 16 bytes from x[2*ox + off] hold the 8 inputs in their even bytes; stay inside the row */
-    for (; ox + 8 <= hi && 2 * ox + off + 16 <= p->wd; ox += 8) {
-      v128_t b = wasm_v128_load(row + 2 * ox + off);
-      v128_t e = wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
-      v128_t v = wasm_i16x8_sub(u8 ? wasm_u16x8_extend_low_u8x16(e) : wasm_i16x8_extend_low_i8x16(e), vz);
-      uint32_t *a = acc + (ox - ox0);
-      wasm_v128_store(a, wasm_i32x4_add(wasm_v128_load(a), wasm_i32x4_extmul_low_i16x8(v, vw)));
-      wasm_v128_store(a + 4, wasm_i32x4_add(wasm_v128_load(a + 4), wasm_i32x4_extmul_high_i16x8(v, vw)));
-    }
-  }
+    v128_t vz = wasm_i16x8_splat((int16_t)xz);
+    for (; ix + 8 <= n; ix += 8)
+      wasm_v128_store(dst + ix, wasm_i16x8_sub(p->x_dtype == NNW_U8 ? wasm_u16x8_load8x8(src + ix)
+                                                                    : wasm_i16x8_load8x8(src + ix), vz));
 #endif
-  int32_t sw = p->sw; /* ox * sw + off >= 0 for ox >= lo */
-  if (p->x_dtype == NNW_U8)
-    for (; ox < hi; ox++) acc[ox - ox0] += (uint32_t)(((int32_t)row[ox * sw + off] - xz) * wv);
-  else
-    for (; ox < hi; ox++) acc[ox - ox0] += (uint32_t)(((int32_t)(int8_t)row[ox * sw + off] - xz) * wv);
+    for (; ix < n; ix++) dst[ix] = (int16_t)(nnw_q8_get(src, p->x_dtype, (size_t)ix) - xz);
+  }
 }
 
 static void run_depthwise(const struct q8_conv *p, uint8_t *arena) {
@@ -162,7 +167,10 @@ static void run_depthwise(const struct q8_conv *p, uint8_t *arena) {
   const float *scale = nnw_f32_at(arena, p->scale);
   const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
   int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0), taps = p->kh * p->kw;
-  size_t plane = (size_t)p->oh * (size_t)p->ow, in_plane = (size_t)p->h * (size_t)p->wd;
+  size_t out_plane = (size_t)p->oh * (size_t)p->ow, in_plane = (size_t)p->h * (size_t)p->wd;
+  int32_t span_h = (p->oh - 1) * p->sh + (p->kh - 1) * p->dh + 1;
+  int32_t pw = (p->ow - 1) * p->sw + (p->kw - 1) * p->dw + 1 + DW_SLACK;
+  int16_t *plane = (int16_t *)(void *)(arena + p->scratch);
   int ysize = nnw_dtype_size(p->y_dtype);
   uint32_t acc[DW_CHUNK];
   for (int32_t b = 0; b < p->n; b++)
@@ -173,24 +181,41 @@ static void run_depthwise(const struct q8_conv *p, uint8_t *arena) {
       int32_t wz = nnw_q8_get(w_zp, p->w_dtype, (size_t)ch * (size_t)p->w_zp_s);
       uint32_t bv = bias ? (uint32_t)bias[ch] : 0;
       float sv = scale ? scale[(size_t)ch * (size_t)p->scale_s] : 0.0f;
-      uint8_t *yc = arena + p->y + bc * plane * (size_t)ysize;
+      uint8_t *yc = arena + p->y + bc * out_plane * (size_t)ysize;
+      dw_plane(p, xc, xz, span_h, pw, plane);
+#ifdef __wasm_simd128__
+      v128_t wv[DW_TAPS];
+      for (int32_t t = 0; t < taps && t < DW_TAPS; t++)
+        wv[t] = wasm_i16x8_splat((int16_t)(nnw_q8_get(wc, p->w_dtype, (size_t)t) - wz));
+#endif
       for (int32_t oy = 0; oy < p->oh; oy++)
         for (int32_t ox0 = 0; ox0 < p->ow; ox0 += DW_CHUNK) {
           int32_t nb = p->ow - ox0 < DW_CHUNK ? p->ow - ox0 : DW_CHUNK;
           memset(acc, 0, sizeof acc);
+#ifdef __wasm_simd128__
+          if ((p->sw == 1 || p->sw == 2) && taps <= DW_TAPS) { /* 8 columns, all taps in registers */
+            for (int32_t i = 0; i < nb; i += 8) {
+              v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
+              for (int32_t ky = 0, t = 0; ky < p->kh; ky++) {
+                const int16_t *s = plane + (size_t)(oy * p->sh + ky * p->dh) * (size_t)pw +
+                                   (size_t)(ox0 + i) * (size_t)p->sw;
+                for (int32_t kx = 0; kx < p->kw; kx++, t++, s += p->dw) {
+                  v128_t v = wasm_v128_load(s);
+                  if (p->sw == 2) v = wasm_i16x8_shuffle(v, wasm_v128_load(s + 8), 0, 2, 4, 6, 8, 10, 12, 14);
+                  a0 = wasm_i32x4_add(a0, wasm_i32x4_extmul_low_i16x8(v, wv[t]));
+                  a1 = wasm_i32x4_add(a1, wasm_i32x4_extmul_high_i16x8(v, wv[t]));
+                }
+              }
+              wasm_v128_store(acc + i, a0);
+              wasm_v128_store(acc + i + 4, a1);
+            }
+          } else
+#endif
           for (int32_t ky = 0; ky < p->kh; ky++) {
-            int32_t iy = oy * p->sh - p->pt + ky * p->dh;
-            if (iy < 0 || iy >= p->h) continue;
-            const uint8_t *row = xc + (size_t)iy * (size_t)p->wd;
+            const int16_t *prow = plane + (size_t)(oy * p->sh + ky * p->dh) * (size_t)pw;
             for (int32_t kx = 0; kx < p->kw; kx++) {
-              int32_t off = kx * p->dw - p->pl;
-              int32_t lo = off >= 0 ? 0 : (-off + p->sw - 1) / p->sw;
-              int32_t hi = off >= p->wd ? 0 : (p->wd - off + p->sw - 1) / p->sw;
-              if (lo < ox0) lo = ox0;
-              if (hi > ox0 + nb) hi = ox0 + nb;
-              if (lo >= hi) continue;
               int32_t wv = nnw_q8_get(wc, p->w_dtype, (size_t)(ky * p->kw + kx)) - wz;
-              dw_tap(p, row, off, lo, hi, ox0, xz, wv, acc);
+              dw_tap(p->sw, prow + kx * p->dw, ox0, nb, wv, acc);
             }
           }
           size_t at = (size_t)oy * (size_t)p->ow + (size_t)ox0;
