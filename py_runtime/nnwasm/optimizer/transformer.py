@@ -144,22 +144,28 @@ def _reshaped(ctx, name, shape):
     return new
 
 
-def fuse_layer_norm(ctx):
+def _replace_matches(ctx, anchor, match_at):
+    """Replaces each pattern match_at(ctx, node, m) finds at a default-domain node that anchor()
+    accepts by the one node it returns, where no node of it went to an earlier match and a
+    provider accepts the replacement; returns how many were replaced."""
     g, r, count, used = ctx.graph, Readers(ctx.graph), 0, set()
     for node in list(g.nodes):
-        if node.op_type != "ReduceMean" or node.domain != "" or id(node) in used:
+        if node.domain != "" or not anchor(node) or id(node) in used:
             continue
-        m = _Match(g, r)
-        found = _layer_norm_at(ctx, node, m)
+        found = match_at(ctx, node, _Match(g, r))
         if found is None:
             continue
-        pattern, ln = found
-        if any(id(n) in used for n in pattern) or not accept(ctx, ln, pattern):
+        pattern, new = found
+        if any(id(n) in used for n in pattern) or not accept(ctx, new, pattern):
             continue
         used.update(id(n) for n in pattern)
-        if splice(g, pattern, [ln]):
+        if splice(g, pattern, [new]):
             count += 1
     return count
+
+
+def fuse_layer_norm(ctx):
+    return _replace_matches(ctx, lambda n: n.op_type == "ReduceMean", _layer_norm_at)
 
 
 def _gelu_tail(g, m, x, one_plus):
@@ -235,36 +241,22 @@ def _gelu_tanh(g, m, tanh):
     return None
 
 
-def fuse_gelu(ctx):
-    g, r, count, used = ctx.graph, Readers(ctx.graph), 0, set()
+def _gelu_at(ctx, node, m):
+    g = ctx.graph
+    found = (_gelu_erf if node.op_type == "Erf" else _gelu_tanh)(g, m, node)
+    if found is None or not is_f32(g, found[0]):
+        return None
+    x, pattern, y = found
     opset = g.opsets.get("", 0)
-    for node in list(g.nodes):
-        if node.domain != "" or node.op_type not in ("Erf", "Tanh") or id(node) in used:
-            continue
-        m = _Match(g, r)
-        found = (_gelu_erf if node.op_type == "Erf" else _gelu_tanh)(g, m, node)
-        if found is None or not is_f32(g, found[0]):
-            continue
-        x, pattern, y = found
-        name = node.name
-        if opset >= 20:
-            attrs = {"approximate": "tanh"} if node.op_type == "Tanh" else {}
-            gelu = Node("Gelu", [x], [y], name=name, attrs=attrs, opset=opset)
-        else:
-            gelu = ms_node(ctx, "Gelu" if node.op_type == "Erf" else "FastGelu", [x], [y], name)
-        if any(id(n) in used for n in pattern) or not accept(ctx, gelu, pattern):
-            continue
-        used.update(id(n) for n in pattern)
-        if splice(g, pattern, [gelu]):
-            count += 1
-    return count
+    if opset >= 20:
+        attrs = {"approximate": "tanh"} if node.op_type == "Tanh" else {}
+        return pattern, Node("Gelu", [x], [y], name=node.name, attrs=attrs, opset=opset)
+    return pattern, ms_node(ctx, "Gelu" if node.op_type == "Erf" else "FastGelu", [x], [y], node.name)
 
 
-# --- attention --------------------------------------------------------------------------------
-# BERT's eager attention as exported:  q, k, v [B, S, H*D] -> Reshape [B, S, H, D] -> Transpose
-# (q, v: 0 2 1 3; k: 0 2 3 1) -> MatMul(q, k) -> Mul|Div scalar -> [Add mask] -> Softmax(-1) ->
-# MatMul(., v) -> Transpose 0 2 1 3 -> Reshape [B, S, H*D]
-#   -> com.microsoft MultiHeadAttention(q, k, v, "", "", mask, num_heads=H, scale)
+def fuse_gelu(ctx):
+    return _replace_matches(ctx, lambda n: n.op_type in ("Erf", "Tanh"), _gelu_at)
+
 
 def _head_split(g, m, name, perm):
     """(x, heads) if name = Transpose(perm)(Reshape(x [B, S, H*D] -> [B, S, H, D])), read only there."""
@@ -352,18 +344,4 @@ def _attention_at(ctx, sm, m):
 
 
 def fuse_attention(ctx):
-    g, r, count, used = ctx.graph, Readers(ctx.graph), 0, set()
-    for node in list(g.nodes):
-        if node.op_type != "Softmax" or node.domain != "" or id(node) in used:
-            continue
-        m = _Match(g, r)
-        found = _attention_at(ctx, node, m)
-        if found is None:
-            continue
-        pattern, mha = found
-        if any(id(n) in used for n in pattern) or not accept(ctx, mha, pattern):
-            continue
-        used.update(id(n) for n in pattern)
-        if splice(g, pattern, [mha]):
-            count += 1
-    return count
+    return _replace_matches(ctx, lambda n: n.op_type == "Softmax", _attention_at)
