@@ -11,6 +11,7 @@ cases with feeds and onnxruntime's outputs in NAME.ref/), and NAME.nnwp, or in t
 "plan_error" saying why nnwasm.compile_plan refused it.
 """
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -106,6 +107,7 @@ def build_one(name, out, built):
           f" in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
+@functools.cache
 def plan_stamp():
     """What a plan file depends on besides its model: kernels.wasm and the compiler's sources. A
     plan compiled by another nnwasm may be refused by this kernels.wasm (or run differently)."""
