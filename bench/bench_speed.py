@@ -116,9 +116,9 @@ def timed(run):
 def bench_model(name, a, d, peak):
     meta = build_bench_models.load_sidecar(name, d)
     rts = ["nnwasm", *(["nnwasm-pyodide"] if a.pyodide else []), "ort-web",
-           *(["tfjs"] if name in TFJS and not a.no_tfjs else []), "peak"]
+           *(["tfjs"] if name in TFJS and not a.no_tfjs else []), "peak", *(["nnwasm-fp32"] if meta["base"] else [])]
     print(f"{name}: starting Node ({', '.join(rts)})", flush=True)
-    node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak)})
+    node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak), "base": meta["base"]})
     row = {"model": name, "kind": meta["kind"], "base": meta["base"], "gflop": model_flops.gflop(d / meta["file"]),
            "plan_error": meta.get("plan_error"), **node.ready}
     py, py_errors, py_create = ({}, {}, {}) if a.no_python else python_runtimes(meta, d, peak.read_bytes())

@@ -5,7 +5,8 @@
 // Runtimes: nnwasm (its .nnwp plan file: kernels.wasm alone, no Python), nnwasm-pyodide (the .onnx
 // through Pyodide), ort-web (onnxruntime-web, wasm, SIMD, numThreads = 1), tfjs (TF.js 4.22's
 // wasm backend, 1 thread, the same architecture built with its layers API: speed_tfjs_models.mjs),
-// peak (bench/peak.c's f32x4 loop, ~10 ms a run). stdin: one JSON command a line, stdout: one
+// peak (bench/peak.c's f32x4 loop, ~10 ms a run), nnwasm-fp32 (for an int8 model: nnwasm on
+// the plan of its float32 base model, cfg.base, so that int8 / fp32 is a ratio within rounds). stdin: one JSON command a line, stdout: one
 // JSON reply a line ({"error"} for a runtime that could not be created is in the first reply).
 //   {"cmd": "warm", "runs": 30, "seconds": 4}  each runtime >= runs runs and >= seconds, interleaved
 //   {"cmd": "round", "runs": {rt: n}}            n timed runs of each runtime in turn -> {times}
@@ -41,8 +42,8 @@ for (const fn of ["instantiate", "instantiateStreaming"]) {
   };
 }
 
-function feeds(TensorClass) {
-  return Object.fromEntries(Object.entries(meta.cases[0].inputs).map(([n, t]) => {
+function feeds(TensorClass, m = meta) {
+  return Object.fromEntries(Object.entries(m.cases[0].inputs).map(([n, t]) => {
     const buf = readFileSync(join(cfg.dir, t.file));
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength).slice();
     return [n, new TensorClass(t.dtype, new ARRAYS[t.dtype](bytes.buffer), t.dims)];
@@ -77,6 +78,14 @@ async function makeRuntime(name) {
       r.memory = () => exports.memory.buffer.byteLength;
     }
     return r;
+  }
+  if (name === "nnwasm-fp32") {
+    const base = JSON.parse(readFileSync(join(cfg.dir, `${cfg.base}.json`), "utf8"));
+    if (!base.plan) throw new Error(`no plan file for ${cfg.base}: ${base.plan_error}`);
+    const { InferenceSession, Tensor } = await import("../web/nnwasm.mjs");
+    const session = await InferenceSession.create(new Uint8Array(readFileSync(join(cfg.dir, base.plan))));
+    const x = feeds(Tensor, base);
+    return { run: () => session.run(x) }; // no session: its outputs are not this model's
   }
   if (name === "ort-web") {
     const ort = await import("onnxruntime-web");
