@@ -103,7 +103,6 @@ void nnw_run_q8_conv2d(const int32_t *args, uint8_t *arena) {
     nnw_q8_conv2d_dw(&p, arena);
     return;
   }
-  if (pointwise(&p) && nnw_q8_conv2d_pw(&p, arena)) return;
   int32_t cg = p.c / p.group, mg = p.m / p.group;
   size_t plane = (size_t)p.oh * (size_t)p.ow, ck = (size_t)cg * (size_t)p.kh * (size_t)p.kw;
   int ysize = nnw_dtype_size(p.y_dtype);
@@ -115,6 +114,17 @@ void nnw_run_q8_conv2d(const int32_t *args, uint8_t *arena) {
   const float *scale = nnw_f32_at(arena, p.scale);
   const int32_t *bias = p.bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p.bias);
   const uint8_t *w_zp = nnw_q8_at(arena, p.w_zp);
+#ifdef __wasm_simd128__
+  if (p.group == 1 && nnw_q8_is_q(p.y_dtype)) { /* conv2d_pw.c */
+    for (int32_t b = 0; b < p.n; b++) {
+      const uint8_t *x = arena + p.x + (size_t)b * (size_t)p.c * (size_t)p.h * (size_t)p.wd;
+      if (!is_pw) im2col(&p, x, p.c, pad, col);
+      nnw_q8_conv2d_mm(&p, arena, is_pw ? x : col, (int32_t)ck, arena + p.y + (size_t)b * (size_t)p.m * plane,
+                       col + col_bytes);
+    }
+    return;
+  }
+#endif
   for (int32_t b = 0; b < p.n; b++)
     for (int32_t gr = 0; gr < p.group; gr++) {
       const uint8_t *x = arena + p.x + ((size_t)b * (size_t)p.c + (size_t)gr * (size_t)cg) *

@@ -1,5 +1,5 @@
 /* Shared by q8_conv2d's files: conv2d.c (validation, im2col + the q8 GEMM), conv2d_dw.c
- * (depthwise) and conv2d_pw.c (pointwise): the op's arguments. */
+ * (depthwise) and conv2d_pw.c (group 1 with a quantized output): the op's arguments. */
 #ifndef NNW_Q8_CONV2D_SHARED_H
 #define NNW_Q8_CONV2D_SHARED_H
 #include "requant.h"
@@ -27,9 +27,12 @@ static inline int nnw_q8_conv_depthwise(const struct q8_conv *p) {
   return p->group > 1 && p->group == p->c && p->m == p->c;
 }
 void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena);
-/* a pointwise conv with a quantized output (conv2d_pw.c); 0 (nothing done) for the cases it
- * leaves to im2col + GEMM. Its scratch is the q8 GEMM's (nnw_q8_gemm_scratch(m, c)). */
-int nnw_q8_conv2d_pw(const struct q8_conv *p, uint8_t *arena);
+#ifdef __wasm_simd128__
+/* y [m, oh*ow] = requant(weights [m, k] x [k, oh*ow]) of one image, group 1, quantized y
+ * (conv2d_pw.c); scratch: nnw_q8_gemm_scratch(m, k) bytes */
+void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
+                      uint8_t *y, uint8_t *scratch);
+#endif
 
 
 #endif

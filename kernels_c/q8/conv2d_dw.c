@@ -9,7 +9,9 @@
  * dw_rows: one tap at a time over 8 columns (extmul), or scalar. */
 #include "conv2d.h"
 
-enum { DW_CHUNK = 64, DW_TAPS = 25, DW_PAIRS = 24 };
+/* dw_pairs reads up to 2 np + 7 - kw (stride 1) or 2 np + 14 - kw (stride 2) columns past the
+ * span: DW_PAIR_SLACK, a narrower plane than dw_rows' DW_SLACK */
+enum { DW_CHUNK = 64, DW_TAPS = 25, DW_PAIRS = 24, DW_PAIR_SLACK = 16 };
 
 /* acc[i] += pl[(ox0 + i) * sw] * wv for i < nb, 8 lanes at a time (reads stay in the slack) */
 static void dw_tap(int32_t sw, const int16_t *pl, int32_t ox0, int32_t nb, int32_t wv, uint32_t *acc) {
@@ -28,23 +30,37 @@ static void dw_tap(int32_t sw, const int16_t *pl, int32_t ox0, int32_t nb, int32
   for (; i < nb; i++) acc[i] += (uint32_t)((int32_t)pl[(size_t)(ox0 + i) * (size_t)sw] * wv);
 }
 
-/* plane[r][c] = x[r - pt][c - pl] - xz inside the image, 0 outside: span_h rows of pw. Rows go
- * 8 columns a vector while the 8 bytes lie inside x (x_end) and the 8 int16 inside the row; the
- * columns written past the row's n are zeroed again. */
+/* plane[r][c] = x[r - pt][c - pl] - xz inside the image: the data rows of a plane whose padding
+ * (rows, columns and slack) nnw_q8_conv2d_dw zeroed once for all channels; a per-channel memset of
+ * the whole plane had cost as much as the taps. Rows go 8 columns a vector while the 8 bytes lie
+ * inside x (x_end); the last vector of a row writes zeros past its n (a mask), which stay inside
+ * the row (cap). */
 static void dw_plane(const struct q8_conv *p, const uint8_t *xc, const uint8_t *x_end, int32_t xz,
                      int32_t span_h, int32_t pw, int16_t *plane) {
-  memset(plane, 0, 2 * (size_t)span_h * (size_t)pw);
   int32_t cap = pw - p->pl, n = p->wd < cap ? p->wd : cap;
+#ifdef __wasm_simd128__
+  v128_t vz = wasm_i16x8_splat((int16_t)xz), ramp = wasm_i16x8_make(0, 1, 2, 3, 4, 5, 6, 7);
+#endif
   for (int32_t iy = 0; iy < p->h && iy + p->pt < span_h; iy++) {
     const uint8_t *src = xc + (size_t)iy * (size_t)p->wd;
     int16_t *dst = plane + (size_t)(iy + p->pt) * (size_t)pw + p->pl;
     int32_t ix = 0;
 #ifdef __wasm_simd128__
-    v128_t vz = wasm_i16x8_splat((int16_t)xz);
-    for (; ix < n && ix + 8 <= cap && (size_t)(x_end - src) >= (size_t)ix + 8; ix += 8)
-      wasm_v128_store(dst + ix, wasm_i16x8_sub(p->x_dtype == NNW_U8 ? wasm_u16x8_load8x8(src + ix)
-                                                                    : wasm_i16x8_load8x8(src + ix), vz));
-    for (int32_t z = n; z < ix; z++) dst[z] = 0;
+    /* vectors while the 8 int16 stay in the row and the 8 bytes in x; all but the last one whole */
+    int32_t lim = (n + 7) / 8 * 8, in_x = (int32_t)((size_t)(x_end - src) < (size_t)lim ? (size_t)(x_end - src) : (size_t)lim);
+    if (lim > cap) lim = cap;
+    if (lim > in_x) lim = in_x;
+    lim = lim / 8 * 8;
+    int32_t whole = lim < n ? lim : n / 8 * 8;
+    if (p->x_dtype == NNW_U8)
+      for (; ix < whole; ix += 8) wasm_v128_store(dst + ix, wasm_i16x8_sub(wasm_u16x8_load8x8(src + ix), vz));
+    else
+      for (; ix < whole; ix += 8) wasm_v128_store(dst + ix, wasm_i16x8_sub(wasm_i16x8_load8x8(src + ix), vz));
+    if (ix < lim) { /* the row's last 1..7 columns, zeros past n */
+      v128_t v = wasm_i16x8_sub(p->x_dtype == NNW_U8 ? wasm_u16x8_load8x8(src + ix) : wasm_i16x8_load8x8(src + ix), vz);
+      wasm_v128_store(dst + ix, wasm_v128_and(v, wasm_i16x8_lt(ramp, wasm_i16x8_splat((int16_t)(n - ix)))));
+      ix = n;
+    }
 #endif
     for (; ix < n; ix++) dst[ix] = (int16_t)(nnw_q8_get(src, p->x_dtype, (size_t)ix) - xz);
   }
@@ -184,7 +200,7 @@ static void dw_pairs(const struct q8_conv *p, const int16_t *plane, int32_t pw, 
 #endif
 
 /* dw_pairs' cases: quantized y, stride 1 or 2 and no dilation along the width, at most
- * DW_PAIRS weight pairs (its reads stay in the DW_SLACK columns: kw <= 8) */
+ * DW_PAIRS weight pairs (kw <= 8) */
 static int pairs_ok(const struct q8_conv *p) {
 #ifdef __wasm_simd128__
   return nnw_q8_is_q(p->y_dtype) && (p->sw == 1 || p->sw == 2) && p->dw == 1 && p->kw <= 8 &&
@@ -202,11 +218,13 @@ void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena) {
   int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0), taps = p->kh * p->kw;
   size_t out_plane = (size_t)p->oh * (size_t)p->ow, in_plane = (size_t)p->h * (size_t)p->wd;
   int32_t span_h = (p->oh - 1) * p->sh + (p->kh - 1) * p->dh + 1;
-  int32_t pw = (p->ow - 1) * p->sw + (p->kw - 1) * p->dw + 1 + DW_SLACK;
+  int32_t pairs = pairs_ok(p), span_w = (p->ow - 1) * p->sw + (p->kw - 1) * p->dw + 1;
+  int32_t pw = span_w + (pairs ? DW_PAIR_SLACK : DW_SLACK);
   int16_t *plane = (int16_t *)(void *)(arena + p->scratch);
-  int ysize = nnw_dtype_size(p->y_dtype), pairs = pairs_ok(p);
+  int ysize = nnw_dtype_size(p->y_dtype);
   const uint8_t *x_end = arena + p->x + (size_t)p->n * (size_t)p->c * in_plane;
   const uint8_t *y_end = arena + p->y + (size_t)p->n * (size_t)p->c * out_plane * (size_t)ysize;
+  memset(plane, 0, 2 * (size_t)span_h * (size_t)pw);
   for (int32_t b = 0; b < p->n; b++)
     for (int32_t ch = 0; ch < p->c; ch++) {
       size_t bc = (size_t)b * (size_t)p->c + (size_t)ch;

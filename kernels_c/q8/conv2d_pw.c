@@ -1,5 +1,6 @@
-/* q8_conv2d's pointwise path (1x1, stride 1, no pads, group 1) with a quantized output:
- * y[o][j] = requant(sum_c (w[o][c] - wz_o) (x[c][j] - xz) + bias[o]), the q8 GEMM's arithmetic
+/* q8_conv2d's GEMM for group 1 and a quantized output, over the image itself (1x1, stride 1, no
+ * pads) or its im2col columns: y[o][j] = requant(sum_c (w[o][c] - wz_o) (x[c][j] - xz) + bias[o]),
+ * the q8 GEMM's arithmetic
  * (gemm.c) with the output stage fused into a register tile. As there, the weights are packed
  * once a run into int16 pairs (k, k+1) per row and the image into panels of 8 pixels, the pairs
  * of each pixel interleaved, so a 4x8 tile is 8 i32x4.dot_i16x8 per pair of channels. Here the
@@ -12,9 +13,8 @@
 enum { MR = 4, NR = 8 };
 
 /* apack[i*kp + p] = (w[i][2p] - wz_i) | (w[i][2p+1] - wz_i) << 16, 0 past k */
-static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t kp,
-                   uint32_t *apack) {
-  int32_t k = p->c;
+static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
+                   int32_t kp, uint32_t *apack) {
   for (int32_t i = 0; i < p->m; i++) {
     const uint8_t *row = w + (size_t)i * (size_t)k;
     int32_t zp = nnw_q8_get(w_zp, p->w_dtype, (size_t)i * (size_t)p->w_zp_s), q = 0;
@@ -34,8 +34,7 @@ static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_z
 
 /* panel[q*16 + 2c + h] = x[2q + h][j0 + c] - xz for c < nb, 0 past k or nb */
 static void pack_x(const struct q8_conv *p, const uint8_t *x, size_t n, int32_t j0, int32_t nb,
-                   int32_t kp, int32_t xz, int16_t *panel) {
-  int32_t k = p->c;
+                   int32_t k, int32_t kp, int32_t xz, int16_t *panel) {
   v128_t vz = wasm_i16x8_splat((int16_t)xz);
   for (int32_t q = 0; q < kp; q++) {
     int16_t *out = panel + (size_t)q * 2 * NR;
@@ -73,7 +72,8 @@ static inline void put8(uint8_t *y, int32_t nb, v128_t q) {
   }
 }
 
-/* rows i0..i0+MR-1 (all present) of the 8 columns of one panel */
+/* rows i0..i0+MR-1 (all present) of the 8 columns of one panel. (A half tile for a last panel
+ * of 1..4 pixels, as 7x7 images have, saved 3% there and cost 10% on the k = 16 layers.) */
 static void tile4(const uint32_t *a, int32_t kp, const int16_t *panel, const v128_t *bias,
                   const v128_t *scale, const struct nnw_q8_rq *rq, int u8, uint8_t *y, size_t n,
                   int32_t nb) {
@@ -111,45 +111,33 @@ static void tile1(const uint32_t *a, int32_t kp, const int16_t *panel, v128_t bi
   put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, cl, scale), nnw_q8_rq4(rq, ch, scale), u8));
 }
 
-int nnw_q8_conv2d_pw(const struct q8_conv *p, uint8_t *arena) {
-  if (!nnw_q8_is_q(p->y_dtype) || p->group != 1) return 0;
-  int32_t kp = (p->c + 1) / 2, u8 = p->y_dtype == NNW_U8;
+void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
+                      uint8_t *y, uint8_t *scratch) {
+  int32_t kp = (k + 1) / 2, u8 = p->y_dtype == NNW_U8;
   size_t n = (size_t)p->oh * (size_t)p->ow;
   const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
   const float *scale = nnw_f32_at(arena, p->scale);
   const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
   int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0);
-  uint32_t *apack = (uint32_t *)(void *)(arena + p->scratch);
+  uint32_t *apack = (uint32_t *)(void *)scratch;
   int16_t *panel = (int16_t *)(void *)(apack + (size_t)p->m * (size_t)kp);
   struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
-  pack_w(p, arena + p->w, w_zp, kp, apack);
-  for (int32_t b = 0; b < p->n; b++) {
-    const uint8_t *x = arena + p->x + (size_t)b * (size_t)p->c * n;
-    uint8_t *y = arena + p->y + (size_t)b * (size_t)p->m * n;
-    for (size_t j0 = 0; j0 < n; j0 += NR) {
-      int32_t nb = n - j0 < NR ? (int32_t)(n - j0) : NR;
-      pack_x(p, x, n, (int32_t)j0, nb, kp, xz, panel);
-      int32_t i0 = 0;
-      for (; i0 + MR <= p->m; i0 += MR) {
-        v128_t vb[MR], vs[MR];
-        for (int r = 0; r < MR; r++) {
-          vb[r] = wasm_i32x4_splat(bias ? bias[i0 + r] : 0);
-          vs[r] = wasm_f32x4_splat(scale[(size_t)(i0 + r) * (size_t)p->scale_s]);
-        }
-        tile4(apack + (size_t)i0 * (size_t)kp, kp, panel, vb, vs, &rq, u8, y + (size_t)i0 * n + j0, n, nb);
+  pack_w(p, arena + p->w, w_zp, k, kp, apack);
+  for (size_t j0 = 0; j0 < n; j0 += NR) {
+    int32_t nb = n - j0 < NR ? (int32_t)(n - j0) : NR;
+    pack_x(p, x, n, (int32_t)j0, nb, k, kp, xz, panel);
+    int32_t i0 = 0;
+    for (; i0 + MR <= p->m; i0 += MR) {
+      v128_t vb[MR], vs[MR];
+      for (int r = 0; r < MR; r++) {
+        vb[r] = wasm_i32x4_splat(bias ? bias[i0 + r] : 0);
+        vs[r] = wasm_f32x4_splat(scale[(size_t)(i0 + r) * (size_t)p->scale_s]);
       }
-      for (; i0 < p->m; i0++)
-        tile1(apack + (size_t)i0 * (size_t)kp, kp, panel, wasm_i32x4_splat(bias ? bias[i0] : 0),
-              wasm_f32x4_splat(scale[(size_t)i0 * (size_t)p->scale_s]), &rq, u8,
-              y + (size_t)i0 * n + j0, nb);
+      tile4(apack + (size_t)i0 * (size_t)kp, kp, panel, vb, vs, &rq, u8, y + (size_t)i0 * n + j0, n, nb);
     }
+    for (; i0 < p->m; i0++)
+      tile1(apack + (size_t)i0 * (size_t)kp, kp, panel, wasm_i32x4_splat(bias ? bias[i0] : 0),
+            wasm_f32x4_splat(scale[(size_t)i0 * (size_t)p->scale_s]), &rq, u8, y + (size_t)i0 * n + j0, nb);
   }
-  return 1;
-}
-#else
-int nnw_q8_conv2d_pw(const struct q8_conv *p, uint8_t *arena) {
-  (void)p;
-  (void)arena;
-  return 0;
 }
 #endif
