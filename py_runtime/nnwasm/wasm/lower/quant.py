@@ -53,10 +53,11 @@ def _per_channel(g, name, count):
 # ---- QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear ---------------------------------
 
 def _axis_view(node, g, x):
-    """(outer, axis, inner) of x for the node's scale: per-tensor is (count, 1, 1)."""
+    """(outer, axis, inner) of x for the node's scale: per-tensor is (1, 1, count), one SIMD row
+    (as (count, 1, 1) it was count rows of one element, each scalar: 1.35 ms for MobileNetV2's input)."""
     shape = g.values[x].shape
     if _is_scalar(g, node.inputs[1]):
-        return numel(shape), 1, 1
+        return 1, 1, numel(shape)
     ax = node.attr("axis", 1)
     ax = ax + len(shape) if ax < 0 else ax
     return numel(shape[:ax]), shape[ax], numel(shape[ax + 1:])
