@@ -1,0 +1,234 @@
+"""Attention (opset 23, 24: nonpad_kv_seqlen, 25: sliding window) and RotaryEmbedding (23).
+
+One Attention kernel serves every version: the registry entries differ only in which inputs and
+attributes their infer accepts. Masks are composed as one additive bias, as onnx's reference
+does: a boolean attn_mask, is_causal, the window and nonpad_kv_seqlen each add 0 (attend) or -inf;
+a float attn_mask is added as is. A query row whose bias is -inf everywhere (no key may be
+attended) gives zeros, not NaN, in Y and in the mode-3 qk_matmul_output. The causal frontier is
+bottom-right aligned: query i attends key j iff j <= i + offset, offset = past length (internal
+cache), nonpad_kv_seqlen - q_len per batch (external cache) or 0.
+"""
+import functools
+
+from . import shapes as S
+from .registry import op
+
+FLOATS = ("float16", "float32", "float64")
+
+
+def _float_input(node, inputs, i, name):
+    dt = S.dtype(S.get(inputs, i))
+    if dt is not None and dt.name not in FLOATS:
+        S.fail(node, f"{name} must be a float tensor, got {dt.name}")
+    return dt
+
+
+def _heads(node, rank, since):
+    """(q_num_heads, kv_num_heads) attributes, checked against the input rank."""
+    hq, hkv = node.attr("q_num_heads"), node.attr("kv_num_heads")
+    if rank == 3 and (hq is None or hkv is None):
+        S.fail(node, "3-D Q, K, V need both q_num_heads and kv_num_heads")
+    if rank == 4 and (hq is not None or hkv is not None) and since >= 25:
+        S.fail(node, "q_num_heads and kv_num_heads must not be set for 4-D inputs")
+    for name, h in (("q_num_heads", hq), ("kv_num_heads", hkv)):
+        if h is not None and h < 1:
+            S.fail(node, f"{name} must be positive, got {h}")
+    return hq, hkv
+
+
+def _div(node, d, n, what):
+    if not S.known(d):
+        return None
+    if d % n:
+        S.fail(node, f"{what} {d} is not a multiple of {n}")
+    return d // n
+
+
+def _check_attrs(node):
+    mode = node.attr("qk_matmul_output_mode", 0)
+    if mode not in (0, 1, 2, 3):
+        S.fail(node, f"qk_matmul_output_mode must be 0, 1, 2 or 3, got {mode}")
+    if node.attr("is_causal", 0) not in (0, 1):
+        S.fail(node, f"is_causal must be 0 or 1, got {node.attr('is_causal')}")
+    prec = node.attr("softmax_precision")
+    if prec is not None:
+        dt = S.dtype_attr(node, "softmax_precision")
+        if dt.name not in FLOATS:
+            S.fail(node, f"softmax_precision must be a float type, got {dt.name}")
+    for name in ("left_window_size", "right_window_size"):
+        w = node.attr(name, -1)
+        if w < -1:
+            S.fail(node, f"{name} must be -1 or nonnegative, got {w}")
+
+
+def _infer_attention(since, node, inputs, consts):
+    if since < 24 and S.get(inputs, 6) is not None:
+        S.fail(node, "nonpad_kv_seqlen needs opset 24")
+    if since < 25 and (node.attr("left_window_size") is not None or node.attr("right_window_size") is not None):
+        S.fail(node, "left_window_size/right_window_size need opset 25")
+    q, k, v = (S.need(node, inputs, i) for i in range(3))
+    dt = _float_input(node, inputs, 0, "Q")
+    for i, name in ((1, "K"), (2, "V"), (4, "past_key"), (5, "past_value")):
+        _float_input(node, inputs, i, name)
+    _check_attrs(node)
+    past_k, past_v = S.get(inputs, 4), S.get(inputs, 5)
+    if (past_k is None) != (past_v is None):
+        S.fail(node, "past_key and past_value must be given together")
+    nonpad = S.get(inputs, 6)
+    if nonpad is not None:
+        if past_k is not None:
+            S.fail(node, "nonpad_kv_seqlen cannot be combined with past_key/past_value")
+        if S.dtype(nonpad) is not None and S.dtype(nonpad).name != "int64":
+            S.fail(node, f"nonpad_kv_seqlen must be int64, got {S.dtype(nonpad).name}")
+    ranks = {S.rank(x) for x in (q, k, v)} - {None}
+    if len(ranks) > 1 or not ranks <= {3, 4}:
+        S.fail(node, f"Q, K, V must all be 3-D or all 4-D, got ranks {[S.rank(x) for x in (q, k, v)]}")
+    rank = ranks.pop() if ranks else None
+    hq, hkv = _heads(node, rank, since)
+    qs, ks, vs = S.shape(q), S.shape(k), S.shape(v)
+    b = sq = skv = dq = dk = dv = None
+    if rank == 4:
+        if qs is not None:
+            b, hq, sq, dq = qs
+        if ks is not None:
+            b = S.merge_dims(node, b, ks[0], "batch of Q and K")
+            hkv, skv, dk = ks[1], ks[2], ks[3]
+        if vs is not None:
+            b = S.merge_dims(node, b, vs[0], "batch of Q and V")
+            hkv = S.merge_dims(node, hkv, vs[1], "heads of K and V")
+            skv = S.merge_dims(node, skv, vs[2], "sequence of K and V")
+            dv = vs[3]
+    elif rank == 3:
+        if qs is not None:
+            b, sq, dq = qs[0], qs[1], _div(node, qs[2], hq, "Q's hidden size")
+        if ks is not None:
+            b = S.merge_dims(node, b, ks[0], "batch of Q and K")
+            skv, dk = ks[1], _div(node, ks[2], hkv, "K's hidden size")
+        if vs is not None:
+            b = S.merge_dims(node, b, vs[0], "batch of Q and V")
+            skv = S.merge_dims(node, skv, vs[1], "sequence of K and V")
+            dv = _div(node, vs[2], hkv, "V's hidden size")
+    dk = S.merge_dims(node, dq, dk, "head sizes of Q and K")
+    if S.known(hq) and S.known(hkv) and hq % hkv:
+        S.fail(node, f"q_num_heads {hq} is not a multiple of kv_num_heads {hkv}")
+    total = skv
+    for i, name, d in ((4, "past_key", dk), (5, "past_value", dv)):
+        ps = S.shape(S.get(inputs, i))
+        if ps is None:
+            if S.get(inputs, i) is not None:
+                total = None
+            continue
+        if len(ps) != 4:
+            S.fail(node, f"{name} must be 4-D, got {list(ps)}")
+        S.merge_dims(node, ps[0], b, f"{name}'s batch")
+        S.merge_dims(node, ps[1], hkv, f"{name}'s heads")
+        S.merge_dims(node, ps[3], d, f"{name}'s head size")
+        if i == 4:
+            total = skv + ps[2] if S.known(skv) and S.known(ps[2]) else None
+    y = (b, hq, sq, dv) if rank == 4 else (b, sq, hq * dv if S.known(hq) and S.known(dv) else None)
+    if rank is None:
+        y = None
+    outs = [(dt, y), (dt, (b, hkv, total, dk)), (dt, (b, hkv, total, dv)), (dt, (b, hq, sq, total))]
+    return outs[:len(node.outputs)]
+
+
+def _softmax(np, x):
+    m = np.max(x, axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0, m).astype(x.dtype)
+    e = np.exp(x - m)
+    s = np.sum(e, axis=-1, keepdims=True)
+    return e / np.where(s == 0, 1, s).astype(x.dtype)
+
+
+def _bias(np, node, dt, mask, sq, skv, past_len, nonpad):
+    """The additive bias, broadcastable to (batch, heads, sq, skv)."""
+    bias = np.zeros((sq, skv), dt)
+    if mask is not None:
+        if mask.shape[-1] > skv:
+            S.fail(node, f"attn_mask's last dim {mask.shape[-1]} exceeds the {skv} keys")
+        pad = skv - mask.shape[-1]
+        if mask.dtype == np.bool_:
+            mask = np.where(mask, dt.type(0), dt.type(-np.inf))
+        mask = mask.astype(dt, copy=False)
+        if pad:   # keys beyond the mask are not attended
+            mask = np.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, pad)], constant_values=-np.inf)
+        bias = bias + mask
+    if nonpad is not None:
+        nonpad = nonpad.reshape(-1).astype(np.int64)
+        offset = (nonpad - sq).reshape(-1, 1, 1, 1)
+    else:
+        offset = past_len
+    diff = np.arange(sq).reshape(sq, 1) + offset - np.arange(skv).reshape(1, skv)
+    allowed = None
+    left, right = node.attr("left_window_size", -1), node.attr("right_window_size", -1)
+    for cond, on in ((lambda: diff >= 0, node.attr("is_causal", 0)),
+                     (lambda: diff <= left, left >= 0), (lambda: -diff <= right, right >= 0)):
+        if on:
+            allowed = cond() if allowed is None else allowed & cond()
+    if nonpad is not None:
+        pad_ok = (np.arange(skv) < nonpad.reshape(-1, 1)).reshape(-1, 1, 1, skv)
+        allowed = pad_ok if allowed is None else allowed & pad_ok
+    if allowed is not None:
+        bias = bias + np.where(allowed, dt.type(0), dt.type(-np.inf))
+    return bias
+
+
+def attention(node, q, k, v, mask=None, past_k=None, past_v=None, nonpad=None):
+    import numpy as np
+    if (past_k is None) != (past_v is None):
+        S.fail(node, "past_key and past_value must be given together")
+    if q.ndim != k.ndim or q.ndim != v.ndim or q.ndim not in (3, 4):
+        S.fail(node, f"Q, K, V must all be 3-D or all 4-D, got {q.shape}, {k.shape}, {v.shape}")
+    dt = q.dtype
+    rank3 = q.ndim == 3
+    if rank3:
+        hq, hkv = node.attr("q_num_heads"), node.attr("kv_num_heads")
+        for x, h, what in ((q, hq, "Q"), (k, hkv, "K"), (v, hkv, "V")):
+            if x.shape[2] % h:
+                S.fail(node, f"{what}'s hidden size {x.shape[2]} is not a multiple of {h} heads")
+        q, k, v = (x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h).transpose(0, 2, 1, 3)
+                   for x, h in ((q, hq), (k, hkv), (v, hkv)))
+    if q.shape[3] != k.shape[3] or k.shape[:3] != v.shape[:3] or q.shape[0] != k.shape[0]:
+        S.fail(node, f"Q, K, V of per-head shapes {q.shape}, {k.shape}, {v.shape} do not fit")
+    past_len = 0
+    if past_k is not None:
+        past_len = past_k.shape[2]
+        k = np.concatenate((past_k.astype(dt, copy=False), k), axis=2)
+        v = np.concatenate((past_v.astype(dt, copy=False), v), axis=2)
+    present_k, present_v = k, v
+    b, hq, sq, _ = q.shape
+    hkv, skv = k.shape[1], k.shape[2]
+    if hq % hkv:
+        S.fail(node, f"{hq} query heads are not a multiple of {hkv} key/value heads")
+    if nonpad is not None and nonpad.size != b:
+        S.fail(node, f"nonpad_kv_seqlen has {nonpad.size} values for a batch of {b}")
+    bias = _bias(np, node, dt, mask, sq, skv, past_len, nonpad)
+    if hq != hkv:   # grouped-query: each key/value head serves hq/hkv consecutive query heads
+        k, v = np.repeat(k, hq // hkv, axis=1), np.repeat(v, hq // hkv, axis=1)
+    scale = node.attr("scale")
+    if scale is None:
+        scale = 1 / np.sqrt(q.shape[3])
+    s = dt.type(np.sqrt(scale))   # Q and K each scaled by sqrt(scale), against overflow (spec)
+    scores = np.matmul(q * s, k.transpose(0, 1, 3, 2) * s)
+    cap = node.attr("softcap", 0.0)
+    if cap > 0:
+        scores = (np.tanh(scores / dt.type(cap)) * dt.type(cap)).astype(dt, copy=False)
+    with_bias = scores + bias
+    mode = node.attr("qk_matmul_output_mode", 0)
+    qk_out = with_bias if mode == 2 else scores
+    prec = node.attr("softmax_precision")
+    sm_in = with_bias.astype(S.dtype_attr(node, "softmax_precision").name) if prec is not None else with_bias
+    probs = _softmax(np, sm_in)
+    masked_rows = np.isneginf(np.max(bias, axis=-1, keepdims=True))
+    probs = np.where(masked_rows, probs.dtype.type(0), probs)
+    if mode == 3:
+        qk_out = probs
+    y = np.matmul(probs.astype(dt, copy=False), v)
+    if rank3:
+        y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
+    outs = (y, present_k, present_v, np.broadcast_to(qk_out, (b, hq, sq, skv)).astype(dt))
+    return tuple(np.ascontiguousarray(o) for o in outs[:len(node.outputs)])
+
+
+for _since in (23, 24, 25):
+    op("Attention", _since, functools.partial(_infer_attention, _since))(attention)
