@@ -1,0 +1,131 @@
+"""GridSample (16: 2-D, bilinear/bicubic; 20, 22: N-D, linear/cubic) and AffineGrid (20).
+
+GridSample is separable: each spatial axis maps the normalised grid coordinate to a source
+position, padding_mode moves positions outside the image (border: clamp, reflection: mirror),
+then the taps near it (1 for nearest, 2 for linear, 4 for Keys' cubic with a = -0.75) are read
+with the same padding rule per tap (zeros: a tap outside the image reads 0).
+"""
+import functools
+
+from . import shapes as S
+from .registry import op
+
+PADDING = ("zeros", "border", "reflection")
+MODES = {16: ("bilinear", "bicubic", "nearest"), 20: ("linear", "cubic", "nearest")}
+
+
+def _grid_modes(since):
+    return MODES[16] if since < 20 else MODES[20]
+
+
+def _infer_grid_sample(since, node, inputs, consts):
+    x, grid = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    if node.attr("mode", _grid_modes(since)[0]) not in _grid_modes(since):
+        S.fail(node, f"mode must be one of {_grid_modes(since)}, got {node.attr('mode')!r}")
+    if node.attr("padding_mode", "zeros") not in PADDING:
+        S.fail(node, f"padding_mode must be one of {PADDING}, got {node.attr('padding_mode')!r}")
+    if node.attr("align_corners", 0) not in (0, 1):
+        S.fail(node, "align_corners must be 0 or 1")
+    if S.dtype(grid) is not None and S.dtype(grid).name not in ("float16", "float32", "float64"):
+        S.fail(node, f"grid must be a float tensor, got {S.dtype(grid).name}")
+    xs, gs = S.shape(x), S.shape(grid)
+    if xs is not None and (len(xs) < 3 or (since < 20 and len(xs) != 4)):
+        S.fail(node, f"X of shape {list(xs)} has the wrong rank")
+    if xs is not None and gs is not None:
+        if len(gs) != len(xs):
+            S.fail(node, f"grid of shape {list(gs)} must have X's rank {len(xs)}")
+        S.merge_dims(node, gs[-1], len(xs) - 2, "grid's last dim and X's spatial rank")
+        S.merge_dims(node, xs[0], gs[0], "batch of X and grid")
+    y = None if xs is None or gs is None else (xs[0], xs[1], *gs[1:-1])
+    return [(S.dtype(x), y)]
+
+
+def _reflect(np, x, lo, hi):
+    """Mirrors x at the borders until it lies in [lo, hi]."""
+    rng = hi - lo
+    if rng <= 0:
+        return np.full_like(x, lo)
+    below = x < lo
+    dx = np.where(below, lo - x, x - hi)
+    n = np.trunc(dx / rng)
+    r = dx - n * rng
+    even = n % 2 == 0
+    inside = np.where(below, np.where(even, lo + r, hi - r), np.where(even, hi - r, lo + r))
+    return np.where((x < lo) | (x > hi), inside, x)
+
+
+def _cubic(np, t):
+    a = -0.75
+    t = np.abs(t)
+    u = [t + 1, t, 1 - t, 2 - t]
+    far = lambda s: ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+    near = lambda s: ((a + 2) * s - (a + 3)) * s * s + 1
+    return [far(u[0]), near(u[1]), near(u[2]), far(u[3])]
+
+
+def grid_sample(node, x, grid):
+    import numpy as np
+    mode = node.attr("mode", "linear" if node.opset >= 20 else "bilinear")
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    pad = node.attr("padding_mode", "zeros")
+    align = bool(node.attr("align_corners", 0))
+    n, c, dims = x.shape[0], x.shape[1], x.shape[2:]
+    if grid.ndim != x.ndim or grid.shape[-1] != len(dims) or grid.shape[0] != n:
+        S.fail(node, f"grid of shape {list(grid.shape)} does not fit X of shape {list(x.shape)}")
+    out_sp = grid.shape[1:-1]
+    if n * c * int(np.prod(out_sp)) == 0:
+        return np.zeros((n, c, *out_sp), x.dtype)
+    coords = grid[..., ::-1].astype(np.float32)   # the grid lists x (width) first
+    taps = []   # per axis: [(index, weight, valid)]
+    for a, size in enumerate(dims):
+        g = coords[..., a]
+        pos = ((g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2).astype(np.float64)
+        lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+        if mode == "nearest":
+            pos = np.rint(pos)
+        if pad == "border":
+            pos = np.where((pos < lo) | (pos > hi), np.clip(pos, 0, size - 1), pos)
+        elif pad == "reflection":
+            pos = _reflect(np, pos, lo, hi)
+        if mode == "nearest":
+            base, weights = np.trunc(pos).astype(np.int64), [1.0]
+            offsets = [0]
+        else:
+            base = np.floor(pos).astype(np.int64)
+            t = pos - base
+            if mode == "linear":
+                offsets, weights = [0, 1], [1 - t, t]
+            else:
+                offsets, weights = [-1, 0, 1, 2], _cubic(np, t)
+        axis_taps = []
+        for off, w in zip(offsets, weights):
+            i = base + off
+            if pad == "zeros":
+                valid = (i >= 0) & (i < size)
+            else:
+                valid = True
+                if pad == "border":
+                    i = np.clip(i, 0, size - 1)
+                else:
+                    i = np.trunc(_reflect(np, i.astype(np.float64), lo, hi)).astype(np.int64)
+                    i = np.clip(i, 0, size - 1)
+            axis_taps.append((np.clip(i, 0, size - 1), w * valid))
+        taps.append(axis_taps)
+    nidx = np.arange(n).reshape((n,) + (1,) * len(out_sp))
+    xl = np.moveaxis(x, 1, -1)   # channels last: one gather per tap reads every channel
+    acc = np.zeros((n, *out_sp, c), np.float64)
+    for combo in _product(taps):
+        w = functools.reduce(lambda p, q: p * q, [t[1] for t in combo], 1.0)
+        acc += xl[(nidx, *[t[0] for t in combo])] * np.asarray(w, np.float64)[..., None]
+    return np.moveaxis(acc, -1, 1).astype(x.dtype)
+
+
+def _product(lists):
+    out = [[]]
+    for options in lists:
+        out = [p + [o] for p in out for o in options]
+    return out
+
+
+for _since in (16, 20, 22):
+    op("GridSample", _since, functools.partial(_infer_grid_sample, _since))(grid_sample)
