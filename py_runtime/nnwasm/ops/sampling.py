@@ -129,3 +129,46 @@ def _product(lists):
 
 for _since in (16, 20, 22):
     op("GridSample", _since, functools.partial(_infer_grid_sample, _since))(grid_sample)
+
+
+def infer_affine_grid(node, inputs, consts):
+    theta, size = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    if node.attr("align_corners", 0) not in (0, 1):
+        S.fail(node, "align_corners must be 0 or 1")
+    ts, ss = S.shape(theta), S.shape(size)
+    if ts is not None and (len(ts) != 3 or (S.known(ts[1]) and S.known(ts[2]) and ts[2] != ts[1] + 1)
+                           or (S.known(ts[1]) and ts[1] not in (2, 3))):
+        S.fail(node, f"theta must have shape (N, 2, 3) or (N, 3, 4), got {list(ts)}")
+    if ss is not None and (len(ss) != 1 or (S.known(ss[0]) and ss[0] not in (4, 5))):
+        S.fail(node, f"size must be (N, C, H, W) or (N, C, D, H, W), got shape {list(ss)}")
+    dims = S.const_ints(consts, 1)
+    r = ts[1] if ts is not None else None
+    if dims is not None:
+        if len(dims) not in (4, 5) or any(d < 1 for d in dims):
+            S.fail(node, f"size {dims} must be 4 or 5 positive dims")
+        if S.known(r) and r != len(dims) - 2:
+            S.fail(node, f"theta of shape {list(ts)} does not fit size {dims}")
+        n = S.merge_dims(node, ts[0] if ts is not None else None, dims[0], "batch of theta and size")
+        return [(S.dtype(theta), (n, *dims[2:], len(dims) - 2))]
+    if S.known(r):
+        return [(S.dtype(theta), (ts[0], *[None] * r, r))]
+    return [(S.dtype(theta), None)]
+
+
+@op("AffineGrid", 20, infer_affine_grid)
+def affine_grid(node, theta, size):
+    import numpy as np
+    dims = [int(d) for d in size.reshape(-1)]
+    r = len(dims) - 2
+    if r not in (2, 3) or theta.shape != (dims[0], r, r + 1) or min(dims) < 1:
+        S.fail(node, f"theta of shape {list(theta.shape)} does not fit size {dims}")
+    align = node.attr("align_corners", 0)
+    axes = []
+    for L in dims[2:]:
+        i = np.arange(L, dtype=np.float64)
+        axes.append(-1 + 2 * i / (L - 1) if align and L > 1 else
+                    np.full(L, -1.0) if align else -1 + (2 * i + 1) / L)
+    mesh = np.meshgrid(*axes, indexing="ij")   # (D,) H, W
+    homo = np.stack([*mesh[::-1], np.ones_like(mesh[0])], axis=-1)   # x, y, (z), 1
+    grid = np.einsum("...k,njk->n...j", homo, theta.astype(np.float64))
+    return grid.astype(theta.dtype)
