@@ -232,3 +232,169 @@ def attention(node, q, k, v, mask=None, past_k=None, past_v=None, nonpad=None):
 
 for _since in (23, 24, 25):
     op("Attention", _since, functools.partial(_infer_attention, _since))(attention)
+
+
+def infer_rotary(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    S.need(node, inputs, 1), S.need(node, inputs, 2)
+    dt = S.same_dtype(node, inputs, [0, 1, 2])
+    xs = S.shape(x)
+    if xs is not None and len(xs) not in (3, 4):
+        S.fail(node, f"X must be 3-D or 4-D, got shape {list(xs)}")
+    heads = node.attr("num_heads")
+    if xs is not None and len(xs) == 3:
+        if heads is None or heads < 1:
+            S.fail(node, "3-D X needs a positive num_heads")
+        _div(node, xs[2], heads, "X's hidden size")
+    if node.attr("interleaved", 0) not in (0, 1):
+        S.fail(node, "interleaved must be 0 or 1")
+    rd = node.attr("rotary_embedding_dim", 0)
+    if rd < 0 or rd % 2:
+        S.fail(node, f"rotary_embedding_dim must be even and >= 0, got {rd}")
+    pos = S.get(inputs, 3)
+    if pos is not None and S.dtype(pos) is not None and S.dtype(pos).name != "int64":
+        S.fail(node, f"position_ids must be int64, got {S.dtype(pos).name}")
+    return [(dt, xs)]
+
+
+@op("RotaryEmbedding", 23, infer_rotary)
+def rotary_embedding(node, x, cos, sin, pos=None):
+    """Rotates pairs of each head's first rotary_embedding_dim features by the cached angles:
+    halves (x1 = first half, x2 = second) or, interleaved, even/odd features."""
+    import numpy as np
+    shape = x.shape
+    if x.ndim == 4:      # (batch, heads, seq, head) -> (batch, seq, heads, head)
+        x = x.transpose(0, 2, 1, 3)
+    elif x.ndim == 3:
+        h = node.attr("num_heads")
+        if x.shape[2] % h:
+            S.fail(node, f"X's hidden size {x.shape[2]} is not a multiple of {h} heads")
+        x = x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h)
+    else:
+        S.fail(node, f"X must be 3-D or 4-D, got shape {list(shape)}")
+    b, s, _, d = x.shape
+    rd = node.attr("rotary_embedding_dim", 0) or d
+    if rd > d or rd % 2:
+        S.fail(node, f"rotary_embedding_dim {rd} does not fit head size {d}")
+    if pos is not None:
+        if np.any(pos < 0) or np.any(pos >= cos.shape[0]) or np.any(pos >= sin.shape[0]):
+            S.fail(node, f"position_ids outside the caches' {cos.shape[0]} positions")
+        cos, sin = cos[pos], sin[pos]
+    if cos.shape[-1] != rd // 2 or sin.shape[-1] != rd // 2:
+        S.fail(node, f"the caches' last dim must be rotary_embedding_dim / 2 = {rd // 2}, "
+                     f"got {cos.shape[-1]} and {sin.shape[-1]}")
+    try:
+        cos = np.broadcast_to(cos, (b, s, rd // 2))[:, :, None, :]
+        sin = np.broadcast_to(sin, (b, s, rd // 2))[:, :, None, :]
+    except ValueError:
+        S.fail(node, f"caches of shape {list(cos.shape)} do not fit batch {b} x sequence {s}")
+    rot = x[..., :rd]
+    x1, x2 = (rot[..., 0::2], rot[..., 1::2]) if node.attr("interleaved", 0) else (rot[..., :rd // 2], rot[..., rd // 2:])
+    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
+    if node.attr("interleaved", 0):
+        rot = np.stack((real, imag), axis=-1).reshape(rot.shape)
+    else:
+        rot = np.concatenate((real, imag), axis=-1)
+    y = np.concatenate((rot, x[..., rd:]), axis=-1).astype(x.dtype, copy=False)
+    y = y.reshape(shape) if len(shape) == 3 else y.transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(y)
+
+
+UPDATE_RULES = ("linear", "gated", "delta", "gated_delta")
+
+
+def _linear_attention_attrs(node):
+    rule = node.attr("update_rule", "gated_delta")
+    if rule not in UPDATE_RULES:
+        S.fail(node, f"update_rule must be one of {UPDATE_RULES}, got {rule!r}")
+    hq, hkv = node.attr("q_num_heads"), node.attr("kv_num_heads")
+    if hq is None or hkv is None:
+        S.fail(node, "q_num_heads and kv_num_heads are required")
+    if hq < 1 or hkv < 1 or hq % hkv:
+        S.fail(node, f"q_num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")
+    return rule, rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta"), hq, hkv
+
+
+def infer_linear_attention(node, inputs, consts):
+    q, k, v = (S.need(node, inputs, i) for i in range(3))
+    rule, gated, delta, hq, hkv = _linear_attention_attrs(node)
+    for i, name, needed in ((4, "decay", gated), (5, "beta", delta)):
+        if needed != (S.get(inputs, i) is not None):
+            S.fail(node, f"update_rule {rule!r} {'needs' if needed else 'takes no'} {name} input")
+    dt = S.same_dtype(node, inputs, [0, 1, 2, 4, 5])
+    if dt is not None and dt.name not in ("float16", "float32"):
+        S.fail(node, f"inputs must be float16 or float32, got {dt.name}")
+    qs, ks, vs = S.shape(q), S.shape(k), S.shape(v)
+    for name, s in (("query", qs), ("key", ks), ("value", vs), ("decay", S.shape(S.get(inputs, 4))),
+                    ("beta", S.shape(S.get(inputs, 5)))):
+        if s is not None and len(s) != 3:
+            S.fail(node, f"{name} must be 3-D (batch, seq, heads * size), got {list(s)}")
+    b = t = dk = dv = None
+    if qs is not None:
+        b, t, dk = qs[0], qs[1], _div(node, qs[2], hq, "query's hidden size")
+    if ks is not None:
+        b = S.merge_dims(node, b, ks[0], "batch of query and key")
+        dk = S.merge_dims(node, dk, _div(node, ks[2], hkv, "key's hidden size"), "key head size")
+    if vs is not None:
+        b = S.merge_dims(node, b, vs[0], "batch of query and value")
+        dv = _div(node, vs[2], hkv, "value's hidden size")
+    state = (b, hkv, dk, dv)
+    past = S.get(inputs, 3)
+    if past is not None and S.shape(past) is not None:
+        ps = S.shape(past)
+        if len(ps) != 4:
+            S.fail(node, f"past_state must be {list(state)}, got {list(ps)}")
+        state = tuple(S.merge_dims(node, a, w, "past_state's shape") for a, w in zip(ps, state))
+    sdt = S.dtype(past) if past is not None else dt
+    out = (b, t, hq * dv if S.known(dv) else None)
+    return [(dt, out), (sdt, state)][:len(node.outputs)]
+
+
+@op("LinearAttention", 27, infer_linear_attention)
+def linear_attention(node, q, k, v, past=None, decay=None, beta=None):
+    """The recurrence over time, in float32: state (batch, kv heads, d_k, d_v) decays by
+    exp(decay) (gated), takes k v^T (linear) or k (beta (v - state^T k))^T (delta); each step
+    reads scale * q^T state, a key/value head serving q_num_heads / kv_num_heads query heads."""
+    import numpy as np
+    rule, gated, delta, hq, hkv = _linear_attention_attrs(node)
+    if gated != (decay is not None) or delta != (beta is not None):
+        S.fail(node, f"update_rule {rule!r} takes decay: {gated}, beta: {delta}")
+    for name, x in (("query", q), ("key", k), ("value", v)):
+        if x.ndim != 3 or x.shape[0] != q.shape[0] or x.shape[1] != q.shape[1]:
+            S.fail(node, f"{name} of shape {list(x.shape)} does not fit query's {list(q.shape)}")
+    b, t = q.shape[:2]
+    if q.shape[2] % hq or k.shape[2] % hkv or v.shape[2] % hkv or q.shape[2] // hq != k.shape[2] // hkv:
+        S.fail(node, f"hidden sizes {q.shape[2]}, {k.shape[2]}, {v.shape[2]} do not fit the heads")
+    dk, dv = q.shape[2] // hq, v.shape[2] // hkv
+
+    def heads(x, h):    # (b, t, h * d) -> (b, h, t, d), float32
+        return x.reshape(b, t, h, -1).transpose(0, 2, 1, 3).astype(np.float32)
+    q4, k4, v4 = heads(q, hq), heads(k, hkv), heads(v, hkv)
+    if decay is not None:
+        if decay.ndim != 3 or decay.shape[:2] != (b, t) or decay.shape[2] not in (hkv, hkv * dk):
+            S.fail(node, f"decay of shape {list(decay.shape)} must be ({b}, {t}, {hkv} or {hkv * dk})")
+        g4 = heads(decay, hkv)   # (b, hkv, t, 1 or dk)
+    if beta is not None:
+        if beta.ndim != 3 or beta.shape[:2] != (b, t) or beta.shape[2] not in (hkv, 1):
+            S.fail(node, f"beta of shape {list(beta.shape)} must be ({b}, {t}, {hkv} or 1)")
+        beta4 = heads(beta, beta.shape[2])
+    if past is not None:
+        if past.shape != (b, hkv, dk, dv):
+            S.fail(node, f"past_state of shape {list(past.shape)} must be {[b, hkv, dk, dv]}")
+        state, sdt = past.astype(np.float32), past.dtype
+    else:
+        state, sdt = np.zeros((b, hkv, dk, dv), np.float32), q.dtype
+    scale = node.attr("scale", 0.0) or 1 / np.sqrt(dk)
+    group = hq // hkv
+    out = np.zeros((b, hq, t, dv), np.float32)
+    for i in range(t):
+        kt, vt = k4[:, :, i], v4[:, :, i]
+        if gated:
+            state = state * np.exp(g4[:, :, i])[..., None]
+        if delta:
+            vt = beta4[:, :, i] * (vt - np.einsum("bhdm,bhd->bhm", state, kt))
+        state = state + kt[..., :, None] * vt[..., None, :]
+        read = np.repeat(state, group, axis=1) if group > 1 else state
+        out[:, :, i] = np.float32(scale) * np.einsum("bhd,bhdm->bhm", q4[:, :, i], read)
+    y = out.transpose(0, 2, 1, 3).reshape(b, t, hq * dv).astype(q.dtype)
+    return (y, state.astype(sdt))[:len(node.outputs)]
