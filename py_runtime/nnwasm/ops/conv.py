@@ -185,3 +185,56 @@ def conv_transpose(node, x, w, b=None):
     if b is not None:
         y = y + b.reshape(g * mg, *[1] * len(out))
     return y.astype(x.dtype, copy=False)
+
+
+def infer_causal_conv_with_state(node, inputs, consts):
+    x, w = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    dt = S.same_dtype(node, inputs)
+    if node.attr("activation", "none") not in ("none", "silu", "swish"):
+        S.fail(node, f"activation must be 'none', 'silu' or 'swish', got {node.attr('activation')!r}")
+    xs, ws = S.shape(x), S.shape(w)
+    for name, s in (("input", xs), ("weight", ws)):
+        if s is not None and len(s) != 3:
+            S.fail(node, f"{name} must be 3-D, got shape {list(s)}")
+    b, c = (xs[0], xs[1]) if xs is not None else (None, None)
+    k = None
+    if ws is not None:
+        c = S.merge_dims(node, c, ws[0], "channels of input and weight")
+        S.merge_dims(node, ws[1], 1, "weight's second dim (depthwise)")
+        k = ws[2]
+    _check_bias(node, S.get(inputs, 2), c)
+    state = (b, c, k - 1 if S.known(k) else None)
+    ps = S.shape(S.get(inputs, 3))
+    if ps is not None:
+        if len(ps) != 3:
+            S.fail(node, f"past_state must be 3-D, got shape {list(ps)}")
+        state = tuple(S.merge_dims(node, a, want, "past_state's shape") for a, want in zip(ps, state))
+    return [(dt, xs), (dt, state)][:len(node.outputs)]
+
+
+@op("CausalConvWithState", 27, infer_causal_conv_with_state)
+def causal_conv_with_state(node, x, w, bias=None, past=None):
+    """Depthwise 1-D convolution over [past_state, input] (zeros without a past); the new state
+    is the last kernel - 1 positions of that sequence."""
+    import numpy as np
+    if x.ndim != 3 or w.ndim != 3 or w.shape[0] != x.shape[1] or w.shape[1] != 1 or w.shape[2] < 1:
+        S.fail(node, f"weight of shape {list(w.shape)} does not fit input {list(x.shape)}")
+    b, c, length = x.shape
+    k = w.shape[2]
+    if past is None:
+        past = np.zeros((b, c, k - 1), x.dtype)
+    elif past.shape != (b, c, k - 1):
+        S.fail(node, f"past_state of shape {list(past.shape)} must be {[b, c, k - 1]}")
+    seq = np.concatenate((past.astype(x.dtype, copy=False), x), axis=2)
+    acc_t = np.float64 if x.dtype == np.float64 else np.float32   # float16 sums in float32
+    acc = np.zeros((b, c, length), acc_t)
+    sq, wq = seq.astype(acc_t, copy=False), w.astype(acc_t, copy=False)
+    for j in range(k):
+        acc += sq[:, :, j:j + length] * wq[None, :, 0, j, None]
+    y = acc.astype(x.dtype)
+    if bias is not None:   # added after rounding the sums, as onnx's reference does
+        y = y + bias.astype(x.dtype)[None, :, None]
+    if node.attr("activation", "none") in ("silu", "swish"):
+        f = y.astype(np.float32)
+        y = (f * (1 / (1 + np.exp(-f)))).astype(x.dtype)
+    return y, np.ascontiguousarray(seq[:, :, seq.shape[2] - (k - 1):])
