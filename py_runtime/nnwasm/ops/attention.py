@@ -1,4 +1,5 @@
-"""Attention (opset 23, 24: nonpad_kv_seqlen, 25: sliding window) and RotaryEmbedding (23).
+"""Attention (opset 23, 24: nonpad_kv_seqlen, 25: sliding window), RotaryEmbedding (23),
+LinearAttention (27) and ai.onnx.preview FlexAttention (1: score_mod / prob_mod subgraphs).
 
 One Attention kernel serves every version: the registry entries differ only in which inputs and
 attributes their infer accepts. Masks are composed as one additive bias, as onnx's reference
@@ -10,6 +11,7 @@ cache), nonpad_kv_seqlen - q_len per batch (external cache) or 0.
 """
 import functools
 
+from .. import dtypes
 from . import shapes as S
 from .registry import op
 
@@ -398,3 +400,83 @@ def linear_attention(node, q, k, v, past=None, decay=None, beta=None):
         out[:, :, i] = np.float32(scale) * np.einsum("bhd,bhdm->bhm", q4[:, :, i], read)
     y = out.transpose(0, 2, 1, 3).reshape(b, t, hq * dv).astype(q.dtype)
     return (y, state.astype(sdt))[:len(node.outputs)]
+
+
+def _flex_softmax_dtype(node, dt):
+    if node.attr("softmax_precision") is not None:
+        sdt = S.dtype_attr(node, "softmax_precision")
+        if sdt.name not in FLOATS:
+            S.fail(node, f"softmax_precision must be a float type, got {sdt.name}")
+        return sdt
+    return dt if dt is None or dt.name == "float64" else dtypes.FLOAT32
+
+
+def infer_flex_attention(node, inputs, consts, scope=None):
+    q, k, v = (S.need(node, inputs, i) for i in range(3))
+    dt = S.same_dtype(node, inputs)
+    if dt is not None and dt.name not in FLOATS:
+        S.fail(node, f"Q, K, V must be float tensors, got {dt.name}")
+    qs, ks, vs = S.shape(q), S.shape(k), S.shape(v)
+    for name, s in (("Q", qs), ("K", ks), ("V", vs)):
+        if s is not None and len(s) != 4:
+            S.fail(node, f"{name} must be 4-D, got shape {list(s)}")
+    b, hq, sq, e = qs if qs is not None else (None,) * 4
+    skv = dv = hkv = None
+    if ks is not None:
+        b = S.merge_dims(node, b, ks[0], "batch of Q and K")
+        e = S.merge_dims(node, e, ks[3], "head sizes of Q and K")
+        hkv, skv = ks[1], ks[2]
+    if vs is not None:
+        b = S.merge_dims(node, b, vs[0], "batch of Q and V")
+        hkv = S.merge_dims(node, hkv, vs[1], "heads of K and V")
+        skv = S.merge_dims(node, skv, vs[2], "sequence of K and V")
+        dv = vs[3]
+    if S.known(hq) and S.known(hkv) and hq % hkv:
+        S.fail(node, f"{hq} query heads are not a multiple of {hkv} key/value heads")
+    sdt = _flex_softmax_dtype(node, dt)
+    for attr in ("score_mod", "prob_mod"):
+        if node.attr(attr) is None:
+            continue
+        g = scope.specialise(attr, [(sdt, (b, hq, sq, skv))])
+        if len(g.outputs) != 1:
+            S.fail(node, f"its {attr} must have one output, got {len(g.outputs)}")
+        out = g.outputs[0]
+        if out.dtype is not None and sdt is not None and out.dtype != sdt:
+            S.fail(node, f"its {attr} must return {sdt.name}, got {out.dtype.name}")
+    return [(dt, (b, hq, sq, dv))]
+
+
+def flex_attention(node, q, k, v, scope=None):
+    """Scaled dot-product attention whose scores (before softmax) and probabilities (after) pass
+    through the score_mod / prob_mod subgraphs, computed in softmax_precision (float32 for
+    float16, else the input type)."""
+    import numpy as np
+    from .control import run_graph
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or k.shape[:3] != v.shape[:3] \
+            or q.shape[3] != k.shape[3] or q.shape[0] != k.shape[0] or q.shape[1] % k.shape[1]:
+        S.fail(node, f"Q, K, V of shapes {q.shape}, {k.shape}, {v.shape} do not fit")
+    rep = q.shape[1] // k.shape[1]
+    if rep > 1:
+        k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+    scale = node.attr("scale")
+    if scale is None:
+        scale = 1 / np.sqrt(q.shape[3])
+    s = np.asarray(np.sqrt(np.float32(scale)), q.dtype)
+    sdt = np.dtype(_flex_softmax_dtype(node, dtypes.from_name(q.dtype.name)).name)
+    scores = np.matmul(q * s, np.swapaxes(k * s, -1, -2)).astype(sdt)
+
+    def mod(attr, x):
+        g = node.attr(attr)
+        if g is None:
+            return x
+        out = run_graph(g, {g.inputs[0].name: x}, scope or {})[0]
+        if out.shape != x.shape:
+            S.fail(node, f"its {attr} returned shape {list(out.shape)}, not {list(x.shape)}")
+        return np.asarray(out, sdt)
+    scores = mod("score_mod", scores)
+    e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+    probs = mod("prob_mod", e / np.sum(e, axis=-1, keepdims=True))
+    return np.matmul(probs, v.astype(sdt)).astype(v.dtype)
+
+
+op("FlexAttention", 1, infer_flex_attention, domain="ai.onnx.preview")(flex_attention)
