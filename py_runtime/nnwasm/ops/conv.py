@@ -238,3 +238,82 @@ def causal_conv_with_state(node, x, w, bias=None, past=None):
         f = y.astype(np.float32)
         y = (f * (1 / (1 + np.exp(-f)))).astype(x.dtype)
     return y, np.ascontiguousarray(seq[:, :, seq.shape[2] - (k - 1):])
+
+
+def _col2im_params(node, nd):
+    dil = S.ints_attr(node, "dilations") or [1] * nd
+    pads = S.ints_attr(node, "pads") or [0] * (2 * nd)
+    strides = S.ints_attr(node, "strides") or [1] * nd
+    if len(dil) != nd or len(pads) != 2 * nd or len(strides) != nd:
+        S.fail(node, f"dilations {dil}, pads {pads}, strides {strides} do not fit {nd} spatial dims")
+    if min(dil) < 1 or min(strides) < 1 or min(pads) < 0:
+        S.fail(node, f"invalid dilations {dil}, pads {pads} or strides {strides}")
+    return dil, pads, strides
+
+
+def _col2im_blocks(node, image, block, dil, pads, strides):
+    nd = len(image)
+    n = []
+    for i in range(nd):
+        b = (image[i] + pads[i] + pads[nd + i] - dil[i] * (block[i] - 1) - 1) // strides[i] + 1
+        if b < 1:
+            S.fail(node, f"block {block} does not fit image {image} with pads {pads}")
+        n.append(b)
+    return n
+
+
+def infer_col2im(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    S.need(node, inputs, 1), S.need(node, inputs, 2)
+    xs = S.shape(x)
+    if xs is not None and len(xs) != 3:
+        S.fail(node, f"input must be 3-D (N, C * prod(block_shape), L), got {list(xs)}")
+    image, block = S.const_ints(consts, 1), S.const_ints(consts, 2)
+    nd = len(image) if image is not None else len(block) if block is not None else None
+    if image is not None and block is not None:
+        if len(image) != len(block) or min(block) < 1 or min(image) < 1:
+            S.fail(node, f"image_shape {image} and block_shape {block} must be positive, of one length")
+        dil, pads, strides = _col2im_params(node, nd)
+        blocks = _col2im_blocks(node, image, block, dil, pads, strides)
+        k, L = S.numel(block), S.numel(blocks)
+        c = None
+        if xs is not None:
+            S.merge_dims(node, xs[2], L, f"input's last dim and the {blocks} blocks")
+            c = _col2im_channels(node, xs[1], k)
+        return [(S.dtype(x), (xs[0] if xs else None, c, *image))]
+    if nd is None:
+        return [(S.dtype(x), None)]
+    return [(S.dtype(x), (xs[0] if xs else None, None, *(image or [None] * nd)))]
+
+
+def _col2im_channels(node, ck, k):
+    if not S.known(ck):
+        return None
+    if ck % k:
+        S.fail(node, f"input's dim 1 ({ck}) is not a multiple of the block size {k}")
+    return ck // k
+
+
+@op("Col2Im", 18, infer_col2im)
+def col2im(node, x, image_shape, block_shape):
+    """Sums each column's block back into the image: one scatter-add per block offset."""
+    import itertools
+    import numpy as np
+    image, block = [int(v) for v in image_shape.reshape(-1)], [int(v) for v in block_shape.reshape(-1)]
+    nd = len(image)
+    if len(block) != nd or x.ndim != 3 or min(block, default=0) < 1 or min(image, default=0) < 1:
+        S.fail(node, f"image_shape {image} and block_shape {block} do not fit input {list(x.shape)}")
+    dil, pads, strides = _col2im_params(node, nd)
+    blocks = _col2im_blocks(node, image, block, dil, pads, strides)
+    k = int(np.prod(block))
+    if x.shape[1] % k or x.shape[2] != int(np.prod(blocks)):
+        S.fail(node, f"input {list(x.shape)} does not fit block {block} over {blocks} blocks")
+    n, c = x.shape[0], x.shape[1] // k
+    cols = x.reshape(n, c, *block, *blocks)
+    padded = np.zeros((n, c, *[image[i] + pads[i] + pads[nd + i] for i in range(nd)]), x.dtype)
+    for off in itertools.product(*[range(b) for b in block]):
+        dst = tuple(slice(o * dil[i], o * dil[i] + (blocks[i] - 1) * strides[i] + 1, strides[i])
+                    for i, o in enumerate(off))
+        padded[(slice(None), slice(None), *dst)] += cols[(slice(None), slice(None), *off)]
+    return np.ascontiguousarray(padded[(slice(None), slice(None),
+                                        *[slice(pads[i], pads[i] + image[i]) for i in range(nd)])])
