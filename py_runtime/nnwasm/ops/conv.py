@@ -317,3 +317,90 @@ def col2im(node, x, image_shape, block_shape):
         padded[(slice(None), slice(None), *dst)] += cols[(slice(None), slice(None), *off)]
     return np.ascontiguousarray(padded[(slice(None), slice(None),
                                         *[slice(pads[i], pads[i] + image[i]) for i in range(nd)])])
+
+
+def infer_deform_conv(node, inputs, consts):
+    S.need(node, inputs, 2)
+    dt = S.same_dtype(node, inputs)
+    xs, ws, nd = _spatial_rank(node, S.need(node, inputs, 0), S.need(node, inputs, 1))
+    if nd is None:
+        return [(dt, None)]
+    kernel = _kernel(node, ws, nd)
+    strides, dilations, pads = W.params(node, nd, kernel)
+    g, og = _group(node), node.attr("offset_group", 1)
+    if og < 1:
+        S.fail(node, f"offset_group must be >= 1, got {og}")
+    n, c = (xs[0], xs[1]) if xs is not None else (None, None)
+    m = ws[0] if ws is not None else None
+    if ws is not None and S.known(ws[1]):
+        S.merge_dims(node, c, ws[1] * g, f"input channels vs weight {list(ws)} x group {g}")
+    if S.known(m) and m % g:
+        S.fail(node, f"output channels {m} are not a multiple of group {g}")
+    if S.known(c) and c % og:
+        S.fail(node, f"input channels {c} are not a multiple of offset_group {og}")
+    _check_bias(node, S.get(inputs, 3), m)
+    out = W.geometry(node, xs[2:] if xs is not None else [None] * nd, kernel, strides, dilations, pads)[0]
+    k = S.numel(kernel)
+    for i, name, per in ((2, "offset", nd), (4, "mask", 1)):
+        s = S.shape(S.get(inputs, i))
+        if s is None:
+            continue
+        if len(s) != nd + 2:
+            S.fail(node, f"{name} must have rank {nd + 2}, got {list(s)}")
+        S.merge_dims(node, s[0], n, f"{name}'s batch")
+        if k is not None:
+            S.merge_dims(node, s[1], og * k * per, f"{name}'s channels: offset_group x kernel size x {per}")
+        out = [S.merge_dims(node, a, b, f"{name}'s spatial dims and the output's") for a, b in zip(out, s[2:])]
+    return [(dt, (n, m, *out))]
+
+
+@op("DeformConv", 19, infer_deform_conv)
+@op("DeformConv", 22, infer_deform_conv)
+def deform_conv(node, x, w, offset, b=None, mask=None):
+    """Conv whose taps read the input at learned fractional offsets (bilinear, zeros outside),
+    scaled by mask: per kernel tap, one gather of the 2^nd corners for every channel of an
+    offset group, then one matmul per group over the sampled columns."""
+    import itertools
+    import numpy as np
+    nd = x.ndim - 2
+    if nd < 1 or w.ndim != x.ndim:
+        S.fail(node, f"input {list(x.shape)} and weight {list(w.shape)} must share a rank >= 3")
+    kernel = S.ints_attr(node, "kernel_shape") or list(w.shape[2:])
+    strides, dil, pads = W.params(node, nd, kernel)
+    g, og = _group(node), node.attr("offset_group", 1)
+    n, c, size = x.shape[0], x.shape[1], x.shape[2:]
+    m, k = w.shape[0], int(np.prod(kernel))
+    out = list(offset.shape[2:])
+    want = W.geometry(node, list(size), kernel, strides, dil, pads)[0]
+    if c != w.shape[1] * g or m % g or c % og or offset.shape[:2] != (n, og * k * nd) or out != want \
+            or (mask is not None and mask.shape != (n, og * k, *out)):
+        S.fail(node, f"input {list(x.shape)}, weight {list(w.shape)}, offset {list(offset.shape)} and "
+                     f"mask {None if mask is None else list(mask.shape)} do not fit (group {g}, offset_group {og})")
+    off = offset.reshape(n, og, *kernel, nd, *out).astype(np.float64)
+    msk = None if mask is None else mask.reshape(n, og, *kernel, *out).astype(np.float64)
+    xg = np.moveaxis(x.reshape(n, og, c // og, *size), 2, -1)   # (n, og, *size, channels of the group)
+    nidx = np.arange(n).reshape((n, 1) + (1,) * nd)
+    gidx = np.arange(og).reshape((1, og) + (1,) * nd)
+    grids = np.meshgrid(*[np.arange(o) for o in out], indexing="ij")
+    cols = np.zeros((n, og, c // og, k, *out), np.float64)
+    for t, kk in enumerate(itertools.product(*[range(q) for q in kernel])):
+        pos = [grids[a] * strides[a] - pads[a] + kk[a] * dil[a] + off[(slice(None), slice(None), *kk, a)]
+               for a in range(nd)]
+        lo = [np.floor(p).astype(np.int64) for p in pos]
+        acc = np.zeros((n, og, *out, c // og), np.float64)
+        for corner in itertools.product((0, 1), repeat=nd):
+            wt, idx, ok = 1.0, [], True
+            for a in range(nd):
+                i = lo[a] + corner[a]
+                wt = wt * (1 - np.abs(pos[a] - i))
+                ok = ok & (i >= 0) & (i < size[a])
+                idx.append(np.clip(i, 0, size[a] - 1))
+            acc += xg[(nidx, gidx, *idx)] * (wt * ok)[..., None]
+        if msk is not None:
+            acc *= msk[(slice(None), slice(None), *kk)][..., None]
+        cols[:, :, :, t] = np.moveaxis(acc, -1, 2)
+    cols = cols.reshape(n, g, (c // g) * k, -1)   # channel-major columns, as the weight's layout
+    y = np.matmul(w.reshape(g, m // g, -1).astype(np.float64), cols).reshape(n, m, *out)
+    if b is not None:
+        y += b.reshape(1, -1, *[1] * nd)
+    return y.astype(x.dtype)
