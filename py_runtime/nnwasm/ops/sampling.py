@@ -172,3 +172,84 @@ def affine_grid(node, theta, size):
     homo = np.stack([*mesh[::-1], np.ones_like(mesh[0])], axis=-1)   # x, y, (z), 1
     grid = np.einsum("...k,njk->n...j", homo, theta.astype(np.float64))
     return grid.astype(theta.dtype)
+
+
+def infer_roi_align(node, inputs, consts):
+    x, rois, idx = (S.need(node, inputs, i) for i in range(3))
+    if node.attr("mode", "avg") not in ("avg", "max"):
+        S.fail(node, f"mode must be 'avg' or 'max', got {node.attr('mode')!r}")
+    if node.attr("coordinate_transformation_mode", "half_pixel") not in ("half_pixel", "output_half_pixel"):
+        S.fail(node, f"unknown coordinate_transformation_mode {node.attr('coordinate_transformation_mode')!r}")
+    oh, ow = node.attr("output_height", 1), node.attr("output_width", 1)
+    if oh < 1 or ow < 1 or node.attr("sampling_ratio", 0) < 0:
+        S.fail(node, f"output_height {oh}, output_width {ow} must be positive, sampling_ratio >= 0")
+    dt = S.same_dtype(node, inputs, [0, 1])
+    xs, rs, bs = S.shape(x), S.shape(rois), S.shape(idx)
+    if xs is not None and len(xs) != 4:
+        S.fail(node, f"X must be 4-D, got {list(xs)}")
+    if rs is not None and (len(rs) != 2 or (S.known(rs[1]) and rs[1] != 4)):
+        S.fail(node, f"rois must have shape (num_rois, 4), got {list(rs)}")
+    if bs is not None and len(bs) != 1:
+        S.fail(node, f"batch_indices must be 1-D, got {list(bs)}")
+    if S.dtype(idx) is not None and S.dtype(idx).name != "int64":
+        S.fail(node, f"batch_indices must be int64, got {S.dtype(idx).name}")
+    r = S.merge_dims(node, rs[0] if rs else None, bs[0] if bs else None, "rois and batch_indices")
+    return [(dt, (r, xs[1] if xs else None, oh, ow))]
+
+
+def _roi_axis(np, start, bin_size, pooled, grid, size):
+    """Sample positions along one axis (pooled x grid): low/high taps, their weights, in-range."""
+    p = np.arange(pooled).reshape(-1, 1)
+    g = np.arange(grid).reshape(1, -1)
+    v = start + p * bin_size + (g + 0.5) * bin_size / grid
+    ok = (v >= -1.0) & (v <= size)
+    v = np.maximum(v, 0)
+    low = np.trunc(v).astype(np.int64)
+    edge = low >= size - 1
+    low = np.where(edge, size - 1, low)
+    high = np.where(edge, size - 1, low + 1)
+    v = np.where(edge, low, v)
+    frac = v - low
+    return low, high, (1 - frac) * ok, frac * ok
+
+
+def roi_align(node, x, rois, batch_indices):
+    """Each ROI's bins average (or take the max of) sampling_ratio^2 bilinear samples (adaptive:
+    ceil(roi size / output size) per axis when sampling_ratio is 0); max mode takes the max of
+    the weighted corner values, as onnxruntime and onnx's reference do."""
+    import numpy as np
+    n, c, h, w = x.shape
+    if rois.ndim != 2 or rois.shape[1] != 4 or batch_indices.shape != (rois.shape[0],):
+        S.fail(node, f"rois {list(rois.shape)} and batch_indices {list(batch_indices.shape)} do not fit")
+    if np.any(batch_indices < 0) or np.any(batch_indices >= n):
+        S.fail(node, f"batch_indices {batch_indices.tolist()} outside the batch of {n}")
+    default = "half_pixel" if node.opset >= 16 else "output_half_pixel"
+    half = node.attr("coordinate_transformation_mode", default) == "half_pixel"
+    oh, ow = node.attr("output_height", 1), node.attr("output_width", 1)
+    ratio, scale = node.attr("sampling_ratio", 0), node.attr("spatial_scale", 1.0)
+    is_max = node.attr("mode", "avg") == "max"
+    y = np.zeros((rois.shape[0], c, oh, ow), np.float64)
+    for r, (roi, b) in enumerate(zip(rois.astype(np.float64), batch_indices)):
+        x0, y0, x1, y1 = roi * scale - (0.5 if half else 0.0)
+        rh, rw = y1 - y0, x1 - x0
+        if not half:
+            rh, rw = max(rh, 1.0), max(rw, 1.0)
+        gh = ratio if ratio > 0 else int(np.ceil(rh / oh))
+        gw = ratio if ratio > 0 else int(np.ceil(rw / ow))
+        if gh <= 0 or gw <= 0:
+            continue
+        ylo, yhi, wyl, wyh = _roi_axis(np, y0, rh / oh, oh, gh, h)
+        xlo, xhi, wxl, wxh = _roi_axis(np, x0, rw / ow, ow, gw, w)
+        img = x[b].astype(np.float64)
+        ey, ex = (slice(None), slice(None), None, None), (None, None, slice(None), slice(None))
+        terms = [img[:, yi[ey], xi[ex]] * (wy[ey] * wx[ex])
+                 for yi, wy in ((ylo, wyl), (yhi, wyh)) for xi, wx in ((xlo, wxl), (xhi, wxh))]
+        if is_max:   # (c, oh, gh, ow, gw)
+            y[r] = np.max(np.maximum.reduce(terms), axis=(2, 4))
+        else:
+            y[r] = np.sum(sum(terms), axis=(2, 4)) / max(gh * gw, 1)
+    return y.astype(x.dtype)
+
+
+for _since in (10, 16, 22):
+    op("RoiAlign", _since, infer_roi_align)(roi_align)
