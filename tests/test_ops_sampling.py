@@ -131,3 +131,10 @@ def test_center_crop_pad_negative_axes_odd_sizes():
     m = with_consts(model("CenterCropPad", feeds, 1, 18, axes=[-1, 1]), s=feeds["s"])
     check(m, {"x": feeds["x"]})
     assert numpy_session(m).get_outputs()[0].shape == [3, 3, 8]
+
+
+@pytest.mark.parametrize("roi,match", [([0, 0, np.nan, 2], "finite"), ([0, 0, 1e12, 1e12], "samples per bin")])
+def test_roi_align_hostile_rois(roi, match):
+    feeds = {"x": r(1, 1, 4, 4), "rois": np.array([roi], np.float32), "b": np.array([0], np.int64)}
+    with pytest.raises(InvalidArgument, match=match):
+        numpy_session(model("RoiAlign", feeds, 1, 16)).run(None, feeds)

@@ -197,6 +197,9 @@ def infer_roi_align(node, inputs, consts):
     return [(dt, (r, xs[1] if xs else None, oh, ow))]
 
 
+MAX_ROI_SAMPLES = 1 << 26
+
+
 def _roi_axis(np, start, bin_size, pooled, grid, size):
     """Sample positions along one axis (pooled x grid): low/high taps, their weights, in-range."""
     p = np.arange(pooled).reshape(-1, 1)
@@ -228,6 +231,8 @@ def roi_align(node, x, rois, batch_indices):
     oh, ow = node.attr("output_height", 1), node.attr("output_width", 1)
     ratio, scale = node.attr("sampling_ratio", 0), node.attr("spatial_scale", 1.0)
     is_max = node.attr("mode", "avg") == "max"
+    if not np.all(np.isfinite(rois)):
+        S.fail(node, "rois must be finite")
     y = np.zeros((rois.shape[0], c, oh, ow), np.float64)
     for r, (roi, b) in enumerate(zip(rois.astype(np.float64), batch_indices)):
         x0, y0, x1, y1 = roi * scale - (0.5 if half else 0.0)
@@ -238,6 +243,8 @@ def roi_align(node, x, rois, batch_indices):
         gw = ratio if ratio > 0 else int(np.ceil(rw / ow))
         if gh <= 0 or gw <= 0:
             continue
+        if c * oh * ow * gh * gw > MAX_ROI_SAMPLES:   # an adaptive grid over a huge ROI
+            S.fail(node, f"ROI {roi.tolist()} needs {gh} x {gw} samples per bin, more than nnwasm takes")
         ylo, yhi, wyl, wyh = _roi_axis(np, y0, rh / oh, oh, gh, h)
         xlo, xhi, wxl, wxh = _roi_axis(np, x0, rw / ow, ow, gw, w)
         img = x[b].astype(np.float64)
