@@ -14,14 +14,14 @@ import os
 from collections import OrderedDict
 
 from . import optimizer, passes
-from .errors import InvalidArgument, Unsupported
-from .ir import Graph
+from .errors import InvalidArgument
+from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model
 from .options import SessionOptions
 from .partition import assign, partition
 from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
-from .tensor import TensorData
+from . import values
 
 _PLAN_CACHE_SIZE = 8
 
@@ -29,9 +29,9 @@ _PLAN_CACHE_SIZE = 8
 class NodeArg:
     """An input or output of the model: name, type ("tensor(float)") and shape (ints, str, None)."""
 
-    def __init__(self, name, dtype, shape):
+    def __init__(self, name, dtype, shape, kind="tensor"):
         self.name = name
-        self.type = dtype.ort_type if dtype else "unknown"
+        self.type = values.ort_type(ValueInfo(name, dtype, shape, kind))
         self.shape = list(shape) if shape is not None else None
 
     def __repr__(self):
@@ -121,14 +121,14 @@ class InferenceSession:
             t0 = prof.clock()
         graph = optimizer.optimize(model, "graph", self._level, self._providers)
         self._graph = passes.infer_shapes(graph)
-        static = all(v.is_static() for v in graph.inputs)
+        static = all(v.is_static() and v.kind == "tensor" for v in graph.inputs)
         optimizer.optimize(self._graph, "shaped", self._level, self._providers, static)
         if self._sess_options.optimized_model_filepath:
             from .onnx_io.save import save_model   # the ONNX writer, only for this option
             save_model(self._graph, self._sess_options.optimized_model_filepath)
-        self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in graph.inputs]
-        self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape))
-                         for v in graph.outputs]
+        self._inputs = [NodeArg(v.name, v.dtype, v.shape, v.kind) for v in graph.inputs]
+        self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape),
+                                 v.kind) for v in graph.outputs]
         self._cache = OrderedDict()
         if static:
             key = tuple(tuple(v.shape) for v in graph.inputs)
@@ -207,21 +207,10 @@ class InferenceSession:
 
     # --- running ---------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
-        import numpy as np
-        feeds = {}
-        for name, value in self._check_feed_names(input_feed).items():
-            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-            if arr.dtype.kind in "OSUV":
-                raise Unsupported(f"input '{name}' is a {arr.dtype} array: string and object tensors "
-                                  "are not supported by nnwasm yet")
-            try:   # a view, no copy: the feeds are read before run() returns
-                feeds[name] = TensorData.from_numpy(arr, copy=False)
-            except InvalidArgument as e:
-                raise InvalidArgument(f"input '{name}': {e}") from None
-        outs = [t.to_numpy() for t in self._run(output_names, feeds)]
-        # onnxruntime's outputs are writable arrays; WASM outputs already are (host.read gives a
-        # bytearray), numpy partitions' outputs and initializers are copied.
-        return [a if a.flags.writeable else a.copy() for a in outs]
+        declared = {v.name: v for v in self._graph.inputs}
+        feeds = {name: values.from_user(name, value, declared[name])   # arrays, lists (sequences), None
+                 for name, value in self._check_feed_names(input_feed).items()}
+        return [values.to_user(v) for v in self._run(output_names, feeds)]
 
     def run_raw(self, output_names, feeds):
         """run() without numpy: feeds and results are TensorData. The JS bridge uses this."""
@@ -235,8 +224,9 @@ class InferenceSession:
         shapes = {}
         for arg, vi in zip(self._inputs, self._graph.inputs):
             t = feeds[arg.name]
-            self._check_feed(arg, vi, t)
-            shapes[arg.name] = t.shape
+            if vi.kind == "tensor":
+                self._check_feed(arg, vi, t)
+            shapes[arg.name] = t.shape if vi.kind == "tensor" else vi.shape   # a sequence: its elements' shape
         prepared = self._prepared(shapes)
         env = dict(feeds)
         for runner in prepared.runners:
@@ -287,7 +277,7 @@ class InferenceSession:
                                   f"(mismatch at dimension {', '.join(map(str, bad))})")
 
     def _prepared(self, shapes):
-        key = tuple(tuple(shapes[a.name]) for a in self._inputs)
+        key = tuple(None if shapes[a.name] is None else tuple(shapes[a.name]) for a in self._inputs)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)

@@ -271,24 +271,40 @@ def _infer_type(a):
 
 def _value_info(vi, where, what, strict):
     """ir.ValueInfo of a ValueInfoProto. strict (the main graph's inputs and outputs): the value
-    must be a tensor of an element type nnwasm knows."""
+    must be a tensor of an element type nnwasm knows, a sequence of such tensors or an optional
+    of either."""
     name = vi.name or ""
     if not name:
         raise InvalidModel(f"{where}: an {what} has no name")
-    tp = vi.type
-    kind = tp.value if tp is not None else None
-    if kind != "tensor_type":
+    kind, tt = type_kind(vi.type)
+    if tt is None:
         if strict:
-            found = f"of kind {kind.replace('_type', '')}" if kind else "untyped"
-            raise Unsupported(f"{where}: {what} '{name}' is {found}; nnwasm supports tensor inputs and outputs only")
+            raise Unsupported(f"{where}: {what} '{name}' is {kind}; nnwasm supports tensors, sequences of "
+                              f"tensors and optionals of either as inputs and outputs")
         return ir.ValueInfo(name)
-    tt = tp.tensor_type
     code = tt.elem_type or 0
     dt = dtypes.from_onnx(code)
     if dt is None and code and strict:
         raise Unsupported(f"{where}: {what} '{name}' has element type {code}, which nnwasm does not support")
     shape = None if tt.shape is None else tuple(_dim(d) for d in tt.shape.dim)
-    return ir.ValueInfo(name, dt, shape)
+    return ir.ValueInfo(name, dt, shape, kind)
+
+
+def type_kind(tp):
+    """(kind, TypeTensor of the innermost tensor) of a messages.TypeProto; kind is an ir.ValueInfo
+    kind. For what nnwasm can't hold (maps, sequences of sequences...), (description, None)."""
+    kind = tp.value if tp is not None else None
+    if kind == "tensor_type":
+        return "tensor", tp.tensor_type
+    inner = tp.sequence_type if kind == "sequence_type" else tp.optional_type if kind == "optional_type" else None
+    if inner is not None and inner.elem_type is not None:
+        sub, tt = type_kind(inner.elem_type)
+        if kind == "sequence_type" and sub == "tensor":
+            return "sequence", tt
+        if kind == "optional_type" and sub in ("tensor", "sequence"):
+            return ("optional" if sub == "tensor" else "optional sequence"), tt
+        return f"of kind {kind.replace('_type', '')} of {sub}", None
+    return (f"of kind {kind.replace('_type', '')}" if kind else "untyped"), None
 
 
 def _dim(d):

@@ -7,7 +7,7 @@ from ..ir import implicit_inputs, subgraphs
 from ..ops.control import numpy_refusal
 from ..ops.registry import lookup
 from ..profiling import node_label
-from ..tensor import TensorData
+from ..values import from_numpy, to_numpy
 
 
 class NumpyExecutionProvider:
@@ -43,7 +43,7 @@ class _NumpyRunner:
     def run(self, env, prof=None):
         vals = dict(self.consts)
         for name in self.part.inputs:
-            vals[name] = env[name].to_numpy()
+            vals[name] = to_numpy(env[name])
         for node, op in zip(self.part.nodes, self.ops):
             t0 = prof and prof.clock()
             args = [vals[i] if i else None for i in node.inputs]
@@ -60,4 +60,4 @@ class _NumpyRunner:
                 prof.node(node_label(node), node.op_type, op.numpy.__name__, NumpyExecutionProvider.name, t0,
                           prof.clock())
         for name in self.outputs:
-            env[name] = TensorData.from_numpy(vals[name])
+            env[name] = from_numpy(vals[name])
