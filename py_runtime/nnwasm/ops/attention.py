@@ -15,7 +15,7 @@ from .. import dtypes
 from . import shapes as S
 from .registry import op
 
-FLOATS = ("float16", "float32", "float64")
+FLOATS = ("float16", "float32", "float64", "bfloat16")
 
 
 def _float_input(node, inputs, i, name):
@@ -211,7 +211,7 @@ def attention(node, q, k, v, mask=None, past_k=None, past_v=None, nonpad=None):
     if scale is None:
         scale = 1 / np.sqrt(q.shape[3])
     s = dt.type(np.sqrt(scale))   # Q and K each scaled by sqrt(scale), against overflow (spec)
-    scores = np.matmul(q * s, k.transpose(0, 1, 3, 2) * s)
+    scores = np.matmul(q * s, k.transpose(0, 1, 3, 2) * s).astype(dt, copy=False)   # bfloat16: float32 out
     cap = node.attr("softcap", 0.0)
     if cap > 0:
         scores = (np.tanh(scores / dt.type(cap)) * dt.type(cap)).astype(dt, copy=False)
@@ -225,7 +225,7 @@ def attention(node, q, k, v, mask=None, past_k=None, past_v=None, nonpad=None):
     probs = np.where(masked_rows, probs.dtype.type(0), probs)
     if mode == 3:
         qk_out = probs
-    y = np.matmul(probs.astype(dt, copy=False), v)
+    y = np.matmul(probs.astype(dt, copy=False), v).astype(dt, copy=False)
     if rank3:
         y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
     outs = (y, present_k, present_v, np.broadcast_to(qk_out, (b, hq, sq, skv)).astype(dt))

@@ -51,3 +51,27 @@ def to_e8m0(x, saturate=True, round_mode="up"):
         bump &= exp != 0xFE
     exp = np.where(special, 0xFF, exp + bump).astype(np.uint8)
     return exp.view(dtypes.numpy_dtype(dtypes.BY_NAME["float8_e8m0fnu"]))
+
+
+def is_lowp_float(np_dtype):
+    dt = dtypes.of_numpy(np_dtype)
+    return dt is not None and dt.ml_dtypes and "float" in dt.name
+
+
+def widened(fn):
+    """fn (a numpy kernel) run on float32 copies of its bfloat16/float8 inputs, its float32
+    results rounded back to that type once: for kernels built on numpy routines that refuse
+    ml_dtypes (einsum, iinfo, matmul...), and more exact than rounding after every step."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(node, *xs, **kw):
+        import numpy as np
+        low = next((x.dtype for x in xs if isinstance(x, np.ndarray) and is_lowp_float(x.dtype)), None)
+        if low is None:
+            return fn(node, *xs, **kw)
+        xs = [x.astype(np.float32) if isinstance(x, np.ndarray) and is_lowp_float(x.dtype) else x for x in xs]
+        out = fn(node, *xs, **kw)
+        back = lambda y: y.astype(low) if isinstance(y, np.ndarray) and y.dtype == np.float32 else y  # noqa: E731
+        return tuple(back(y) for y in out) if isinstance(out, tuple) else back(np.asarray(out))
+    return run

@@ -1,5 +1,6 @@
 """MatMul, Gemm and Einsum."""
 from . import shapes as S
+from .casting import widened
 from .registry import op
 
 
@@ -25,7 +26,7 @@ def infer_matmul(node, inputs, consts):
 @op("MatMul", 1, infer_matmul)
 def matmul(node, a, b):
     import numpy as np
-    return np.matmul(a, b)
+    return np.matmul(a, b).astype(a.dtype, copy=False)   # ml_dtypes' bfloat16 matmul gives float32
 
 
 def infer_gemm(node, inputs, consts):
@@ -110,6 +111,7 @@ def infer_einsum(node, inputs, consts):
 
 
 @op("Einsum", 12, infer_einsum)
+@widened
 def einsum(node, *xs):
     import numpy as np
     return np.einsum(node.attr("equation").replace(" ", ""), *xs)

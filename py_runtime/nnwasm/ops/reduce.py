@@ -1,6 +1,7 @@
 """Reduce* ops, ArgMax and ArgMin. Axes are an attribute until they become an input (ReduceSum at
 opset 13, the others at 18), together with noop_with_empty_axes."""
 from . import shapes as S
+from .casting import widened
 from .registry import op
 
 AXES_INPUT_SINCE = {"ReduceSum": 13}      # every other Reduce* takes axes as an input from 18
@@ -90,7 +91,7 @@ def _reducer(name, since, fn):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(fn(np, x, axes, bool(node.attr("keepdims", 1)))).astype(x.dtype, copy=False)
     kernel.__name__ = name
-    op(name, since, infer_reduce)(kernel)
+    op(name, since, infer_reduce)(widened(kernel))
 
 
 for _name, _fn in REDUCERS.items():
