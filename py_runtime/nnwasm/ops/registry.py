@@ -26,7 +26,7 @@ from ..values import Seq
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
-            "sampling")
+            "sampling", "sequence")
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False
