@@ -102,12 +102,8 @@ def test_optimizer_levels_agree(cases, outcomes):
                 so.graph_optimization_level = level
                 backend_suite.run_case(backend_suite.Runtime("nnwasm"), case, so, out)
             for a, b in zip(full, off):
-                for x, y in zip(a, b):
-                    assert x.dtype == y.dtype and x.shape == y.shape
-                    if x.dtype.kind in "fc":
-                        np.testing.assert_allclose(x, y, rtol=case.rtol, atol=case.atol)
-                    else:
-                        np.testing.assert_array_equal(x, y)
+                for k, (x, y) in enumerate(zip(a, b)):   # arrays, lists (sequences), None (optionals)
+                    backend_suite._compare(x, y, case.rtol, case.atol, f"output {k}")
         except Exception as e:  # noqa: BLE001 - collected and reported together
             bad.append(f"{case.name}: {type(e).__name__}: {str(e)[:300]}")
     print(f"\noptimizer levels compared on {len(chosen)} passing cases")

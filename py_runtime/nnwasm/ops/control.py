@@ -50,12 +50,12 @@ def infer_if(node, inputs, consts, scope):
         if then_g is None and else_g is None:
             raise InvalidModel(node.attrs["then_branch"].reason)
         ok = then_g or else_g
-        return [(o.dtype, o.shape, o.kind) for o in ok.outputs][:len(node.outputs)]
+        return [S.typed(o.dtype, o.shape, o.kind) for o in ok.outputs][:len(node.outputs)]
     if len(then_g.outputs) != len(else_g.outputs):
         S.fail(node, f"then_branch has {len(then_g.outputs)} outputs, else_branch {len(else_g.outputs)}")
     if len(node.outputs) > len(then_g.outputs):
         S.fail(node, f"has {len(node.outputs)} outputs, its branches {len(then_g.outputs)}")
-    return [(merge_dtypes(node, f"output {k}", a.dtype, b.dtype), merge_shapes(a.shape, b.shape), _kind(a, b))
+    return [S.typed(merge_dtypes(node, f"output {k}", a.dtype, b.dtype), merge_shapes(a.shape, b.shape), _kind(a, b))
             for k, (a, b) in enumerate(zip(then_g.outputs, else_g.outputs))][:len(node.outputs)]
 
 
@@ -131,7 +131,7 @@ def infer_loop(node, inputs, consts, scope):
         S.fail(node, f"has {len(node.outputs)} outputs; its body makes {n} carried values and {k} scan outputs")
     trips = static_trip_count(node, consts, body)
     scans = [(o.dtype, None if o.shape is None else (trips,) + tuple(o.shape)) for o in body.outputs[1 + n:]]
-    return (carried + scans)[:len(node.outputs)]
+    return ([S.typed(*c) for c in carried] + scans)[:len(node.outputs)]
 
 
 @op("Loop", 1, infer_loop)

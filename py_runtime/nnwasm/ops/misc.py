@@ -139,7 +139,8 @@ def cast_like(node, x, like):
     return cast_array(x, dtypes.of_numpy(like.dtype), bool(node.attr("saturate", 1)), node.attr("round_mode", "up"))
 
 
-@op("Identity", 1, lambda node, inputs, consts: [(S.need(node, inputs, 0).dtype, S.shape(inputs[0]), inputs[0].kind)])
+@op("Identity", 1, lambda node, inputs, consts: [S.typed(S.need(node, inputs, 0).dtype, S.shape(inputs[0]),
+                                                           inputs[0].kind)])
 def identity(node, x):
     return x
 

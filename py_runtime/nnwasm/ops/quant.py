@@ -56,8 +56,8 @@ def _check_axis_params(node, inputs, x_index):
         return
     for i in (1, 2):
         s = S.shape(S.get(inputs, i))
-        if s is None or x is None or len(s) == 0 or s == (1,):
-            continue
+        if s is None or x is None or len(s) == 0 or s == (1,) or (len(s) == 1 and not S.known(s[0])):
+            continue   # per-tensor (or, with an unknown length, checked when it runs)
         if len(s) != 1:
             S.unsupported(node, f"scale/zero point of shape {list(s)}")
         ax = S.axis(node, node.attr("axis", 1), len(x))
@@ -99,21 +99,23 @@ def infer_dequantize(node, inputs, consts):
     _check_axis_params(node, inputs, 0)
     if S.dtype(x) not in QLINEAR_TYPES + (INT32, None):
         S.unsupported(node, f"dequantizing {S.dtype(x).name}")
-    return [(S.dtype(inputs[1]) or FLOAT32, S.shape(x))]
+    out = S.dtype_attr(node, "output_dtype") if node.attr("output_dtype") else S.dtype(inputs[1])
+    return [(out, S.shape(x))]
 
 
 def dequantize_linear(node, x, scale, zp=None):
     import numpy as np
     dim = x.shape[node.attr("axis", 1)] if node.attr("block_size", 0) else None
     s = _per_axis(np, node, scale, x.ndim, dim=dim)
+    out = dtypes.numpy_dtype(dtypes.from_onnx(node.attr("output_dtype"))) if node.attr("output_dtype") else scale.dtype
     if dtypes.of_numpy(x.dtype).ml_dtypes:   # int4, float8...: exact in float32
         lowp_float = "float" in x.dtype.name
         z = 0 if zp is None or lowp_float else _per_axis(np, node, zp, x.ndim, dim=dim).astype(np.float32)
         if lowp_float and zp is not None and np.any(zp.astype(np.float32) != 0):
             S.fail(node, f"the zero point of a {x.dtype.name} input must be 0")
-        return ((x.astype(np.float32) - z) * s).astype(scale.dtype)
+        return ((x.astype(np.float32) - z) * s).astype(out)
     z = 0 if zp is None else _per_axis(np, node, zp, x.ndim, dim=dim).astype(np.int64)
-    return ((x.astype(np.int64) - z).astype(np.float32) * s).astype(scale.dtype)
+    return ((x.astype(np.int64) - z).astype(np.float32) * s).astype(out)
 
 
 for _since in (10, 13, 19, 21):

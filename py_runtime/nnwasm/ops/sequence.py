@@ -95,7 +95,7 @@ def sequence_erase(node, seq, pos=None):
 def infer_sequence_at(node, inputs, consts):
     seq = _seq_input(node, inputs, 0)
     S.need(node, inputs, 1)
-    return [(seq.dtype, S.shape(seq), "tensor")]
+    return [(seq.dtype, S.shape(seq))]
 
 
 @op("SequenceAt", 11, infer_sequence_at)
@@ -225,7 +225,7 @@ def optional_has_element(node, x=None):
 
 def infer_optional_get_element(node, inputs, consts):
     x = S.need(node, inputs, 0)
-    return [(x.dtype, S.shape(x), SEQUENCE if holds_sequence(x.kind) else "tensor")]
+    return [S.typed(x.dtype, S.shape(x), SEQUENCE if holds_sequence(x.kind) else "tensor")]
 
 
 @op("OptionalGetElement", 15, infer_optional_get_element)
