@@ -34,7 +34,7 @@ def tensor_dtype(t):
     (InvalidModel if no ONNX version knows it either)."""
     dt = dtypes.from_onnx(t.data_type or 0)
     if dt is None:
-        raise (Unsupported if 0 < (t.data_type or 0) <= 26 else InvalidModel)(f"{tensor_label(t)} has element type {t.data_type or 0}, "
+        raise (Unsupported if 0 < (t.data_type or 0) <= 28 else InvalidModel)(f"{tensor_label(t)} has element type {t.data_type or 0}, "
                            f"which nnwasm does not support")
     return dt
 
