@@ -85,7 +85,10 @@ def from_user(name, value, vi):
     if isinstance(value, (list, tuple)):
         raise InvalidArgument(f"input '{name}' is a {type(value).__name__}, but the model declares it "
                               f"{ort_type(vi)}: feed an array")
-    return _tensor(name, value)
+    t = _tensor(name, value)
+    if is_optional(kind) and vi.dtype is not None and t.dtype != vi.dtype:   # tensors: the session checks
+        raise InvalidArgument(f"input '{name}' has type {t.dtype.ort_type}, expected {vi.dtype.ort_type}")
+    return t
 
 
 def _tensor(name, value):
