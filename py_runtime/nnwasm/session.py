@@ -207,8 +207,8 @@ class InferenceSession:
 
     # --- running ---------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
-        declared = {v.name: v for v in self._graph.inputs}
-        feeds = {name: values.from_user(name, value, declared[name])   # arrays, lists (sequences), None
+        declared = {v.name: v for v in self._graph.inputs} if hasattr(self, "_graph") else {}   # PlanSession: tensors
+        feeds = {name: values.from_user(name, value, declared.get(name))   # arrays, lists (sequences), None
                  for name, value in self._check_feed_names(input_feed).items()}
         return [values.to_user(v) for v in self._run(output_names, feeds)]
 

@@ -9,6 +9,7 @@ as onnxruntime's Python API takes and returns them. An optional holding a value 
 """
 from . import dtypes
 from .errors import InvalidArgument, Unsupported
+from .ir import ValueInfo
 from .tensor import TensorData
 
 SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE = "sequence", "optional", "optional sequence"
@@ -66,7 +67,9 @@ def to_user(v):
 
 def from_user(name, value, vi):
     """A feed for graph input vi, checked against its declared kind and element type, in env
-    form. InvalidArgument, naming the input, for a feed of another kind or element type."""
+    form. InvalidArgument, naming the input, for a feed of another kind or element type. vi None:
+    a tensor (a plan file's inputs)."""
+    vi = vi if vi is not None else ValueInfo(name)
     kind = vi.kind
     if value is None:
         if is_optional(kind):
