@@ -154,3 +154,18 @@ def test_without_ml_dtypes_the_type_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)   # import ml_dtypes now fails, as in a bare Pyodide
     with pytest.raises(Unsupported, match="bfloat16 needs the ml_dtypes package"):
         sess.run(None, {"x": x})
+
+
+@pytest.mark.parametrize("providers", PROVIDERS)
+def test_string_feeds_and_outputs(providers):
+    m = _model([helper.make_node("Equal", ["x", "c"], ["eq"]), helper.make_node("Cast", ["f"], ["s"], to=TensorProto.STRING)],
+               [helper.make_tensor_value_info("x", TensorProto.STRING, [3]), helper.make_tensor_value_info("f", F, [2])],
+               [helper.make_tensor_value_info("eq", TensorProto.BOOL, [3]), helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
+               [helper.make_tensor("c", TensorProto.STRING, [3], [b"a", "\u00e9".encode(), b"z"])])
+    sess = nnwasm.InferenceSession(m, providers=providers)
+    for x in (np.array(["a", "\u00e9", "b"], dtype=object), np.array(["a", "\u00e9", "b"])):   # object or <U
+        eq, s = sess.run(None, {"x": x, "f": np.array([1.5, -2], np.float32)})
+        assert eq.tolist() == [True, True, False]
+        assert s.dtype == object and s.tolist() == ["1.5", "-2.0"]
+    with pytest.raises(InvalidArgument, match="input 'x'.*int"):
+        sess.run(None, {"x": np.array([1, 2, 3], dtype=object), "f": np.zeros(2, np.float32)})

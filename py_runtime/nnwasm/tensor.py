@@ -46,6 +46,8 @@ class TensorData:
 
     def to_numpy(self):
         import numpy as np
+        if self.dtype.size == 0:   # strings: an object array of str, as onnxruntime returns them
+            return np.array([_text(b) for b in self.data] or np.empty(0), dtype=object).reshape(self.shape)
         dt = dtypes.numpy_dtype(self.dtype)
         if self.dtype.size > 1 and not self.dtype.ml_dtypes:
             dt = dt.newbyteorder("<")
@@ -59,6 +61,8 @@ class TensorData:
         for a caller that is done with the TensorData before arr can change (run()'s feeds)."""
         import numpy as np
         shape = np.shape(arr)
+        if arr.dtype.kind in "OSU":   # strings: a list of UTF-8 bytes (data of a string TensorData)
+            return cls(dtypes.BY_NAME["object"], shape, [_utf8(v) for v in np.reshape(arr, -1).tolist()])
         arr = np.ascontiguousarray(arr).reshape(shape)   # ascontiguousarray makes 0-d arrays 1-d
         dt = dtypes.of_numpy(arr.dtype)
         if dt is None:
@@ -75,3 +79,18 @@ class TensorData:
 
     def __repr__(self):
         return f"TensorData({self.dtype.name}, {list(self.shape)})"
+
+
+def _utf8(v):
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogatepass")
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    raise InvalidArgument(f"a string tensor holds a {type(v).__name__} ({v!r}), not a str or bytes")
+
+
+def _text(b):
+    try:
+        return bytes(b).decode("utf-8")
+    except UnicodeDecodeError:   # not UTF-8: kept as bytes rather than mangled
+        return bytes(b)

@@ -8,7 +8,7 @@ Forms, by where a value lives (ir.ValueInfo.kind says which a value declares):
 as onnxruntime's Python API takes and returns them. An optional holding a value is that value.
 """
 from . import dtypes
-from .errors import InvalidArgument, Unsupported
+from .errors import InvalidArgument
 from .ir import ValueInfo
 from .tensor import TensorData
 
@@ -99,9 +99,8 @@ def _tensor(name, value):
     if isinstance(value, (list, tuple)) or value is None:
         raise InvalidArgument(f"input '{name}' is a {type(value).__name__}, expected an array")
     arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if arr.dtype.kind in "OSU" or (arr.dtype.kind == "V" and dtypes.of_numpy(arr.dtype) is None):
-        raise Unsupported(f"input '{name}' is a {arr.dtype} array: string and object tensors "
-                          "are not supported by nnwasm yet")
+    if arr.dtype.kind == "V" and dtypes.of_numpy(arr.dtype) is None:
+        raise InvalidArgument(f"input '{name}' is a {arr.dtype} array, which has no ONNX element type")
     try:   # a view, no copy: the feeds are read before run() returns
         return TensorData.from_numpy(arr, copy=False)
     except InvalidArgument as e:
