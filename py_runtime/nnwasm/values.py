@@ -79,26 +79,33 @@ def from_user(name, value, vi):
         if not isinstance(value, (list, tuple)):
             raise InvalidArgument(f"input '{name}' is a {type(value).__name__}, but the model declares it "
                                   f"{ort_type(vi)}: feed a list of arrays")
-        seq = Seq(_tensor(f"{name}[{k}]", v) for k, v in enumerate(value))
+        seq = Seq(_tensor(f"{name}[{k}]", v, vi.dtype) for k, v in enumerate(value))
         for k, t in enumerate(seq):
             if vi.dtype is not None and t.dtype != vi.dtype:
                 raise InvalidArgument(f"input '{name}' element {k} has type {t.dtype.ort_type}, expected "
                                       f"{vi.dtype.ort_type} (the model declares {ort_type(vi)})")
         return seq
-    if isinstance(value, (list, tuple)):
-        raise InvalidArgument(f"input '{name}' is a {type(value).__name__}, but the model declares it "
-                              f"{ort_type(vi)}: feed an array")
-    t = _tensor(name, value)
+    t = _tensor(name, value, vi.dtype)
     if is_optional(kind) and vi.dtype is not None and t.dtype != vi.dtype:   # tensors: the session checks
         raise InvalidArgument(f"input '{name}' has type {t.dtype.ort_type}, expected {vi.dtype.ort_type}")
     return t
 
 
-def _tensor(name, value):
+def _tensor(name, value, dtype):
+    """A tensor feed as TensorData; a list or a scalar becomes an array of the declared element
+    type, as in onnxruntime (a ragged list, such as arrays of different shapes fed where the model
+    declares a tensor, is InvalidArgument)."""
     import numpy as np
-    if isinstance(value, (list, tuple)) or value is None:
-        raise InvalidArgument(f"input '{name}' is a {type(value).__name__}, expected an array")
-    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if value is None:
+        raise InvalidArgument(f"input '{name}' is None, expected an array")
+    if not isinstance(value, np.ndarray):
+        want = dtypes.numpy_dtype(dtype) if dtype is not None and dtype.size else None
+        try:
+            value = np.asarray(value, dtype=want)
+        except (ValueError, TypeError, OverflowError) as e:
+            what = f"an array of {dtype.ort_type}" if dtype is not None else "an array"
+            raise InvalidArgument(f"input '{name}' ({type(value).__name__}) can't be made {what}: {e}") from None
+    arr = value
     if arr.dtype.kind == "V" and dtypes.of_numpy(arr.dtype) is None:
         raise InvalidArgument(f"input '{name}' is a {arr.dtype} array, which has no ONNX element type")
     try:   # a view, no copy: the feeds are read before run() returns
