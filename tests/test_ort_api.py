@@ -585,3 +585,35 @@ def test_plan_session_refuses_options_that_change_the_model(option, tmp_path):
         so.optimized_model_filepath = str(tmp_path / "o.onnx")
     with pytest.raises(nnwasm.Unsupported, match="compile_plan"):
         nnwasm.InferenceSession(plan, so)
+
+
+# --- misuse of run(): clear nnwasm errors, and the session keeps working ----------------------------
+def test_misuse_of_run_is_refused_and_the_session_stays_usable():
+    a, b = both(add_b_model())
+    x = rand(2, 3)
+    want = a.run(None, {"X": x})[0]
+    # a nested list is taken as the input's type, as onnxruntime does
+    assert np.allclose(a.run(None, {"X": x.tolist()})[0], b.run(None, {"X": x.tolist()})[0])
+    cases = [
+        (("Y", {"X": x}), nnwasm.InvalidArgument, "output_names must be a list"),
+        ((None, {"X": None}), nnwasm.InvalidArgument, "'X' is None"),
+        ((None, {"X": [[1.0, 2.0], [3.0]]}), nnwasm.InvalidArgument, "can't be made an array"),
+        ((None, {"X": x.astype(np.complex64)}), nnwasm.InvalidArgument, "complex64"),
+        ((None, {"X": np.array([["a"] * 3] * 2)}), nnwasm.Unsupported, "string"),
+        ((None, [x]), nnwasm.InvalidArgument, "must be a dict"),
+        ((None, {"X": x, "Q": x}), nnwasm.InvalidArgument, "invalid input name"),
+        ((["Y", "Q"], {"X": x}), nnwasm.InvalidArgument, "invalid output name"),
+        ((None, {"X": x[:, :2]}), nnwasm.InvalidArgument, "dimension 1"),
+        ((None, {"X": x.astype(np.float16)}), nnwasm.InvalidArgument, "float16"),
+    ]
+    for args, exc, match in cases:
+        with pytest.raises(exc, match=match):
+            a.run(*args)
+        assert issubclass(exc, nnwasm.NnwasmError)
+    with pytest.raises(nnwasm.InvalidArgument, match="sess_options"):
+        nnwasm.InferenceSession(add_b_model(), sess_options="fast")
+    with pytest.raises(nnwasm.InvalidArgument, match="expected a model path or bytes"):
+        nnwasm.InferenceSession(42)
+    with pytest.raises(nnwasm.InvalidArgument, match="directory"):
+        nnwasm.InferenceSession(".")
+    assert np.array_equal(a.run(["Y"], {"X": x})[0], want)

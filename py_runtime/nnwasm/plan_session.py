@@ -8,7 +8,7 @@ from . import planfile
 from .errors import InvalidArgument, ModelLoadCanceled, NoSuchFile, Unsupported
 from .host import get_host
 from .ir import ValueInfo
-from .session import InferenceSession, ModelMetadata, NodeArg, _check_session_options
+from .session import ORT_CPU, InferenceSession, ModelMetadata, NodeArg, _check_session_options
 from .wasm.provider import WasmExecutionProvider
 from .wasm.runner import WasmRunner
 
@@ -31,7 +31,7 @@ def _check_plan_providers(providers):
     if isinstance(providers, str):
         raise InvalidArgument(f"providers must be a list of names, got the string '{providers}'")
     names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers or [WASM]]
-    if WASM not in names:
+    if WASM not in names and ORT_CPU not in names:   # onnxruntime's CPU provider means nnwasm's defaults
         raise InvalidArgument(f"a plan file runs on {WASM} alone; providers {names} exclude it")
 
 

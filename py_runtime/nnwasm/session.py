@@ -75,6 +75,19 @@ def get_available_providers():
     return list(DEFAULT_ORDER)
 
 
+# onnxruntime's provider names (onnxruntime.get_all_providers() of 1.31). CPUExecutionProvider is
+# nnwasm's default list (WASM, then the numpy fallback); the others are not available here and are
+# skipped with a warning, as onnxruntime does for a provider its build lacks.
+ORT_CPU = "CPUExecutionProvider"
+ORT_PROVIDERS = {
+    "NvTensorRTRTXExecutionProvider", "TensorrtExecutionProvider", "CUDAExecutionProvider",
+    "MIGraphXExecutionProvider", "OpenVINOExecutionProvider", "DnnlExecutionProvider", "VitisAIExecutionProvider",
+    "QNNExecutionProvider", "NnapiExecutionProvider", "VSINPUExecutionProvider", "JsExecutionProvider",
+    "CoreMLExecutionProvider", "ACLExecutionProvider", "DmlExecutionProvider", "RknpuExecutionProvider",
+    "WebNNExecutionProvider", "WebGpuExecutionProvider", "XnnpackExecutionProvider", "CANNExecutionProvider",
+    "AzureExecutionProvider", "ROCMExecutionProvider", "MIGraphXExecutionProvider", "TvmExecutionProvider"}
+
+
 def _resolve_providers(providers, provider_options, sess_options):
     if providers is None and sess_options.has_providers():
         providers = list(sess_options._providers)
@@ -84,19 +97,32 @@ def _resolve_providers(providers, provider_options, sess_options):
     if provider_options is not None and len(provider_options) != len(providers):
         raise InvalidArgument(f"provider_options has {len(provider_options)} entries for {len(providers)} "
                               "providers: give one dict per provider")
-    names, options = [], []
+    chosen, skipped = {}, []   # name -> options, in order
     for i, p in enumerate(providers):
         name, opts = (p if isinstance(p, (tuple, list)) and len(p) == 2 else (p, {}))
         if not isinstance(name, str) or not isinstance(opts, dict):
             raise InvalidArgument(f"a provider is a name or a (name, options dict) pair, got {p!r}")
-        if name not in PROVIDERS:
-            raise InvalidArgument(f"unknown provider '{name}'; available: {get_available_providers()}")
         if provider_options is not None:
             if not isinstance(provider_options[i], dict):
                 raise InvalidArgument(f"provider_options[{i}] must be a dict, got {provider_options[i]!r}")
             opts = {**opts, **provider_options[i]}
-        names.append(name)
-        options.append(opts)
+        if name == ORT_CPU:
+            for n in DEFAULT_ORDER:
+                chosen.setdefault(n, {})
+        elif name in ORT_PROVIDERS:
+            skipped.append(name)
+        elif name in PROVIDERS:
+            chosen[name] = {**chosen.get(name, {}), **opts}
+        else:
+            raise InvalidArgument(f"unknown provider '{name}'; available: {get_available_providers()} "
+                                  f"(and onnxruntime's {ORT_CPU}, which means these)")
+    if skipped:
+        import warnings
+        warnings.warn(f"provider(s) {skipped} are not available in nnwasm; using {list(chosen) or DEFAULT_ORDER}",
+                      stacklevel=3)
+    if not chosen:
+        chosen = {n: {} for n in DEFAULT_ORDER}
+    names, options = list(chosen), list(chosen.values())
     if sess_options.disable_cpu_ep_fallback() and len(names) > 1:
         keep = [k for k, n in enumerate(names) if n != "NumpyExecutionProvider"]
         names, options = [names[k] for k in keep], [options[k] for k in keep]
@@ -173,6 +199,13 @@ def _zero():
     return 0
 
 
+def _np_type(ort_type):
+    """numpy dtype name for "tensor(float)" (None if unknown: numpy then guesses)."""
+    from . import dtypes
+    dt = dtypes.from_name(ort_type) if ort_type else None
+    return dt.name if dt is not None and dt.size else None
+
+
 class OrtMemoryInfo:
     """Where a tensor lives: always the CPU (WASM linear memory is copied to and from it)."""
 
@@ -234,6 +267,8 @@ class InferenceSession:
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._sess_options = _check_session_options(sess_options)
+        if self._sess_options._load_cancelled:
+            raise ModelLoadCanceled("session creation was cancelled (SessionOptions.set_load_cancellation_flag)")
         self._profiler = prof = self._new_profiler()
         t0 = prof and prof.clock()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
@@ -253,8 +288,6 @@ class InferenceSession:
     def _load(self):
         """The model as loaded, with SessionOptions' initializers and free dimension overrides."""
         so = self._sess_options
-        if so._load_cancelled:
-            raise ModelLoadCanceled("session creation was cancelled (SessionOptions.set_load_cancellation_flag)")
         try:
             model = load_model(self._source)
         except FileNotFoundError as e:
@@ -413,13 +446,17 @@ class InferenceSession:
     def run(self, output_names, input_feed, run_options=None):
         import numpy as np
         feeds = {}
+        types = {a.name: a.type for a in self._inputs}
+        types.update((n, vi.dtype.ort_type) for n, vi in self._overridable.items() if vi.dtype is not None)
         for name, value in self._check_feed_names(input_feed).items():
             if isinstance(value, OrtValue):
                 value = value.numpy()
-            try:
-                arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-            except (ValueError, TypeError) as e:   # ragged lists and the like
-                raise InvalidArgument(f"input '{name}' can't be made an array: {e}") from None
+            if value is None:
+                raise InvalidArgument(f"input '{name}' is None; expected an array of {types.get(name)}")
+            try:   # a list or a scalar becomes an array of the input's type, as in onnxruntime
+                arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=_np_type(types.get(name)))
+            except (ValueError, TypeError, OverflowError) as e:   # ragged lists and the like
+                raise InvalidArgument(f"input '{name}' can't be made an array of {types.get(name)}: {e}") from None
             if arr.dtype.kind in "OSUV":
                 raise Unsupported(f"input '{name}' is a {arr.dtype} array: string and object tensors "
                                   "are not supported by nnwasm yet")
@@ -541,7 +578,11 @@ class InferenceSession:
 
     def _check_output_names(self, output_names):
         known = [a.name for a in self._outputs]
-        if output_names is None or len(output_names) == 0:
+        if output_names is None:
+            return known
+        if isinstance(output_names, (str, bytes)) or not isinstance(output_names, (list, tuple)):
+            raise InvalidArgument(f"output_names must be a list of names or None, got {output_names!r}")
+        if len(output_names) == 0:
             return known
         bad = [n for n in output_names if n not in known]
         if bad:
