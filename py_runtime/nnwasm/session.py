@@ -505,7 +505,10 @@ class InferenceSession:
                 callback([], user_data, f"{type(e).__name__}: {e}")
                 return
             callback(outs, user_data, "")
-        threading.Thread(target=work, name="nnwasm-run-async", daemon=True).start()
+        try:
+            threading.Thread(target=work, name="nnwasm-run-async", daemon=True).start()
+        except RuntimeError as e:   # Pyodide: no threads
+            raise Unsupported(f"run_async needs a thread, which this Python can't start ({e}); use run()") from None
 
     def io_binding(self):
         from .iobinding import IOBinding
