@@ -12,7 +12,8 @@ from .errors import (EPFail, Fail, FallbackUnavailable, InvalidArgument, Invalid
 from .iobinding import IOBinding, SessionIOBinding
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, OrtMemType, RunOptions, SessionOptions
 from .ortapi import (AdapterFormat, LoraAdapter, ModelCompiler, OrtAllocatorType, OrtArenaCfg, OrtCompileApiFlags,
-                     OrtDevice, OrtDeviceMemoryType, OrtDeviceVendorId, OrtEpContextData, OrtEpContextDataBuffer,
+                     OrtDevice, OrtDeviceMemoryType, OrtDeviceVendorId, OrtEpAssignedNode, OrtEpAssignedSubgraph,
+                     OrtEpContextData, OrtEpContextDataBuffer, OrtMemoryInfo,
                      OrtEpDevice, OrtExecutionProviderDevicePolicy, OrtExternalInitializerInfo, OrtHardwareDevice,
                      OrtHardwareDeviceType, OrtMemoryInfoDeviceType, OrtSparseFormat, OrtSyncStream, SparseTensor,
                      copy_tensors, create_and_register_allocator, create_and_register_allocator_v2,
@@ -21,8 +22,7 @@ from .ortapi import (AdapterFormat, LoraAdapter, ModelCompiler, OrtAllocatorType
                      register_execution_provider_library, set_default_logger_severity, set_default_logger_verbosity,
                      set_global_thread_pool_sizes, set_seed, unregister_execution_provider_library)
 from .ortvalue import OrtValue
-from .session import (InferenceSession, ModelMetadata, NodeArg, OrtEpAssignedNode, OrtEpAssignedSubgraph,
-                      OrtMemoryInfo, get_available_providers)
+from .session import InferenceSession, ModelMetadata, NodeArg, get_available_providers
 
 __version__ = "0.1.0"
 version = __version__

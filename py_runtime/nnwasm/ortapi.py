@@ -101,6 +101,46 @@ OrtEpContextDataBuffer = _refused("OrtEpContextDataBuffer", "EP-context models a
 OrtExternalInitializerInfo = _refused("OrtExternalInitializerInfo", "external initializers are read from the "
                                       "files the model names when it loads; there is no per-initializer API")
 
+class OrtMemoryInfo:
+    """Where a tensor lives: always the CPU (WASM linear memory is copied to and from it)."""
+
+    def __init__(self, name="Cpu", allocator_type=1, device_id=0, mem_type=0):
+        self.name, self.allocator_type, self.device_id, self.mem_type = name, allocator_type, device_id, mem_type
+        self.device_mem_type, self.device_vendor_id = 0, 0
+
+    @staticmethod
+    def create_v2(*args, **kwargs):
+        raise Unsupported("OrtMemoryInfo.create_v2: nnwasm has one memory, the CPU's")
+
+    def __repr__(self):
+        return f"OrtMemoryInfo(name='{self.name}')"
+
+
+_CPU_MEMORY_INFO = OrtMemoryInfo()
+
+
+class OrtEpAssignedNode:
+    def __init__(self, name, op_type, domain=""):
+        self.name, self.op_type, self.domain = name, op_type, domain
+
+
+class OrtEpAssignedSubgraph:
+    def __init__(self, ep_name, nodes):
+        self.ep_name, self._nodes = ep_name, nodes
+
+    def get_nodes(self):
+        return list(self._nodes)
+
+
+def _assigned_subgraphs(assignment):
+    out = []
+    for name, op_type, provider in assignment:
+        if not out or out[-1].ep_name != provider:
+            out.append(OrtEpAssignedSubgraph(provider, []))
+        out[-1]._nodes.append(OrtEpAssignedNode(name, op_type))
+    return out
+
+
 _state = {"logger_severity": 2, "logger_verbosity": 0, "seed": None, "telemetry": False}
 
 

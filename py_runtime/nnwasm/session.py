@@ -19,6 +19,7 @@ from .errors import InvalidArgument, ModelLoadCanceled, NnwasmError, NoSuchFile,
 from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model
 from .options import RunOptions, SessionOptions
+from .ortapi import _CPU_MEMORY_INFO, _assigned_subgraphs
 from .ortvalue import OrtValue
 from .partition import assign, partition
 from .profiling import Profiler
@@ -204,46 +205,6 @@ def _np_type(ort_type):
     from . import dtypes
     dt = dtypes.from_name(ort_type) if ort_type else None
     return dt.name if dt is not None and dt.size else None
-
-
-class OrtMemoryInfo:
-    """Where a tensor lives: always the CPU (WASM linear memory is copied to and from it)."""
-
-    def __init__(self, name="Cpu", allocator_type=1, device_id=0, mem_type=0):
-        self.name, self.allocator_type, self.device_id, self.mem_type = name, allocator_type, device_id, mem_type
-        self.device_mem_type, self.device_vendor_id = 0, 0
-
-    @staticmethod
-    def create_v2(*args, **kwargs):
-        raise Unsupported("OrtMemoryInfo.create_v2: nnwasm has one memory, the CPU's")
-
-    def __repr__(self):
-        return f"OrtMemoryInfo(name='{self.name}')"
-
-
-_CPU_MEMORY_INFO = OrtMemoryInfo()
-
-
-class OrtEpAssignedNode:
-    def __init__(self, name, op_type, domain=""):
-        self.name, self.op_type, self.domain = name, op_type, domain
-
-
-class OrtEpAssignedSubgraph:
-    def __init__(self, ep_name, nodes):
-        self.ep_name, self._nodes = ep_name, nodes
-
-    def get_nodes(self):
-        return list(self._nodes)
-
-
-def _assigned_subgraphs(assignment):
-    out = []
-    for name, op_type, provider in assignment:
-        if not out or out[-1].ep_name != provider:
-            out.append(OrtEpAssignedSubgraph(provider, []))
-        out[-1]._nodes.append(OrtEpAssignedNode(name, op_type))
-    return out
 
 
 class _Prepared:
