@@ -617,3 +617,64 @@ def test_misuse_of_run_is_refused_and_the_session_stays_usable():
     with pytest.raises(nnwasm.InvalidArgument, match="directory"):
         nnwasm.InferenceSession(".")
     assert np.array_equal(a.run(["Y"], {"X": x})[0], want)
+
+
+# --- a fuzz of run() misuse: every refusal an NnwasmError, results as onnxruntime's ------------------
+FUZZ_CASES = int(__import__("os").environ.get("NNWASM_FUZZ_FEEDS", "300"))
+
+
+def _fuzz_value(rng, want_shape, lists=True):
+    kind = rng.integers(10)
+    if kind == 0:
+        return None
+    dtype = rng.choice(["float32"] * 6 + ["float64", "int64", "int32", "bool", "float16", "uint8", "complex64"])
+    if kind == 1:   # a wrong rank
+        shape = tuple(int(d) for d in rng.integers(0, 4, size=rng.integers(0, 5)))
+    elif kind == 2:   # one wrong dim
+        shape = list(want_shape)
+        shape[rng.integers(len(shape))] += int(rng.integers(1, 3))
+    else:
+        shape = want_shape
+    arr = np.asarray(rng.standard_normal(shape) * 3).astype(dtype)
+    form = rng.integers(6)
+    if form == 0 and lists:
+        return arr.tolist()
+    if form == 1 and arr.dtype.kind != "c":
+        return nnwasm.OrtValue.ortvalue_from_numpy(arr)
+    if form == 2:
+        return np.asfortranarray(arr)
+    return arr
+
+
+def test_fuzzed_feeds_raise_nnwasm_errors_and_agree_with_onnxruntime():
+    rng = np.random.default_rng(8)
+    dyn = _model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [_vi("X", ["b", "s", 4])], [_vi("Y", ["b", "s", 3])],
+                 [numpy_helper.from_array(rand(4, 3, seed=4), "W")])
+    models = [(add_b_model(), {"X": (2, 3), "B": (2, 3)}, ["Y"]), (dyn, {"X": (2, 5, 4)}, ["Y"])]
+    sessions = [(both(m, providers=p), shapes, outs) for m, shapes, outs in models
+                for p in (None, ["NumpyExecutionProvider"])]
+    refused = agreed = 0
+    for case in range(FUZZ_CASES):
+        (a, b), shapes, outs = sessions[case % len(sessions)]
+        names = [n for n in shapes if n != "B" or rng.integers(2)]
+        if rng.integers(8) == 0:
+            names = names[:-1] + ["Q"]
+        # (onnxruntime can't take a list for an overridable initializer: it looks the name up in get_inputs())
+        feeds = {n: _fuzz_value(rng, shapes.get(n, (2, 3)), lists=n != "B") for n in names}
+        output_names = [None, [], outs, ["nope"], outs[0]][rng.integers(5)]
+        t0 = time.perf_counter()
+        try:
+            got = a.run(output_names, feeds)
+        except nnwasm.NnwasmError:
+            refused += 1
+            continue
+        finally:
+            assert time.perf_counter() - t0 < 5, f"case {case} took too long"
+        plain = {k: (v.numpy() if isinstance(v, nnwasm.OrtValue) else v) for k, v in feeds.items()}
+        want = b.run(output_names or None, plain)
+        assert len(got) == len(want) and all(np.allclose(g, w, atol=1e-5) and g.dtype == w.dtype
+                                             for g, w in zip(got, want)), f"case {case}"
+        agreed += 1
+    assert refused > FUZZ_CASES // 4 and agreed > FUZZ_CASES // 10, (refused, agreed)
+    x = rand(2, 3)
+    assert np.allclose(sessions[0][0][0].run(None, {"X": x})[0], x + 2 * W)   # still usable
