@@ -678,3 +678,15 @@ def test_fuzzed_feeds_raise_nnwasm_errors_and_agree_with_onnxruntime():
     assert refused > FUZZ_CASES // 4 and agreed > FUZZ_CASES // 10, (refused, agreed)
     x = rand(2, 3)
     assert np.allclose(sessions[0][0][0].run(None, {"X": x})[0], x + 2 * W)   # still usable
+
+
+def test_run_options_and_profiling_together(tmp_path, monkeypatch):
+    """With both, the watch passes each op's event on to the profiler: the trace is the same."""
+    monkeypatch.chdir(tmp_path)
+    so = nnwasm.SessionOptions()
+    so.enable_profiling = True
+    sess = nnwasm.InferenceSession(long_model(n_ops=5, size=8), so)
+    sess.run(None, {"X": rand(8, 8)}, nnwasm.RunOptions())
+    events = sess._end_profiling_events()
+    nodes = [e for e in events if e["cat"] == "Node"]
+    assert len(nodes) >= 5 and any(e["name"] == "model_run" for e in events)
