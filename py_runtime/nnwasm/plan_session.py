@@ -43,16 +43,17 @@ _MODEL_OPTIONS = {"_initializers": "add_initializer", "_dim_by_name": "add_free_
 
 class PlanSession(InferenceSession):
     """Where the ONNX session's API does not apply to a plan file, it refuses: options that change
-    the model (add_initializer, free dimension overrides, optimized_model_filepath: compile_plan
-    takes them), providers other than WASM. graph_optimization_level is the compiler's, already run."""
+    the model (add_initializer, free dimension overrides, optimized_model_filepath: the plan was
+    compiled from one model), providers other than WASM. graph_optimization_level is the compiler's, already run."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         _check_plan_providers(providers)
         self._sess_options = so = _check_session_options(sess_options)
         used = [what for attr, what in _MODEL_OPTIONS.items() if getattr(so, attr)]
         if used:
-            raise Unsupported(f"SessionOptions {', '.join(used)} change the model, which a plan file has fixed "
-                              "when it was compiled: pass them to nnwasm.compile_plan / `python -m nnwasm compile`")
+            raise Unsupported(f"SessionOptions {', '.join(used)} change the model, which a plan file fixed when "
+                              "it was compiled: compile the plan from the model you want (nnwasm.compile_plan; its "
+                              "input_shapes fix symbolic dims)")
         if so._load_cancelled:
             raise ModelLoadCanceled("session creation was cancelled (SessionOptions.set_load_cancellation_flag)")
         self._overridable = {}
