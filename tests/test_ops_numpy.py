@@ -554,3 +554,19 @@ def test_fold_declines_what_it_should_not_fold():
     one, zero = (tensor_data(np.array([v])) for v in (1, 0))
     vi = ir.ValueInfo("a", I64, (1,))
     assert registry.lookup("", "Div", 13).fold(node, [vi, vi], [one, zero]) is None
+
+
+def test_prelu_before_opset_7_slopes_along_channels():
+    """PRelu-6: a [C] slope applies along axis 1 (not numpy's trailing axis), on both providers;
+    a slope that is neither [1] nor [C] is refused at creation."""
+    x = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    slope = np.array([0.1, 0.2, 0.3], np.float32)
+    model = graph_model([helper.make_node("PRelu", ["x", "s"], ["y"])], {"x": x}, ["y"], {"s": slope}, opset=6,
+                        out_dtype=TensorProto.FLOAT)
+    want = np.where(x < 0, x * slope[None, :, None], x)
+    for providers in (None, ["NumpyExecutionProvider"]):
+        np.testing.assert_array_equal(nnwasm.InferenceSession(model, providers=providers).run(None, {"x": x})[0], want)
+    bad = graph_model([helper.make_node("PRelu", ["x", "s"], ["y"])], {"x": x}, ["y"],
+                      {"s": np.ones(4, np.float32)}, opset=6, out_dtype=TensorProto.FLOAT)
+    with pytest.raises(nnwasm.InvalidModel, match="channel axis"):
+        nnwasm.InferenceSession(bad)

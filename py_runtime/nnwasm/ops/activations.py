@@ -84,6 +84,32 @@ for _name, _since, _fn in [
     _activation(_name, _since, _fn)
 
 
+def infer_prelu_legacy(node, inputs, consts):
+    """PRelu-1/6: slope is a scalar ([1]) or one value a channel ([C], along axis 1)."""
+    x, slope = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    xs, ss = S.shape(x), S.shape(slope)
+    if xs is not None and ss is not None and not _legacy_slope_fits(xs, ss):
+        S.fail(node, f"slope shape {list(ss)} is neither [1] nor [C] for input shape {list(xs)} "
+                     "(PRelu before opset 7 broadcasts a slope along the channel axis only)")
+    return [(S.same_dtype(node, inputs), xs)]
+
+
+def _legacy_slope_fits(xs, ss):
+    n = 1
+    for d in ss:
+        n = n * d if isinstance(d, int) and isinstance(n, int) else None
+    channels = xs[1] if len(xs) > 1 else None
+    return n == 1 or n is None or (len(ss) == 1 and (channels is None or not isinstance(channels, int) or n == channels))
+
+
+@op("PRelu", 1, infer_prelu_legacy)
+def prelu_legacy(node, x, slope):
+    np = _np()
+    if slope.size != 1:   # one value a channel, along axis 1
+        slope = slope.reshape((1, -1) + (1,) * (x.ndim - 2))
+    return np.where(x < 0, x * slope, x).astype(x.dtype, copy=False)
+
+
 @op("PRelu", 7, infer_prelu)
 def prelu(node, x, slope):
     return _np().where(x < 0, x * slope, x).astype(x.dtype, copy=False)
