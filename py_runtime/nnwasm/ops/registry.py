@@ -24,7 +24,9 @@ from ..errors import InvalidArgument, InvalidModel
 
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
-            "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant")
+            "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant",
+            "losses",
+            )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False
