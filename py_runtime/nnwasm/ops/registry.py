@@ -26,6 +26,7 @@ from ..errors import InvalidArgument, InvalidModel
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant",
             "losses",
+            "bitwise",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
