@@ -1,5 +1,6 @@
-"""Normalisations: BatchNormalization, InstanceNormalization, LayerNormalization,
-GroupNormalization, LpNormalization, RMSNormalization, MeanVarianceNormalization. Statistics are computed in float32 or wider."""
+"""Normalisations: BatchNormalization, InstanceNormalization, LayerNormalization, GroupNormalization,
+LpNormalization, RMSNormalization, MeanVarianceNormalization. Statistics are computed in float32 or
+wider."""
 from . import shapes as S
 from .elementwise import infer_unary
 from .registry import op
