@@ -27,6 +27,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant",
             "losses",
             "bitwise",
+            "positional",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
