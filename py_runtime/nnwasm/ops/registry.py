@@ -28,6 +28,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "losses",
             "bitwise",
             "positional",
+            "sorting",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
