@@ -29,6 +29,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "bitwise",
             "positional",
             "sorting",
+            "strings",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
