@@ -30,6 +30,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "positional",
             "sorting",
             "strings",
+            "scatter",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
