@@ -31,6 +31,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "sorting",
             "strings",
             "scatter",
+            "spectral",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
