@@ -191,7 +191,8 @@ def infer_rms_norm(node, inputs, consts):
     S.dtype_attr(node, "stash_type", 1)
     if xs is not None:
         S.axis(node, node.attr("axis", -1), len(xs))
-        if ss is not None and (len(ss) > len(xs) or S.broadcast(node, xs, ss) != tuple(xs)):
+        out = S.broadcast(node, xs, ss) if ss is not None and len(ss) <= len(xs) else None
+        if ss is not None and (out is None or any(S.known(o) and S.known(d) and o != d for o, d in zip(out, xs))):
             S.fail(node, f"scale shape {list(ss)} does not broadcast to the input shape {list(xs)}")
     return [(x.dtype, xs)]
 
