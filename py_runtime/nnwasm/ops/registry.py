@@ -32,6 +32,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "strings",
             "scatter",
             "spectral",
+            "training",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
