@@ -33,6 +33,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "scatter",
             "spectral",
             "training",
+            "ml",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
