@@ -34,6 +34,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "spectral",
             "training",
             "ml",
+            "image",
             )
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
