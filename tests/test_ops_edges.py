@@ -167,3 +167,19 @@ def test_tfidf_bad_pool_counts():
              "ngram_counts": [0, 9], "ngram_indexes": [0, 1], "pool_int64s": [1, 2]}
     with pytest.raises(InvalidModel, match="ngram_counts"):
         run(model("TfIdfVectorizer", {"x": x}, attrs, opset=9), {"x": x})
+
+
+def test_label_encoder_numeric_map():
+    x = np.array([[1, 2], [7, 5]], np.int64)
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", keys_int64s=[1, 5, 7],
+                            values_floats=[0.5, 1.5, 2.5], default_float=9.0)
+    graph = helper.make_graph([node], "t", [helper.make_tensor_value_info("x", TensorProto.INT64, [2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 4)])
+    m.ir_version = 10
+    (y,) = run(m, {"x": x})
+    assert y.dtype == np.float32 and y.tolist() == [[0.5, 9.0], [2.5, 1.5]]
+    attrs = m.graph.node[0].attribute      # keys without values
+    del attrs[[a.name for a in attrs].index("values_floats")]
+    with pytest.raises(InvalidModel, match="exactly one keys_\\* and one values_\\*"):
+        run(m, {"x": x})

@@ -1,6 +1,7 @@
-"""ai.onnx.ml ops on numeric tensors: Binarizer, ArrayFeatureExtractor, TreeEnsemble (opset 5's
-single tree op, post_transform NONE). LabelEncoder's cases map strings, which the session does
-not take yet."""
+"""ai.onnx.ml ops: Binarizer, ArrayFeatureExtractor, LabelEncoder, TreeEnsemble (opset 5's single
+tree op, post_transform NONE). LabelEncoder maps numbers and strings alike; the session does not
+take string feeds yet."""
+from .. import dtypes
 from . import shapes as S
 from .elementwise import infer_unary
 from .registry import op
@@ -32,6 +33,61 @@ def array_feature_extractor(node, x, idx):
         S.fail(node, f"indices out of range [0, {n - 1}]")
     y = x[..., i]
     return y.reshape(1, -1) if x.ndim == 1 else y
+
+
+# --- LabelEncoder -----------------------------------------------------------------------------------
+
+# values_* attribute -> (element type, default attribute, default when that is absent)
+LABEL_VALUES = {"values_strings": ("object", "default_string", "_Unused"),
+                "values_int64s": ("int64", "default_int64", -1),
+                "values_floats": ("float32", "default_float", -0.0)}
+
+
+def _label_map(node):
+    """(keys, values, default, output DType)."""
+    keys = [k for k in ("keys_strings", "keys_int64s", "keys_floats", "keys_tensor") if node.attr(k) is not None]
+    vals = [k for k in ("values_strings", "values_int64s", "values_floats", "values_tensor")
+            if node.attr(k) is not None]
+    if len(keys) != 1 or len(vals) != 1:
+        S.fail(node, f"needs exactly one keys_* and one values_* attribute, got {keys + vals}")
+    for a in (keys[0], vals[0], "default_tensor"):
+        if getattr(node.attr(a), "dtype", None) is not None and node.attr(a).dtype.name == "object":
+            S.unsupported(node, f"attribute {a}: string tensors are not supported by nnwasm yet")
+    k, v = _values(node.attr(keys[0])), _values(node.attr(vals[0]))
+    if len(k) != len(v):
+        S.fail(node, f"{len(k)} keys for {len(v)} values")
+    if vals[0] == "values_tensor":
+        dt = node.attr("values_tensor").dtype
+        d = node.attr("default_tensor")
+        default = d.tolist()[0] if d is not None and d.numel == 1 else "_Unused" if dt.name == "object" else \
+            -1 if dt.name.startswith("int") else -0.0
+    else:
+        name, default_attr, default = LABEL_VALUES[vals[0]]
+        dt, default = dtypes.BY_NAME[name], node.attr(default_attr, default)
+    return k, v, default, dt
+
+
+def infer_label_encoder(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    return [(_label_map(node)[3], S.shape(x))]
+
+
+def label_encoder(node, x):
+    """Each element's value under the keys -> values map, the default where it is no key."""
+    import numpy as np
+    keys, vals, default, dt = _label_map(node)
+    table = dict(zip(keys, vals))
+    if any(k != k for k in keys):      # a NaN key matches NaN inputs
+        nan = vals[next(i for i, k in enumerate(keys) if k != k)]
+        get = lambda v: nan if v != v else table.get(v, default)   # noqa: E731
+    else:
+        get = lambda v: table.get(v, default)   # noqa: E731
+    out = [get(v) for v in x.reshape(-1).tolist()]
+    return np.array(out, dtype=object if dt.name == "object" else dt.name).reshape(x.shape)
+
+
+for _since in (1, 2, 4):     # 2 adds int/float maps, 4 tensor keys and values
+    op("LabelEncoder", _since, infer_label_encoder, domain=DOMAIN)(label_encoder)
 
 
 # --- TreeEnsemble -----------------------------------------------------------------------------------
