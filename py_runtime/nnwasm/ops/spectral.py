@@ -1,7 +1,6 @@
 """Signal processing: DFT, STFT, the Hann/Hamming/Blackman windows and MelWeightMatrix. Complex
 values are a trailing dim of 2 (real, imaginary); a trailing 1 is a real signal. numpy.fft keeps
 float32 in complex64 (numpy >= 2), which is what the backend cases' expected values hold."""
-from .. import dtypes
 from . import shapes as S
 from .registry import op
 
