@@ -61,6 +61,11 @@ EXPECTED_FAILURES = {
     "test_training_dropout_default_mask": "training-mode Dropout with ratio > 0 is random: NotImplementedOp",
 }
 
+# Ops whose output shape depends on the input values: infer leaves those dims unknown even when the
+# inputs are constant (the optimizer's fold_constants runs such a node instead), as onnx's own
+# shape inference does.
+DATA_DEPENDENT = {"NonZero", "Unique", "NonMaxSuppression", "StringSplit", "StringNormalizer", "ImageDecoder"}
+
 
 def tensor_data(a):
     # Not TensorData.from_numpy: np.ascontiguousarray there turns 0-d arrays into shape (1,).
@@ -197,7 +202,8 @@ def run_case(case):
     try:
         for with_consts in (False, True):
             vis, consts = infer_inputs(case, with_consts)
-            problem = _check_inferred(case, op.infer(case.node, vis, consts), with_consts)
+            problem = _check_inferred(case, op.infer(case.node, vis, consts),
+                                      with_consts and case.node.op_type not in DATA_DEPENDENT)
             if problem:
                 return problem
         with np.errstate(all="ignore"):

@@ -170,3 +170,36 @@ for _since in (1, 13):
     _softmax_like("Softmax", _since, _softmax)
     _softmax_like("LogSoftmax", _since, _log_softmax)
     _softmax_like("Hardmax", _since, _hardmax)
+
+
+def _swish(np, x, alpha):
+    return x * _sigmoid(np, x * np.asarray(alpha, x.dtype))
+
+
+def _shrink(np, node, x):
+    lambd, bias = node.attr("lambd", 0.5), node.attr("bias", 0.0)
+    return np.where(x > lambd, x - bias, np.where(x < -lambd, x + bias, 0))
+
+
+_activation("Shrink", 9, _shrink)
+_activation("Swish", 24, lambda np, node, x: _swish(np, x, node.attr("alpha", 1.0)))
+
+
+def infer_swiglu(node, inputs, consts):
+    a, b = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    sa, sb = S.shape(a), S.shape(b)
+    if sa is not None and sb is not None:
+        if len(sa) != len(sb):
+            S.fail(node, f"A {list(sa)} and B {list(sb)} must have one shape (no broadcasting)")
+        sa = tuple(S.merge_dims(node, p, q, "A and B") for p, q in zip(sa, sb))
+    return [(S.same_dtype(node, inputs), sa if sa is not None else sb)]
+
+
+@op("SwiGLU", 28, infer_swiglu)
+def swiglu(node, a, b):
+    """Swish(A) * B, A and B of one shape."""
+    np = _np()
+    if a.shape != b.shape:
+        S.fail(node, f"A {list(a.shape)} and B {list(b.shape)} must have one shape (no broadcasting)")
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return (_swish(np, a, node.attr("alpha", 1.0)) * b).astype(a.dtype, copy=False)

@@ -25,7 +25,8 @@ from ..errors import InvalidArgument, InvalidModel
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
-            "sampling")
+            "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
+            "training", "ml", "image")
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False
