@@ -161,10 +161,11 @@ void test_matmul(void) {
                 1 + (int)(rng_u32() % 12), (int)(rng_u32() % 2), (int)(rng_u32() % 2));
 }
 
-/* conv2d and matmul (both on nnw_gemm_nn) again with wasmtime's host hint set */
+/* conv2d, matmul and attention (all on nnw_gemm_nn) again with wasmtime's host hint set */
 void test_host_hints(void) {
   nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
   test_conv2d();
   test_matmul();
+  test_attention();
   nnw_host_hints = 0;
 }
