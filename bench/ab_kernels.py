@@ -31,7 +31,8 @@ def wasmtime_times(plan_path, wasms, seconds, match):
     runs, op_runs = [], []
     for w in wasms:
         r = WasmRunner(WasmtimeHost(Path(w).read_bytes()), pf.plan, pf.arena_bytes, [], [], pf.ops)
-        runs.append(lambda r=r: r.host.call("nnw_plan_run", r.plan, r.arena))
+        zeros = [(r.arena + v.offset, bytes(v.nbytes)) for v in pf.inputs]   # valid indices for Gathers
+        runs.append(lambda r=r, z=zeros: [r.host.write(at, b) for at, b in z] and r.host.call("nnw_plan_run", r.plan, r.arena))
         op_runs.append(lambda i, r=r: r.host.call("nnw_plan_run_ops", r.plan, r.arena, i, 1))
     for _ in range(5):
         for run in runs:
