@@ -8,15 +8,16 @@ computes them) become a small constant tensor, and the output zero point and cla
 integers, so the kernels never see ONNX attributes. Zero points and int32 biases are read where
 they live (a runtime scalar such as DynamicQuantizeLinear's output works too)."""
 import struct
+from array import array
 
 from ...dtypes import BY_NAME
 from ...host import get_host
-from ...tensor import numel
+from ...tensor import TensorData, numel
 from .common import f32_tensor
 from .conv import _check_window, _window
 from .packed import float_epilogue
 
-U8, I8, I32, F32 = (BY_NAME[n] for n in ("uint8", "int8", "int32", "float32"))
+U8, I8, I16, I32, F32 = (BY_NAME[n] for n in ("uint8", "int8", "int16", "int32", "float32"))
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 
 
@@ -261,12 +262,59 @@ def lower_matmul_integer_to_float(node, b):
     dims.update({f"bs{i}": int(i == 0 and count > 1) for i in range(6)})
     b.emit("binary", kind=2, a=b.ref(a_s), b=b.ref(w_s), y=scale, rank=1, **dims)
     ep = float_epilogue(node, b, b.shape(w)[-1]) if not _input(node, 6) and len(b.shape(w)) == 2 else None
+    y, fbias, r, act = ep or (node.outputs[0], None, None, 0)
+    if _packable(b.graph, w, _input(node, 5)):
+        return _emit_gemm_pk(b, a, w, _input(node, 4), _input(node, 5), y, scale, int(count > 1), fbias, r, act)
     if ep is None:
-        return _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), node.outputs[0], F32.onnx, scale=scale,
+        return _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), y, F32.onnx, scale=scale,
                           scale_s=int(count > 1))
-    y, fbias, r, act = ep
     _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), y, F32.onnx, scale=scale, scale_s=int(count > 1),
                ep=dict(fbias=b.ref(fbias), r=b.ref(r) if r else None, act=act))
+
+
+def pack_q8_b(t, zps, k, n):
+    """[K, N] uint8/int8 bytes with per-column zero points subtracted -> int16 panels of 4 columns,
+    k in blocks of 8 (q8_gemm_pk in ops.def): [ceil(N/4)][ceil(K/8)][4][8], zeros past K and N.
+    Pure Python (array, no numpy): Pyodide too."""
+    kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
+    raw = array("b" if t.dtype.name == "int8" else "B", bytes(memoryview(t.data).cast("B")))
+    pad, cols = array("h", bytes(2 * (kp - k))), []
+    for j in range(n4):
+        if j >= n:
+            cols.append(array("h", bytes(2 * kp)))
+            continue
+        zp = zps[j] if len(zps) > 1 else zps[0]
+        col = array("h", raw[j::n]) if not zp else array("h", [v - zp for v in raw[j::n]])
+        cols.append(col + pad)
+    out = array("h")
+    for j0 in range(0, n4, 4):
+        c0, c1, c2, c3 = cols[j0:j0 + 4]
+        for kb in range(0, kp, 8):
+            e = kb + 8
+            out += c0[kb:e]
+            out += c1[kb:e]
+            out += c2[kb:e]
+            out += c3[kb:e]
+    return TensorData(I16, (len(out),), out.tobytes())
+
+
+def _packable(g, w, w_zp):
+    """B a constant [K, N] with a constant zero point (per-tensor or per-column), or none."""
+    return w in g.initializers and len(g.values[w].shape) == 2 and (not w_zp or w_zp in g.initializers)
+
+
+def _emit_gemm_pk(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act):
+    """MatMulIntegerToFloat (+ epilogue) as q8_gemm_pk, B packed here once per weight."""
+    k, n = b.shape(w)
+    m = numel(b.shape(a)[:-1])
+    cache = b.__dict__.setdefault("q8_packed", {})
+    if (w, w_zp) not in cache:
+        zps = [int(v) for v in _const_values(b.graph, w_zp)] if w_zp else [0]
+        cache[(w, w_zp)] = b.constant(pack_q8_b(b.graph.initializers[w], zps, k, n))
+    b.emit("q8_gemm_pk", a=b.ref(a), bp=cache[(w, w_zp)], a_zp=b.ref(a_zp) if a_zp else None, scale=scale,
+           fbias=b.ref(fbias) if fbias else None, r=b.ref(r) if r else None, y=b.ref(y),
+           scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", m, k)), a_dtype=b.dtype(a).onnx,
+           m=m, n=n, k=k, scale_s=scale_s, act=act)
 
 
 # ---- convolution -------------------------------------------------------------------------------
