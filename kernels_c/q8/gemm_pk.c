@@ -54,13 +54,14 @@ static v128_t load_n(const float *x, int32_t nb) {
 
 /* the float epilogue of one row's 4 column sums (q8_gemm.c: store_f32, the same operations in
  * the same order), nb <= 4 columns stored */
-static void store_row(const struct pk *p, int32_t i, int32_t j0, int32_t nb, const int32_t acc[NR]) {
+static inline __attribute__((always_inline)) void store_row(const struct pk *p, int32_t i, int32_t j0, int32_t nb,
+                                                             const int32_t acc[NR], int scale_s, int fbias, int r) {
   size_t at = (size_t)i * (size_t)p->n + (size_t)j0;
 #ifdef __wasm_simd128__
-  v128_t s = p->scale_s ? load_n(p->scale + j0, nb) : wasm_f32x4_splat(p->scale[0]);
+  v128_t s = scale_s ? load_n(p->scale + j0, nb) : wasm_f32x4_splat(p->scale[0]);
   v4 v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_v128_load(acc)), s);
-  if (p->fbias) v = v4_add(v, load_n(p->fbias + j0, nb));
-  if (p->r) v = v4_add(v, load_n(p->r + at, nb));
+  if (fbias) v = v4_add(v, load_n(p->fbias + j0, nb));
+  if (r) v = v4_add(v, load_n(p->r + at, nb));
   if (nb == NR) { /* gelu: gelu_all */
     wasm_v128_store(p->y + at, v);
     return;
@@ -70,9 +71,9 @@ static void store_row(const struct pk *p, int32_t i, int32_t j0, int32_t nb, con
   for (int32_t c = 0; c < nb; c++) p->y[at + (size_t)c] = t[c];
 #else
   for (int32_t c = 0; c < nb; c++) {
-    float v = (float)acc[c] * p->scale[p->scale_s ? j0 + c : 0];
-    if (p->fbias) v += p->fbias[j0 + c];
-    if (p->r) v += p->r[at + (size_t)c];
+    float v = (float)acc[c] * p->scale[scale_s ? j0 + c : 0];
+    if (fbias) v += p->fbias[j0 + c];
+    if (r) v += p->r[at + (size_t)c];
     if (p->act) v = v4_lane0(v4_gelu(v4_set1(v)));
     p->y[at + (size_t)c] = v;
   }
@@ -140,7 +141,8 @@ static void gelu_all(const struct pk *p) {
 }
 #endif
 
-static void run(const struct pk *p) {
+/* the GEMM with the epilogue's options as constants: one loop per combination, no tests per row */
+static inline __attribute__((always_inline)) void run_with(const struct pk *p, int scale_s, int fbias, int r) {
   int32_t acc[MR][NR];
   for (int32_t j0 = 0; j0 < p->n; j0 += NR) {
     int32_t nb = p->n - j0 < NR ? p->n - j0 : NR;
@@ -148,8 +150,21 @@ static void run(const struct pk *p) {
     for (int32_t i0 = 0; i0 < p->m; i0 += MR) {
       int32_t mr = p->m - i0 < MR ? p->m - i0 : MR;
       tile(p, i0, mr, panel, acc);
-      for (int32_t r = 0; r < mr; r++) store_row(p, i0 + r, j0, nb, acc[r]);
+      for (int32_t k = 0; k < mr; k++) store_row(p, i0 + k, j0, nb, acc[k], scale_s, fbias, r);
     }
+  }
+}
+
+static void run(const struct pk *p) {
+  switch ((p->scale_s ? 4 : 0) | (p->fbias ? 2 : 0) | (p->r ? 1 : 0)) {
+    case 0: run_with(p, 0, 0, 0); break;
+    case 1: run_with(p, 0, 0, 1); break;
+    case 2: run_with(p, 0, 1, 0); break;
+    case 3: run_with(p, 0, 1, 1); break;
+    case 4: run_with(p, 1, 0, 0); break;
+    case 5: run_with(p, 1, 0, 1); break;
+    case 6: run_with(p, 1, 1, 0); break;
+    default: run_with(p, 1, 1, 1); break;
   }
 #ifdef __wasm_simd128__
   if (p->act) gelu_all(p);
