@@ -251,16 +251,19 @@ def _plan_ops(m):
 
 
 @pytest.mark.parametrize("tail", ["", "gelu", "residual"])
-@pytest.mark.parametrize("ta,shape,n,per_col", [(np.uint8, (1, 9, 33), 13, True), (np.int8, (6, 16), 8, False),
-                                                (np.uint8, (2, 5, 7), 1, False), (np.uint8, (1, 11, 64), 24, True)])
-def test_matmul_integer_to_float_packed_b(tail, ta, shape, n, per_col):
+@pytest.mark.parametrize("ta,tb,shape,n,per_col", [(np.uint8, np.int8, (1, 9, 33), 13, True),
+                                                   (np.int8, np.int8, (6, 16), 8, False),
+                                                   (np.uint8, np.int8, (2, 5, 7), 1, False),
+                                                   (np.uint8, np.int8, (1, 11, 64), 24, True),
+                                                   (np.uint8, np.uint8, (3, 20), 6, True)])
+def test_matmul_integer_to_float_packed_b(tail, ta, tb, shape, n, per_col):
     """A constant B is packed at plan build (q8_gemm_pk): the same bits as B given at run time (q8_gemm[_ep])."""
     k = shape[-1]
-    a, w = qrand(ta, *shape), wrand(ta, np.int8, k, n, seed=3)
+    a, w = qrand(ta, *shape), wrand(ta, tb, k, n, seed=3)
     out = shape[:-1] + (n,)
     feeds = {"A": a, "as": np.array(0.03, np.float32)}
     inits = {"ws": np.linspace(0.01, 0.02, n).astype(np.float32) if per_col else np.float32(0.015),
-             "az": np.array(ta(7)), "wz": np.arange(n).astype(np.int8) % 5 if per_col else np.array(np.int8(3)),
+             "az": np.array(ta(7)), "wz": np.arange(n).astype(tb) % 5 if per_col else np.array(tb(3)),
              "bias": np.linspace(-1, 1, n).astype(np.float32)}
     nodes = [helper.make_node("MatMulIntegerToFloat", ["A", "W", "as", "ws", "az", "wz"], ["mm"], domain="com.microsoft")]
     nodes.append(helper.make_node("Add", ["mm", "bias"], ["biased" if tail else "Y"]))
