@@ -6,8 +6,11 @@
  *   Z[xi] (T x M) = V[xi] U[xi] for each of the 36 points xi (nnw_gemm_nn, vectorized along M),
  * then the output transform adds the bias, clamps and writes NCHW. Every transform works on four
  * channels at once (one v4 per point), which is why C and M must be multiples of 4.
- * The weights are transformed on every run (about 1/20 of the GEMMs' work on the shapes served:
- * see nnw_conv2d_winograd_fits). Results differ from im2col's by rounding only (the transforms
+ * Two entry points: the conv2d op transforms the weights on every run (about 1/20 of the GEMMs'
+ * work on the shapes it serves: see nnw_conv2d_winograd_fits); the plan ops conv2d_winograd_weights
+ * (an init op, run once at plan load) and conv2d_winograd run on U kept in the arena, which pays
+ * down to 7x7 outputs (nnw_conv2d_winograd_pays). Both compute the same sums in the same order.
+ * Results differ from im2col's by rounding only (the transforms
  * have small integer and 1/6, 1/12, 1/24 coefficients): measured max error ~2e-6 relative to the
  * sum of |terms| on random data (tests/kernels/test_conv.c allows 2e-5). */
 #include <math.h>
@@ -26,12 +29,17 @@ int nnw_conv2d_winograd_fits(int32_t c, int32_t m, int32_t group, int32_t kh, in
          c % 4 == 0 && m % 4 == 0 && (int64_t)oh * ow >= 27 * 27 && oh >= 4 && ow >= 4;
 }
 
-/* floats of scratch: U, V, Z, then one padded input plane of four channels */
-uint64_t nnw_conv2d_winograd_floats(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+/* floats of scratch after U: V, Z, then one padded input plane of four channels */
+static uint64_t run_floats(uint64_t c, uint64_t m, int32_t oh, int32_t ow) {
   uint64_t th = ((uint64_t)oh + 3) / 4, tw = ((uint64_t)ow + 3) / 4, t = th * tw;
-  uint64_t u = NT * (uint64_t)c * (uint64_t)m, v = NT * t * (uint64_t)c, z = NT * t * (uint64_t)m;
-  uint64_t plane = (4 * th + 2) * (4 * tw + 2) * 4;
-  return nnw_add(nnw_add(u, v), nnw_add(z, plane));
+  uint64_t v = nnw_mul(NT * t, c), z = nnw_mul(NT * t, m);
+  uint64_t plane = nnw_mul(nnw_mul(4 * th + 2, 4 * tw + 2), 4);
+  return nnw_add(nnw_add(v, z), plane);
+}
+
+/* floats of the conv2d op's scratch: U, then the rest */
+uint64_t nnw_conv2d_winograd_floats(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  return nnw_add(nnw_mul(NT * (uint64_t)c, (uint64_t)m), run_floats((uint64_t)c, (uint64_t)m, oh, ow));
 }
 
 /* one dimension of each transform, on six (or three) v4 at stride s */
@@ -174,15 +182,15 @@ static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t
   }
 }
 
-void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
+/* the convolution on transformed weights u; scratch holds V, Z and the plane */
+static void winograd_run(const struct nnw_conv2d *p, const float *x, const float *u,
                          const float *bias, float *y, float *scratch) {
   int32_t c = p->c, m = p->m, th = (p->oh + 3) / 4, tw = (p->ow + 3) / 4;
   size_t t_count = (size_t)th * tw;
-  float *u = scratch, *v = u + (size_t)NT * c * m, *z = v + NT * t_count * c;
+  float *v = scratch, *z = v + NT * t_count * c;
   float *plane = z + NT * t_count * m;
   int32_t ph = 4 * th + 2, pw = 4 * tw + 2;
   struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
-  transform_weights(wt, c, m, u);
   for (int32_t ni = 0; ni < p->n; ni++) {
     const float *xn = x + (size_t)ni * c * p->h * p->w;
     for (int32_t ci = 0; ci < c; ci += 4) {
@@ -194,4 +202,97 @@ void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float
                   u + (size_t)xi * c * m, m, z + (size_t)xi * t_count * m, m, &none);
     transform_output(p, z, th, tw, bias, y + (size_t)ni * m * p->oh * p->ow);
   }
+}
+
+void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
+                         const float *bias, float *y, float *scratch) {
+  transform_weights(wt, p->c, p->m, scratch);
+  winograd_run(p, x, scratch, bias, y, scratch + (size_t)NT * p->c * p->m);
+}
+
+/* ---- the plan ops: conv2d_winograd_weights (init) and conv2d_winograd --------------------- */
+
+/* The largest pad or size the index arithmetic above meets (int32, exact) */
+#define WINOGRAD_LIMIT ((int32_t)1 << 24)
+
+/* Scratch bytes of conv2d_winograd, or -1 for parameters it refuses. */
+static int64_t scratch_bytes(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  int32_t pos[] = {c, m, oh, ow};
+  if (nnw_check_positive(pos, 4) || c % 4 || m % 4 || oh > WINOGRAD_LIMIT || ow > WINOGRAD_LIMIT)
+    return -1;
+  uint64_t bytes = nnw_mul(run_floats((uint64_t)c, (uint64_t)m, oh, ow), 4);
+  return bytes > INT32_MAX ? -1 : (int64_t)bytes;
+}
+
+NNW_EXPORT int32_t nnw_conv2d_winograd_scratch_bytes(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  return (int32_t)scratch_bytes(c, m, oh, ow);
+}
+
+/* The choice table (NNPACK's way: by shape, measured): 1 where conv2d_winograd on transformed
+ * weights beats conv2d (im2col + GEMM, or its own Winograd) in V8, from
+ * bench/bench_kernels_native.py --net resnet50 --winograd (docs/conv.md has the figures). */
+NNW_EXPORT int32_t nnw_conv2d_winograd_pays(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  if (scratch_bytes(c, m, oh, ow) < 0) return 0;
+  return oh >= 7 && ow >= 7;
+}
+
+static void decode(const int32_t *a, struct nnw_conv2d *p) {
+  *p = (struct nnw_conv2d){a[NNW_CONV2D_WINOGRAD_X], a[NNW_CONV2D_WINOGRAD_U],
+                           a[NNW_CONV2D_WINOGRAD_B], a[NNW_CONV2D_WINOGRAD_Y],
+                           a[NNW_CONV2D_WINOGRAD_SCRATCH], a[NNW_CONV2D_WINOGRAD_N],
+                           a[NNW_CONV2D_WINOGRAD_C], a[NNW_CONV2D_WINOGRAD_H],
+                           a[NNW_CONV2D_WINOGRAD_W], a[NNW_CONV2D_WINOGRAD_M],
+                           a[NNW_CONV2D_WINOGRAD_OH], a[NNW_CONV2D_WINOGRAD_OW], 3, 3, 1, 1, 1, 1,
+                           a[NNW_CONV2D_WINOGRAD_PT], a[NNW_CONV2D_WINOGRAD_PL], 1,
+                           nnw_arg_f32(a[NNW_CONV2D_WINOGRAD_ACT_MIN]),
+                           nnw_arg_f32(a[NNW_CONV2D_WINOGRAD_ACT_MAX])};
+}
+
+int nnw_validate_conv2d_winograd_weights(const int32_t *args, uint32_t arena_bytes) {
+  int32_t c = args[NNW_CONV2D_WINOGRAD_WEIGHTS_C], m = args[NNW_CONV2D_WINOGRAD_WEIGHTS_M];
+  int32_t wt = args[NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT], u = args[NNW_CONV2D_WINOGRAD_WEIGHTS_U];
+  if (scratch_bytes(c, m, 1, 1) < 0) return NNW_BAD_ARGS;
+  uint64_t w_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), 9 * 4);
+  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), NT * 4);
+  NNW_TRY(nnw_check_tensor(wt, w_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(u, u_bytes, arena_bytes, 0, 1));
+  return nnw_check_apart(wt, w_bytes, u, u_bytes, 0);
+}
+
+void nnw_run_conv2d_winograd_weights(const int32_t *args, uint8_t *arena) {
+  transform_weights(nnw_f32_at(arena, args[NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT]),
+                    args[NNW_CONV2D_WINOGRAD_WEIGHTS_C], args[NNW_CONV2D_WINOGRAD_WEIGHTS_M],
+                    nnw_f32_at(arena, args[NNW_CONV2D_WINOGRAD_WEIGHTS_U]));
+}
+
+int nnw_validate_conv2d_winograd(const int32_t *args, uint32_t arena_bytes) {
+  struct nnw_conv2d p;
+  decode(args, &p);
+  int32_t pos[] = {p.n, p.h, p.w};
+  if (nnw_check_positive(pos, 3) || !(p.lo <= p.hi)) return NNW_BAD_ARGS;
+  if (p.pt < 0 || p.pl < 0 || p.pt > WINOGRAD_LIMIT || p.pl > WINOGRAD_LIMIT) return NNW_BAD_ARGS;
+  int64_t scratch = scratch_bytes(p.c, p.m, p.oh, p.ow);
+  if (scratch < 0) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)p.n, m = (uint64_t)p.m;
+  uint64_t x_bytes = nnw_mul(nnw_mul(n * 4, (uint64_t)p.c), nnw_mul((uint64_t)p.h, (uint64_t)p.w));
+  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)p.c, m), NT * 4);
+  uint64_t y_bytes = nnw_mul(nnw_mul(n * 4, m), nnw_mul((uint64_t)p.oh, (uint64_t)p.ow));
+  NNW_TRY(nnw_check_tensor(p.x, x_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.wt, u_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.b, m * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.scratch, (uint64_t)scratch, arena_bytes, 0, 1));
+  const int32_t at[] = {p.x, p.wt, p.b, p.y, p.scratch};
+  const uint64_t size[] = {x_bytes, u_bytes, m * 4, y_bytes, (uint64_t)scratch};
+  for (int i = 0; i < 5; i++)      /* the output and the scratch apart from everything else */
+    for (int j = i + 1; j < 5; j++)
+      if (j >= 3) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
+  return NNW_OK;
+}
+
+void nnw_run_conv2d_winograd(const int32_t *args, uint8_t *arena) {
+  struct nnw_conv2d p;
+  decode(args, &p);
+  winograd_run(&p, nnw_f32_at(arena, p.x), nnw_f32_at(arena, p.wt), nnw_f32_at(arena, p.b),
+               nnw_f32_at(arena, p.y), nnw_f32_at(arena, p.scratch));
 }
