@@ -9,7 +9,7 @@
  * Two entry points: the conv2d op transforms the weights on every run (about 1/20 of the GEMMs'
  * work on the shapes it serves: see nnw_conv2d_winograd_fits); the plan ops conv2d_winograd_weights
  * (an init op, run once at plan load) and conv2d_winograd run on U kept in the arena, which pays
- * down to 7x7 outputs (nnw_conv2d_winograd_pays). Both compute the same sums in the same order.
+ * down to 5x5 outputs (nnw_conv2d_winograd_pays). Both compute the same sums in the same order.
  * Results differ from im2col's by rounding only (the transforms
  * have small integer and 1/6, 1/12, 1/24 coefficients): measured max error ~2e-6 relative to the
  * sum of |terms| on random data (tests/kernels/test_conv.c allows 2e-5). */
@@ -229,11 +229,18 @@ NNW_EXPORT int32_t nnw_conv2d_winograd_scratch_bytes(int32_t c, int32_t m, int32
 }
 
 /* The choice table (NNPACK's way: by shape, measured): 1 where conv2d_winograd on transformed
- * weights beats conv2d (im2col + GEMM, or its own Winograd) in V8, from
- * bench/bench_kernels_native.py --net resnet50 --winograd (docs/conv.md has the figures). */
+ * weights beats conv2d (im2col + GEMM, or its own Winograd) in V8. The GEMMs have one row per
+ * tile: with 4 tiles and more (outputs 5x5 and up) Winograd won on every shape measured
+ * (bench/bench_kernels_native.py --net resnet50 --winograd, ms, conv2d -> conv2d_winograd):
+ *   ResNet-50 3x3 64 @56 1.93 -> 1.80, 128 @28 2.47 -> 1.48, 256 @14 4.89 -> 2.54,
+ *   512 @7 5.71 -> 3.14; SqueezeNet 16->64 @55 0.71 -> 0.65, 32->128 @27 0.69 -> 0.48,
+ *   48->192 @13 0.61 -> 0.34, 64->256 @13 1.04 -> 0.52; 8 @28 0.022 (wt) vs 0.04, 128 @7 0.42 -> 0.13,
+ *   256 @5 0.75 -> 0.47, 1024 @7 42 -> 17.
+ * With one tile the GEMMs are matrix-vector products streaming U (4x the weights): 512 @4
+ * 2.60 -> 3.15 (loses), 256 @3 0.35 -> 0.31 (even). */
 NNW_EXPORT int32_t nnw_conv2d_winograd_pays(int32_t c, int32_t m, int32_t oh, int32_t ow) {
   if (scratch_bytes(c, m, oh, ow) < 0) return 0;
-  return oh >= 7 && ow >= 7;
+  return ((int64_t)oh + 3) / 4 * (((int64_t)ow + 3) / 4) >= 4;
 }
 
 static void decode(const int32_t *a, struct nnw_conv2d *p) {
