@@ -143,7 +143,7 @@ def conv_plan(c, hw, m, k, s, group, scratch_bytes):
     return plan("conv2d", args, tensors, scratch) + (flops,)
 
 
-def winograd_plan(c, hw, m, k, s, group, scratch_bytes):
+def winograd_plan(c, hw, m, k, s, group, scratch_bytes, winograd_scratch):
     """The layer as the plan compiler emits it where nnw_conv2d_winograd_pays: an init op
     transforming the weights once (conv2d_winograd_weights), then conv2d_winograd."""
     data, _, flops = conv_plan(c, hw, m, k, s, group, scratch_bytes)
@@ -156,7 +156,7 @@ def winograd_plan(c, hw, m, k, s, group, scratch_bytes):
         blob += bytes(-len(blob) % 16)
     arena = len(blob)
     for name, size in (("u", 36 * c * m * 4), ("y", 4 * m * hw * hw),
-                       ("scratch", WINOGRAD_SCRATCH(c, m, hw, hw))):
+                       ("scratch", winograd_scratch(c, m, hw, hw))):
         off[name] = arena
         arena += (size + 15) // 16 * 16
     init = [OPS["conv2d_winograd_weights"].code, 4, off["weight"], off["u"], c, m]
@@ -170,11 +170,6 @@ def winograd_plan(c, hw, m, k, s, group, scratch_bytes):
     header = [0x50574E4E, 1, arena, len(blob), weights_at, len(init), len(run), 0]
     data = struct.pack(f"<{8 + len(words)}i", *header, *words).ljust(weights_at, b"\0") + blob
     return data, arena, flops
-
-
-def WINOGRAD_SCRATCH(c, m, oh, ow):
-    th, tw = (oh + 3) // 4, (ow + 3) // 4
-    return 4 * (36 * th * tw * (c + m) + (4 * th + 2) * (4 * tw + 2) * 4)
 
 
 def gemm_plan():
@@ -217,6 +212,9 @@ class Native:
     def scratch_bytes(self, *a):
         return self.lib.nnw_conv2d_scratch_bytes(*a)
 
+    def winograd_scratch(self, *a):
+        return self.lib.nnw_conv2d_winograd_scratch_bytes(*a)
+
     def measure(self, plans, seconds, onnx_layers=()):
         out = []
         for data, arena_bytes, _ in plans:
@@ -245,6 +243,9 @@ class Wasmtime:
 
     def scratch_bytes(self, *a):
         return self.ex["nnw_conv2d_scratch_bytes"](self.store, *a)
+
+    def winograd_scratch(self, *a):
+        return self.ex["nnw_conv2d_winograd_scratch_bytes"](self.store, *a)
 
     def measure(self, plans, seconds, onnx_layers=()):
         s, ex, out = self.store, self.ex, []
@@ -330,6 +331,9 @@ class Node:
 
     def scratch_bytes(self, *a):
         return max(h.scratch_bytes(*a) for h in self.helpers)  # builds may differ
+
+    def winograd_scratch(self, *a):
+        return max(h.winograd_scratch(*a) for h in self.helpers)
 
     def measure(self, plans, seconds, onnx_layers=()):
         import base64
@@ -427,7 +431,8 @@ def main():
             if k == 3 and st == 1 and group == 1 and c % 4 == 0 and m % 4 == 0:
                 names.append(name + " [wt]")
                 counts.append(0)
-                plans.append(winograd_plan(c, hw, m, k, st, group, engines[0].scratch_bytes))
+                plans.append(winograd_plan(c, hw, m, k, st, group, engines[0].scratch_bytes,
+                                           engines[0].winograd_scratch))
     results = {}
     for e in engines:
         results.update(e.measure(plans, opts.seconds, onnx_layers))

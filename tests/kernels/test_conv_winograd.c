@@ -135,6 +135,8 @@ void test_conv2d_winograd(void) {
       {1, 12, 5, 17, 16, 0, 2, 2, 0, 1, -I, I},
       {1, 64, 7, 7, 32, 1, 1, 1, 1, 1, 0, I},
       {1, 4, 30, 29, 4, 1, 1, 1, 1, 1, -I, I},    /* many tiles */
+      {1, 64, 28, 28, 64, 1, 1, 1, 1, 1, 0, I},   /* tiles in 2 blocks (tile_block) */
+      {2, 16, 45, 43, 20, 1, 1, 1, 1, 1, -I, I},  /* 3 blocks, edge tiles, batch 2 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) wg_case(&cases[i]);
   for (int r = 0; r < 20; r++) {
