@@ -39,6 +39,8 @@ enum nnw_opcode {
   NNW_OP_ATTENTION = 51,
   NNW_OP_Q8_GEMM_EP = 52,
   NNW_OP_Q8_GEMM_PK = 65,
+  NNW_OP_CONV2D_WINOGRAD_WEIGHTS = 40,
+  NNW_OP_CONV2D_WINOGRAD = 41,
   NNW_OP_COUNT = 66 /* one past the largest opcode */
 };
 
@@ -723,6 +725,34 @@ enum nnw_q8_gemm_pk_arg {
   NNW_Q8_GEMM_PK_NARGS = 14
 };
 
+enum nnw_conv2d_winograd_weights_arg {
+  NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT = 0,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_U = 1,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_C = 2,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_M = 3,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_NARGS = 4
+};
+
+enum nnw_conv2d_winograd_arg {
+  NNW_CONV2D_WINOGRAD_X = 0,
+  NNW_CONV2D_WINOGRAD_U = 1,
+  NNW_CONV2D_WINOGRAD_B = 2,
+  NNW_CONV2D_WINOGRAD_Y = 3,
+  NNW_CONV2D_WINOGRAD_SCRATCH = 4,
+  NNW_CONV2D_WINOGRAD_N = 5,
+  NNW_CONV2D_WINOGRAD_C = 6,
+  NNW_CONV2D_WINOGRAD_H = 7,
+  NNW_CONV2D_WINOGRAD_W = 8,
+  NNW_CONV2D_WINOGRAD_M = 9,
+  NNW_CONV2D_WINOGRAD_OH = 10,
+  NNW_CONV2D_WINOGRAD_OW = 11,
+  NNW_CONV2D_WINOGRAD_PT = 12,
+  NNW_CONV2D_WINOGRAD_PL = 13,
+  NNW_CONV2D_WINOGRAD_ACT_MIN = 14,
+  NNW_CONV2D_WINOGRAD_ACT_MAX = 15,
+  NNW_CONV2D_WINOGRAD_NARGS = 16
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -760,7 +790,9 @@ enum nnw_q8_gemm_pk_arg {
   X(50, gemm_packed, GEMM_PACKED, 11, "tttttiiiiff") \
   X(51, attention, ATTENTION, 15, "ttttttiiiiiiiif") \
   X(52, q8_gemm_ep, Q8_GEMM_EP, 28, "ttttttttiiiiiiiiiiiiiiiiitti") \
-  X(65, q8_gemm_pk, Q8_GEMM_PK, 14, "ttttttttiiiiii")
+  X(65, q8_gemm_pk, Q8_GEMM_PK, 14, "ttttttttiiiiii") \
+  X(40, conv2d_winograd_weights, CONV2D_WINOGRAD_WEIGHTS, 4, "ttii") \
+  X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

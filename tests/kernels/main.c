@@ -31,6 +31,7 @@ static const struct {
     {"q8_gemm", test_q8_gemm},       {"q8_conv2d", test_q8_conv2d}, {"q8_quantize", test_q8_quantize},
     {"q8_add", test_q8_add},         {"q8_hostile", test_q8_hostile},
     {"host_hints", test_host_hints},
+    {"conv2d_winograd", test_conv2d_winograd},
 };
 
 int main(int argc, char **argv) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 void test_conv2d(void);
+void test_conv2d_winograd(void);
 void test_gemm(void);
 void test_matmul(void);
 void test_host_hints(void);
