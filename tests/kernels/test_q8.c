@@ -359,6 +359,30 @@ void test_q8_quantize(void) {
     }
     free(arena);
   }
+  /* per-tensor as the compiler gives it, [N, 1, 1]: run as one row (SIMD and a tail) */
+  for (int dt = U8; dt <= I8; dt++) {
+    uint64_t bytes[5] = {4 * N, 4, 1, N, 4 * N};
+    int32_t off[5];
+    uint32_t arena_bytes = layout(bytes, 5, dt == U8, off);
+    uint8_t *arena = arena_new(arena_bytes);
+    memcpy(arena + off[0], x, sizeof x);
+    memcpy(arena + off[1], &scale[1], 4);
+    memcpy(arena + off[2], &zp[1], 1);
+    int32_t q[] = {off[0], off[1], off[2], off[3], dt, N, 1, 1};
+    int32_t d[] = {off[3], off[1], off[2], off[4], dt, N, 1, 1};
+    if (run_op(NNW_OP_Q8_QUANTIZE, q, 8, arena, arena_bytes) == NNW_OK &&
+        run_op(NNW_OP_Q8_DEQUANTIZE, d, 8, arena, arena_bytes) == NNW_OK) {
+      size_t bad = 0;
+      memcpy(back, arena + off[4], sizeof back);
+      int32_t z = qget(zp, dt, 1);
+      for (int i = 0; i < N; i++) {
+        int32_t want = round_sat(x[i] / scale[1], z, qlo(dt), qhi(dt));
+        bad += qget(arena + off[3], dt, (size_t)i) != want || back[i] != (float)(want - z) * scale[1];
+      }
+      expect(bad == 0, "q8_quantize/dequantize per-tensor dt%d: %zu wrong", dt, bad);
+    }
+    free(arena);
+  }
   /* dynamic: the range [min(x,0), max(x,0)] onto [0, 255] */
   for (int sign = -1; sign <= 1; sign++) {
     float v[37];

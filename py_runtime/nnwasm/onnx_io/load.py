@@ -33,6 +33,10 @@ class ModelInfo:
     graph_name: str = ""
     metadata_props: dict = field(default_factory=dict)
     num_functions: int = 0        # model-local FunctionProtos (kept undecoded)
+    # Initializers the graph also declares as inputs (IR >= 4: a feed may override them), and each
+    # input's dim denotations ("DATA_BATCH"; "" where none): for SessionOptions' overrides.
+    initializer_inputs: list = field(default_factory=list)
+    dim_denotations: dict = field(default_factory=dict)
 
 
 def load_model(path_or_bytes):
@@ -79,8 +83,17 @@ def _load(data, model_dir):
         producer_version=m.producer_version or "", domain=m.domain or "",
         model_version=m.model_version or 0, doc_string=m.doc_string or "", graph_name=graph.name,
         metadata_props={p.key or "": p.value or "" for p in m.metadata_props},
-        num_functions=len(m.functions))
+        num_functions=len(m.functions),
+        initializer_inputs=[vi.name for vi in m.graph.input if vi.name in graph.initializers],
+        dim_denotations={vi.name: _denotations(vi) for vi in m.graph.input})
     return graph
+
+
+def _denotations(vi):
+    tt = vi.type.tensor_type if vi.type is not None and vi.type.value == "tensor_type" else None
+    if tt is None or tt.shape is None:
+        return []
+    return [d.denotation or "" for d in tt.shape.dim]
 
 
 def _read(path_or_bytes):

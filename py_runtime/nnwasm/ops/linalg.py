@@ -1,7 +1,31 @@
-"""MatMul, Gemm and Einsum."""
+"""MatMul, Gemm, Einsum and Det."""
 from . import shapes as S
 from .casting import widened
 from .registry import op
+
+
+def infer_det(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    xs = S.shape(x)
+    if xs is None:
+        return [(x.dtype, None)]
+    if len(xs) < 2:
+        S.fail(node, f"input must be [..., M, M], got shape {list(xs)}")
+    S.merge_dims(node, xs[-1], xs[-2], "a square matrix")
+    return [(x.dtype, tuple(xs[:-2]))]
+
+
+def det(node, x):
+    import numpy as np
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        S.fail(node, f"input must be [..., M, M], got shape {list(x.shape)}")
+    if x.dtype.kind != "f":
+        S.fail(node, f"input must be floating point, got {x.dtype}")
+    return np.asarray(np.linalg.det(x.astype(np.float64))).astype(x.dtype)
+
+
+for _since in (11, 22):     # 22 adds bfloat16
+    op("Det", _since, infer_det)(det)
 
 
 def matmul_shape(node, a, b):

@@ -26,7 +26,8 @@ from ..values import Seq
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
-            "sampling", "sequence")
+            "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
+            "training", "ml", "image", "sequence")
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False

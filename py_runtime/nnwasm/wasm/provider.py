@@ -28,7 +28,6 @@ class WasmExecutionProvider:
     def capability(self, node, graph):
         if lookup(node.domain, node.op_type, node.opset) is None:
             # LOWERINGS rows follow the registry's semantics, which start at its since-versions
-            # (opset 6 PRelu broadcasts its slope per channel, not as numpy does)
             return f"nnwasm knows no {node.op_type} at opset {node.opset}"
         why = _value_refusal(node, graph)
         if why:
