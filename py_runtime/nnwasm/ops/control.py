@@ -1,4 +1,4 @@
-"""If, Loop, Scan: control flow whose bodies are subgraphs.
+"""If, Loop, Scan (8: batch axis; 9+): control flow whose bodies are subgraphs.
 
 Their infer functions take a fourth argument, a passes.BodyScope, through which they specialise
 their bodies to the shapes of this call (and the enclosing values the bodies read). Shapes that
@@ -244,6 +244,128 @@ def scan(node, *args, scope=None):
         rank = len(o.shape) + 1 if o.shape is not None else (lst[0].ndim + 1 if lst else 1)
         out.append(_stack(lst, o, S.axis(node, a, rank), r))
     return tuple(state) + tuple(out)
+
+
+# --- Scan-8: a batch axis (0) on every input and output, optional sequence_lens first -----------
+
+def scan8_attrs(node, body):
+    """(N state values, M scan inputs, K scan outputs, reverse flag per scan input); node.inputs
+    starts with sequence_lens (possibly omitted)."""
+    n_in = len(node.inputs) - 1
+    m = node.attr("num_scan_inputs")
+    if m is None or not 0 < m <= n_in:
+        S.fail(node, f"num_scan_inputs {m} does not fit its {n_in} state and scan inputs")
+    n = n_in - m
+    k = len(node.outputs) - n
+    if k < 0 or len(body.inputs) != n + m or len(body.outputs) != n + k:
+        S.fail(node, f"body with {len(body.inputs)} inputs and {len(body.outputs)} outputs does not fit "
+                     f"{n_in} state and scan inputs and {len(node.outputs)} outputs")
+    dirs = list(node.attr("directions", [0] * m))
+    if len(dirs) != m or any(d not in (0, 1) for d in dirs):
+        S.fail(node, f"directions {dirs} must be {m} values of 0 or 1")
+    return n, m, k, [bool(d) for d in dirs]
+
+
+def infer_scan8(node, inputs, consts, scope):
+    body = node.attrs["body"]
+    n, m, k, _ = scan8_attrs(node, body)
+    lens = S.get(inputs, 0)
+    if lens is not None:
+        if lens.dtype is not None and lens.dtype != INT64:
+            S.fail(node, f"sequence_lens must be int64, got {lens.dtype.ort_name}")
+        if S.shape(lens) is not None and len(lens.shape) != 1:
+            S.fail(node, f"sequence_lens must be 1-D, got shape {list(lens.shape)}")
+    batch, length = (S.shape(lens) or (None,))[0] if lens is not None else None, None
+
+    def dim(d, name, old):
+        if old is None or not S.known(old):
+            return d
+        if S.known(d) and d != old:
+            S.fail(node, f"{name} differs between inputs: {old} and {d}")
+        return old
+
+    state, slices = [], []
+    for i, vi in enumerate(inputs[1:]):
+        s = S.shape(vi)
+        if s is not None and len(s) < (1 if i < n else 2):
+            S.fail(node, f"input {i + 1} needs a batch axis{'' if i < n else ' and a sequence axis'}, "
+                         f"got shape {list(s)}")
+        if s is not None:
+            batch = dim(s[0], "the batch size", batch)
+        if i < n:
+            state.append((vi.dtype, None if s is None else s[1:]))
+        else:
+            if s is not None:
+                length = dim(s[1], "the sequence length", length)
+            slices.append((vi.dtype, None if s is None else s[2:]))
+    for _ in range(4):
+        spec = scope.specialise("body", state + slices)
+        outs = [(merge_dtypes(node, f"state {i}", dt, o.dtype), merge_shapes(shape, o.shape))
+                for i, ((dt, shape), o) in enumerate(zip(state, spec.outputs[:n]))]
+        if outs == state:
+            break
+        state = outs
+    else:
+        state = [(dt, None) for dt, _ in state]
+        spec = scope.specialise("body", state + slices)
+    return ([(dt, None if s is None else (batch,) + tuple(s)) for dt, s in state]
+            + [(o.dtype, None if o.shape is None else (batch, length) + tuple(o.shape)) for o in spec.outputs[n:]])
+
+
+@op("Scan", 8, infer_scan8)
+def scan8(node, sequence_lens, *args, scope=None):
+    import numpy as np
+    body = node.attrs["body"]
+    n, m, k, rev = scan8_attrs(node, body)
+    xs = args[n:]
+    if any(x.ndim < 2 for x in xs) or any(s.ndim < 1 for s in args[:n]):
+        raise InvalidArgument(f"{node}: state inputs need a batch axis, scan inputs a batch and a sequence axis")
+    shapes = {(x.shape[0], x.shape[1]) for x in xs} | {(s.shape[0], None) for s in args[:n]}
+    batches, lengths = {b for b, _ in shapes}, {t for _, t in shapes if t is not None}
+    if len(batches) != 1 or len(lengths) != 1:
+        raise InvalidArgument(f"{node}: inputs have different batch sizes {sorted(batches)} or sequence "
+                              f"lengths {sorted(lengths)}")
+    batch, length = batches.pop(), lengths.pop()
+    if sequence_lens is None:
+        lens = [length] * batch
+    else:
+        lens = [int(v) for v in np.asarray(sequence_lens).reshape(-1)]
+        if len(lens) != batch or any(not 0 <= v <= length for v in lens):
+            raise InvalidArgument(f"{node}: sequence_lens {lens} must have {batch} values in [0, {length}]")
+    names = [v.name for v in body.inputs]
+    consts = _numpy_initializers(body)
+    finals, stacked = [], [[] for _ in range(k)]
+    for b in range(batch):
+        state, pieces, t_len = [s[b] for s in args[:n]], [[] for _ in range(k)], lens[b]
+        for t in range(t_len):
+            slices = [x[b, t_len - 1 - t if r else t] for x, r in zip(xs, rev)]
+            outs = run_graph(body, dict(zip(names, state + slices)), scope or {}, consts)
+            state = list(outs[:n])
+            for lst, o in zip(pieces, outs[n:]):
+                lst.append(np.asarray(o))
+        finals.append(state)
+        for i, (lst, o) in enumerate(zip(pieces, body.outputs[n:])):
+            if lst:
+                seq = np.stack(lst)
+                if t_len < length:   # padded with zeros past this item's length, as onnxruntime does
+                    seq = np.concatenate([seq, np.zeros((length - t_len,) + seq.shape[1:], seq.dtype)])
+            else:
+                seq = _stack([], o, 0, False)
+            stacked[i].append(seq)
+    out = [np.stack([f[i] for f in finals]) if batch else np.asarray(args[i])
+           for i in range(n)]
+    for i, (lst, o) in enumerate(zip(stacked, body.outputs[n:])):
+        shapes_i = {a.shape[1:] for a in lst if a.shape[0]}
+        if batch and len(shapes_i) <= 1:
+            inner = shapes_i.pop() if shapes_i else lst[0].shape[1:]
+            lst = [a if a.shape[0] else np.zeros((length,) + inner, a.dtype) for a in lst]
+            out.append(np.stack(lst))
+        elif batch:
+            raise InvalidArgument(f"{node}: scan output {i} changes shape between batch items")
+        else:
+            out.append(np.empty((0, length) + tuple(d if isinstance(d, int) else 0 for d in (o.shape or ())),
+                                dtype=(o.dtype or dtypes.FLOAT32).name))
+    return tuple(out)
 
 
 # --- running a subgraph with numpy --------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""MaxPool, AveragePool, LpPool and the global pools. Kernels loop over window taps, vectorised
+"""MaxPool, AveragePool, LpPool, the global pools and MaxRoiPool. Kernels loop over window taps, vectorised
 over every output position."""
 from . import shapes as S
 from . import window as W
@@ -134,6 +134,91 @@ def global_average_pool(node, x):
 @op("GlobalMaxPool", 1, infer_global_pool)
 def global_max_pool(node, x):
     return x.max(axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+def _lp_p(node):
+    p = node.attr("p", 2.0 if node.opset < 2 else 2)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not p > 0:
+        S.fail(node, f"p {p!r} must be a positive number")
+    return p
+
+
+def infer_global_lp_pool(node, inputs, consts):
+    _lp_p(node)
+    return infer_global_pool(node, inputs, consts)
+
+
+@op("GlobalLpPool", 1, infer_global_lp_pool)
+@op("GlobalLpPool", 2, infer_global_lp_pool)
+@op("GlobalLpPool", 22, infer_global_lp_pool)
+def global_lp_pool(node, x):
+    import numpy as np
+    p = _lp_p(node)
+    total = (np.abs(x.astype(np.float64)) ** p).sum(axis=tuple(range(2, x.ndim)), keepdims=True)
+    return (total ** (1.0 / p)).astype(x.dtype)
+
+
+# --- MaxRoiPool (Caffe's ROI pooling, as onnxruntime computes it) ------------------------------
+
+def _pooled_shape(node):
+    ps = S.ints_attr(node, "pooled_shape")
+    if ps is None or len(ps) != 2 or min(ps) < 1:
+        S.fail(node, f"pooled_shape {ps} must be two positive ints")
+    return ps
+
+
+def infer_max_roi_pool(node, inputs, consts):
+    x, rois = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    ph, pw = _pooled_shape(node)
+    scale = node.attr("spatial_scale", 1.0)
+    if not scale > 0:
+        S.fail(node, f"spatial_scale {scale} must be positive")
+    xs, rs = S.shape(x), S.shape(rois)
+    if xs is not None and len(xs) != 4:
+        S.fail(node, f"input needs shape [N, C, H, W], got {list(xs)}")
+    if rs is not None and (len(rs) != 2 or (S.known(rs[1]) and rs[1] != 5)):
+        S.fail(node, f"rois needs shape [num_rois, 5], got {list(rs)}")
+    if rois.dtype is not None and x.dtype is not None and rois.dtype != x.dtype:
+        S.fail(node, f"rois type {rois.dtype.ort_name} differs from the input's {x.dtype.ort_name}")
+    n = None if rs is None else rs[0]
+    c = None if xs is None else xs[1]
+    return [(x.dtype, (n, c, ph, pw))]
+
+
+def _round_half_away(v):
+    import math
+    return int(math.floor(v + 0.5)) if v >= 0 else -int(math.floor(-v + 0.5))
+
+
+@op("MaxRoiPool", 1, infer_max_roi_pool)
+@op("MaxRoiPool", 22, infer_max_roi_pool)
+def max_roi_pool(node, x, rois):
+    import math
+    import numpy as np
+    from ..errors import InvalidArgument
+    ph_n, pw_n = _pooled_shape(node)
+    scale = float(node.attr("spatial_scale", 1.0))
+    if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 5:
+        raise InvalidArgument(f"{node}: needs X [N, C, H, W] and rois [num_rois, 5], got shapes "
+                              f"{list(x.shape)} and {list(rois.shape)}")
+    n, c, h, w = x.shape
+    out = np.zeros((rois.shape[0], c, ph_n, pw_n), dtype=x.dtype)
+    for r, roi in enumerate(rois.astype(np.float64)):
+        b = int(roi[0])
+        if not 0 <= b < n:
+            raise InvalidArgument(f"{node}: roi {r} has batch index {roi[0]}, outside [0, {n})")
+        x1, y1, x2, y2 = (_round_half_away(v * scale) for v in roi[1:])
+        bin_h = max(y2 - y1 + 1, 1) / ph_n
+        bin_w = max(x2 - x1 + 1, 1) / pw_n
+        for i in range(ph_n):
+            hs = min(max(int(math.floor(i * bin_h)) + y1, 0), h)
+            he = min(max(int(math.ceil((i + 1) * bin_h)) + y1, 0), h)
+            for j in range(pw_n):
+                ws = min(max(int(math.floor(j * bin_w)) + x1, 0), w)
+                we = min(max(int(math.ceil((j + 1) * bin_w)) + x1, 0), w)
+                if he > hs and we > ws:
+                    out[r, :, i, j] = x[b, :, hs:he, ws:we].max(axis=(1, 2))
+    return out
 
 
 def _unpool_geometry(node, xs):

@@ -27,7 +27,7 @@ from ..values import Seq
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
             "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
-            "training", "ml", "image", "sequence")
+            "training", "ml", "image", "sequence", "random")
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False

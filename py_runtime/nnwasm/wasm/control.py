@@ -60,6 +60,9 @@ def _control_reasons(provider, node, graph):
     if node.op_type not in RUNNERS or lookup(node.domain, node.op_type, node.opset) is None:
         yield f"no WASM runner for {node.op_type} at opset {node.opset}"
         return
+    if node.op_type == "Scan" and node.opset < 9:
+        yield "no WASM runner for Scan-8 (the batch-axis form); the numpy provider runs it"
+        return
     for name in node.inputs:
         vi = graph.values.get(name) if name else None
         if name and (vi is None or vi.dtype is None or not vi.dtype.size or not vi.is_static()):
