@@ -145,7 +145,8 @@ def infer_multinomial(node, inputs, consts):
     xs = S.shape(x)
     if xs is not None and len(xs) != 2:
         S.fail(node, f"input must be [batch_size, class_size], got shape {list(xs)}")
-    return [(_multinomial_dtype(node), None if xs is None else (xs[0], _sample_size(node)))]
+    n = _sample_size(node)
+    return [(_multinomial_dtype(node), None if xs is None else (xs[0], n))]
 
 
 @op("Multinomial", 7, infer_multinomial)
