@@ -75,6 +75,23 @@ def test_random_seeded_repeats_unseeded_differs():
     assert free.run(None, {})[0].dtype == np.float32   # dtype defaults to float
 
 
+def test_set_seed_makes_unseeded_ops_reproducible():
+    from nnwasm.ortapi import _state
+    saved = dict(_state)
+    try:
+        free = sess(one("RandomUniform", [], shape=[16]))
+        nnwasm.set_seed(11)
+        a = [free.run(None, {})[0] for _ in range(2)]
+        nnwasm.set_seed(11)
+        b = [free.run(None, {})[0] for _ in range(2)]
+        assert not np.array_equal(a[0], a[1])   # the generator advances run after run
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+    finally:
+        _state.clear()
+        _state.update(saved)
+
+
 def test_random_like_takes_shape_and_type_from_input():
     x = np.zeros((3, 4, 5), np.float64)
     s = sess(one("RandomNormalLike", [("x", TensorProto.DOUBLE, [3, 4, 5])], seed=1.0))

@@ -169,8 +169,10 @@ def set_default_logger_verbosity(level):
 
 
 def set_seed(seed):
-    """Kept in _state["seed"] for random ops (nnwasm has none yet: RandomNormal & co. are refused)."""
+    """Seeds the generator the random ops without a `seed` attribute draw from (ops/random.py):
+    from here on they give the same sequence of values in every process."""
     _state["seed"] = _check_int("set_seed", "seed", seed, -(2 ** 63), 2 ** 64 - 1)
+    _state.pop("rng", None)   # made from the seed on the next draw
 
 
 def disable_telemetry_events():

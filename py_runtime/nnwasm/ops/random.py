@@ -1,7 +1,9 @@
 """RandomNormal, RandomUniform (and their -Like forms), Bernoulli, Multinomial.
 
 Each run draws from a numpy Generator: seeded from the `seed` attribute when the node has one (so a
-seeded node repeats its values run after run), else from fresh entropy. The values are not
+seeded node repeats its values run after run), else from fresh entropy, or, after nnwasm.set_seed(s),
+from one generator seeded with s that every unseeded node advances (as onnxruntime's set_seed makes
+its unseeded random ops reproducible from process start). The values are not
 onnxruntime's or onnx's reference's (those use other generators); only their distribution is
 specified.
 """
@@ -29,8 +31,13 @@ def _check(node, dt, allowed, what):
 def _generator(node):
     import numpy as np
     seed = node.attr("seed")
-    if seed is None:
-        return np.random.default_rng()
+    if seed is None:   # fresh entropy, unless nnwasm.set_seed gave one generator for them all
+        from ..ortapi import _state
+        if _state["seed"] is None:
+            return np.random.default_rng()
+        if _state.get("rng") is None:
+            _state["rng"] = np.random.default_rng(_state["seed"] & 0xFFFFFFFFFFFFFFFF)
+        return _state["rng"]
     if seed != seed or abs(seed) == float("inf"):
         S.fail(node, f"seed {seed} is not a finite number")
     return np.random.default_rng(int(seed) & 0xFFFFFFFFFFFFFFFF)
