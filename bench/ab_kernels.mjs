@@ -1,5 +1,6 @@
 // The Node half of ab_kernels.py: several builds of kernels.wasm in one V8, each with the same
-// plan loaded, run in turn (inputs left as the plan's arena has them: timing, not results).
+// plan loaded, run in turn (inputs zeroed before each run, as the arena reuses their space:
+// timing, not results).
 //   node bench/ab_kernels.mjs PLAN SECONDS MATCH A.wasm B.wasm ...
 // prints one JSON line: {"ms": [median per build], "match_ms": [...], "runs": n}: match_ms sums
 // the per-op medians of the ops whose node name contains MATCH (each op timed alone), or null.
@@ -17,7 +18,9 @@ for (const file of wasms) {
   const p = k.nnw_malloc(plan.length), arena = k.nnw_malloc(arenaBytes), status = k.nnw_malloc(4);
   new Uint8Array(k.memory.buffer, p, plan.length).set(plan);
   if (k.nnw_plan_load(p, plan.length, arena, arenaBytes, status)) throw new Error(`${file} refused the plan`);
-  builds.push(() => k.nnw_plan_run(p, arena));
+  // the memory plan reuses inputs' space once read: zero them (valid ids, too) before each run
+  const zero = () => io.inputs.forEach((v) => new Uint8Array(k.memory.buffer, arena + v.offset, v.nbytes).fill(0));
+  builds.push(() => (zero(), k.nnw_plan_run(p, arena)));
   opRuns.push((i) => k.nnw_plan_run_ops(p, arena, i, 1));
 }
 const picked = match ? io.ops.map((op, i) => (op.node.includes(match) ? i : -1)).filter((i) => i >= 0) : [];

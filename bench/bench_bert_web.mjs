@@ -51,9 +51,10 @@ if (!isMainThread) {
   const [s, f] = await session(workerData);
   parentPort.on("message", async (m) => {
     if (m === "profile") return parentPort.postMessage(await topOps(workerData));
-    const t = performance.now();
+    const t = performance.now(), c = process.cpuUsage();
     await s.run(f);
-    parentPort.postMessage(performance.now() - t);
+    const d = process.cpuUsage(c);   // the process's CPU time: one worker runs at a time
+    parentPort.postMessage([performance.now() - t, (d.user + d.system) / 1000]);
   });
   parentPort.postMessage(0);
 } else {
@@ -70,19 +71,24 @@ if (!isMainThread) {
   await Promise.all(workers.map((w) => new Promise((ok) => w.once("message", ok))));
   const warmEnd = performance.now() + Math.max(3000, seconds * 300);
   for (let i = 0; i < 30 || performance.now() < warmEnd; i++) for (const w of workers) await ask(w);
-  const times = runners.map(() => []);
+  const times = runners.map(() => []), cpu = runners.map(() => []);
   const end = performance.now() + seconds * 1000;
   while (performance.now() < end || times[0].length < 10)
-    for (let v = 0; v < workers.length; v++) times[v].push(await ask(workers[v]));
+    for (let v = 0; v < workers.length; v++) {
+      const [ms, cpuMs] = await ask(workers[v]);
+      times[v].push(ms);
+      cpu[v].push(cpuMs);
+    }
   const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.floor(p * (xs.length - 1))];
-  const med = times.map((t) => q(t, 0.5));
+  const med = times.map((t) => q(t, 0.5)), cmed = cpu.map((t) => q(t, 0.5));
   // an nnwasm runner's ratio is to the ort:NAME whose NAME is the longest prefix of its label
   const ortOf = (r) => runners.map((o, i) => [o, i]).filter(([o]) => o.kind === "ort" && r.label.startsWith(o.label.slice(4)))
     .sort((a, b) => b[0].label.length - a[0].label.length)[0]?.[1] ?? -1;
-  console.log(`| runner | median ms | p10 ms | / onnxruntime-web |\n|---|---|---|---|`);
+  // CPU time per run (process.cpuUsage) is what other load on the machine does not inflate
+  console.log(`| runner | median ms | p10 ms | / onnxruntime-web | CPU ms (median) | CPU / onnxruntime-web |\n|---|---|---|---|---|---|`);
   runners.forEach((r, v) => {
     const o = r.kind === "ort" ? v : ortOf(r);
-    console.log(`| ${r.label}${r.kernels && r.kernels !== KERNELS ? ` (${r.kernels})` : ""} | ${med[v].toFixed(2)} | ${q(times[v], 0.1).toFixed(2)} | ${o >= 0 ? (med[v] / med[o]).toFixed(3) : "-"} |`);
+    console.log(`| ${r.label}${r.kernels && r.kernels !== KERNELS ? ` (${r.kernels})` : ""} | ${med[v].toFixed(2)} | ${q(times[v], 0.1).toFixed(2)} | ${o >= 0 ? (med[v] / med[o]).toFixed(3) : "-"} | ${cmed[v].toFixed(2)} | ${o >= 0 ? (cmed[v] / cmed[o]).toFixed(3) : "-"} |`);
   });
   console.log(`(${times[0].length} interleaved runs each)`);
   for (let v = 0; v < runners.length; v++) {

@@ -5,7 +5,7 @@ bench_hosts_node.mjs), medians. The target of issue 7: CPython within 1.2x of No
     python bench/bench_hosts.py [--seconds 20] [--profile] [--json out.json] [model ...]
 
 Models: the demo's EfficientNet-Lite0 plan and plans compiled (once, cached in
-~/.cache/nnwasm/bench-hosts) from the zoo (build_scripts/build_zoo.py) and the bench models
+~/.cache/nnwasm/bench-hosts, or $NNWASM_BENCH_HOSTS_DIR) from the zoo (build_scripts/build_zoo.py) and the bench models
 (~/.cache/nnwasm/bench-*) with their first test case as feeds (random where a model has none).
 --profile adds per-kernel totals on both hosts (one profiled run per op each, medians of runs)
 and their ratio, to tell codegen (uniform) from a few kernels.
@@ -27,13 +27,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py_runtime"))
 CACHE = Path.home() / ".cache" / "nnwasm"
-OUT = CACHE / "bench-hosts"
+OUT = Path(os.environ.get("NNWASM_BENCH_HOSTS_DIR") or CACHE / "bench-hosts")   # plans and feeds
 MODELS = {   # name -> the .onnx (relative to ~/.cache/nnwasm) or a ready plan
     "efficientnet_lite0": ROOT / "demo" / "assets" / "efficientnet-lite0.nnwp",
     "mobilenet_v2": "bench-conv/mobilenet_v2.onnx",
     "squeezenet1_1": "bench-conv/squeezenet1_1.onnx",
     "resnet50": "bench-conv/resnet50.onnx",
     "bert": "bench-bert/bert.onnx",
+    "bert_4l": "bench/bert_4l.onnx",
     "mobilenet_v3_small": "zoo/mobilenet_v3_small.onnx",
     "efficientnet_b0": "zoo/efficientnet_b0.onnx",
     "bert_tiny": "zoo/bert_tiny.onnx",

@@ -143,6 +143,35 @@ def conv_plan(c, hw, m, k, s, group, scratch_bytes):
     return plan("conv2d", args, tensors, scratch) + (flops,)
 
 
+def winograd_plan(c, hw, m, k, s, group, scratch_bytes, winograd_scratch):
+    """The layer as the plan compiler emits it where nnw_conv2d_winograd_pays: an init op
+    transforming the weights once (conv2d_winograd_weights), then conv2d_winograd."""
+    data, _, flops = conv_plan(c, hw, m, k, s, group, scratch_bytes)
+    rng = random.Random(1)
+    blob = bytearray()
+    off = {}
+    for name, count in (("x", c * hw * hw), ("weight", m * c * 9), ("b", m)):
+        off[name] = len(blob)
+        blob += struct.pack(f"<{count}f", *(rng.uniform(-1, 1) for _ in range(count)))
+        blob += bytes(-len(blob) % 16)
+    arena = len(blob)
+    for name, size in (("u", 36 * c * m * 4), ("y", 4 * m * hw * hw),
+                       ("scratch", winograd_scratch(c, m, hw, hw))):
+        off[name] = arena
+        arena += (size + 15) // 16 * 16
+    init = [OPS["conv2d_winograd_weights"].code, 4, off["weight"], off["u"], c, m]
+    args = dict(x=off["x"], u=off["u"], b=off["b"], y=off["y"], scratch=off["scratch"], n=1, c=c,
+                h=hw, w=hw, m=m, oh=hw, ow=hw, pt=1, pl=1, act_min=0.0, act_max=6.0)
+    spec = OPS["conv2d_winograd"]
+    run = [spec.code, len(spec.args)] + [f32_bits(args[a]) if kind == "f" else args[a]
+                                         for a, kind in zip(spec.args, spec.kinds)]
+    words = init + run
+    weights_at = (4 * (8 + len(words)) + 15) // 16 * 16
+    header = [0x50574E4E, 1, arena, len(blob), weights_at, len(init), len(run), 0]
+    data = struct.pack(f"<{8 + len(words)}i", *header, *words).ljust(weights_at, b"\0") + blob
+    return data, arena, flops
+
+
 def gemm_plan():
     args = dict(a=None, b=None, c=None, y=None, m=1, n=1000, k=1280, trans_a=0, trans_b=1,
                 alpha=1.0, beta=1.0, c_rs=0, c_cs=1, act_min=-INF, act_max=INF, _y_bytes=4000)
@@ -183,6 +212,9 @@ class Native:
     def scratch_bytes(self, *a):
         return self.lib.nnw_conv2d_scratch_bytes(*a)
 
+    def winograd_scratch(self, *a):
+        return self.lib.nnw_conv2d_winograd_scratch_bytes(*a)
+
     def measure(self, plans, seconds, onnx_layers=()):
         out = []
         for data, arena_bytes, _ in plans:
@@ -211,6 +243,9 @@ class Wasmtime:
 
     def scratch_bytes(self, *a):
         return self.ex["nnw_conv2d_scratch_bytes"](self.store, *a)
+
+    def winograd_scratch(self, *a):
+        return self.ex["nnw_conv2d_winograd_scratch_bytes"](self.store, *a)
 
     def measure(self, plans, seconds, onnx_layers=()):
         s, ex, out = self.store, self.ex, []
@@ -297,6 +332,9 @@ class Node:
     def scratch_bytes(self, *a):
         return max(h.scratch_bytes(*a) for h in self.helpers)  # builds may differ
 
+    def winograd_scratch(self, *a):
+        return max(h.winograd_scratch(*a) for h in self.helpers)
+
     def measure(self, plans, seconds, onnx_layers=()):
         import base64
         with tempfile.TemporaryDirectory() as tmp:
@@ -368,6 +406,9 @@ def main():
     parser.add_argument("--only", help="only layers whose name contains this")
     parser.add_argument("--net", choices=["efficientnet", "resnet50"], default="efficientnet",
                         help="whose layer shapes (resnet50: also SqueezeNet 1.1's 3x3 and classifier)")
+    parser.add_argument("--winograd", action="store_true",
+                        help="add each 3x3 stride-1 layer again as conv2d_winograd on weights "
+                             "transformed at load (rows marked [wt]), to measure its choice table")
     opts = parser.parse_args()
     chosen = opts.engine or ["wasmtime", "node"]
     engines = [Node(opts.wasm, "ort-web" in chosen) if e == "node" else ENGINES[e]()
@@ -385,6 +426,13 @@ def main():
         plans.append(gemm_plan())
         if "ort-web" in chosen:
             onnx_layers.append(onnx_gemm())
+    if opts.winograd:
+        for (name, count, (c, hw, m, k, st, group)) in layers:
+            if k == 3 and st == 1 and group == 1 and c % 4 == 0 and m % 4 == 0:
+                names.append(name + " [wt]")
+                counts.append(0)
+                plans.append(winograd_plan(c, hw, m, k, st, group, engines[0].scratch_bytes,
+                                           engines[0].winograd_scratch))
     results = {}
     for e in engines:
         results.update(e.measure(plans, opts.seconds, onnx_layers))

@@ -75,6 +75,12 @@ int32_t nnw_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh
                                  int32_t oh, int32_t ow, int32_t sh, int32_t sw, int32_t dh, int32_t dw,
                                  int32_t pt, int32_t pl, int32_t h, int32_t w);
 
+/* conv2d_winograd (Winograd F(4x4, 3x3) on weights transformed at plan load): its scratch bytes
+ * (-1 for parameters it refuses), and whether it beats conv2d on this shape (the measured choice
+ * table the plan compiler follows; 0 or 1). */
+int32_t nnw_conv2d_winograd_scratch_bytes(int32_t c, int32_t m, int32_t oh, int32_t ow);
+int32_t nnw_conv2d_winograd_pays(int32_t c, int32_t m, int32_t oh, int32_t ow);
+
 /* Bytes of scratch conv_transpose2d needs (the columns of one group), -1 for bad parameters. */
 int32_t nnw_conv_transpose2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh,
                                            int32_t kw, int32_t h, int32_t w);

@@ -79,12 +79,19 @@ def _efficientnet():
     return (assets / "efficientnet-lite0.onnx").read_bytes(), {"input": x}
 
 
+def _bert_int8():
+    """A toy BERT through onnxruntime's quantize_dynamic: q8_gemm_pk with its bias, Gelu and
+    residual epilogues, DynamicQuantizeLinear, an int8 embedding."""
+    from quant_models import quantize_dynamic_bytes, small_bert
+    return quantize_dynamic_bytes(small_bert()), {"ids": np.array([[3, 1, 4, 1, 5, 9, 2, 6]], np.int64)}
+
+
 def build_plan_fixtures(d):
     """Writes the .nnwp files, their inputs and CPython's outputs (raw bytes) and fixtures.json
     into folder d, for tests/node/plan-runner.test.mjs (NNWASM_PLAN_FIXTURES=d)."""
     fixtures = {}
     for name, build in {"cnn": _cnn, "attention": _attention, "encoder_layer": _encoder_layer,
-                        "efficientnet": _efficientnet}.items():
+                        "efficientnet": _efficientnet, "bert_int8": _bert_int8}.items():
         model, feeds = build()
         results = write_plan_file(model, feeds, d / f"{name}.nnwp")
         entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {},

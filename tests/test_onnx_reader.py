@@ -144,7 +144,16 @@ def test_tensor_storage_forms(code, form):
     samples = {"float32": [1.5, -0.0, float("inf"), float("nan"), 3e38, 1e-45],
                "float64": [1.5, -2.25, float("-inf"), 1e308], "float16": [1.5, -2.0, 65504, float("inf")],
                "bool": [True, False, True], "object": [b"", b"x\x00y", "\u00e9".encode()]}
-    if dt.name in samples:
+    if dt.ml_dtypes:   # bfloat16, float8, float4, int4, int2 (odd counts: packed data has a padding nibble)
+        import ml_dtypes
+        np_dt = getattr(ml_dtypes, dt.name)
+        if "int" in dt.name:
+            info = ml_dtypes.iinfo(np_dt)
+            arr = np.array([info.min, info.max, 0, 1, info.max // 3], dtype=np_dt)
+        else:
+            info = ml_dtypes.finfo(np_dt)
+            arr = np.array([1.0, float(info.max), float(info.tiny), 0.5, 2.0], dtype=np.float32).astype(np_dt)
+    elif dt.name in samples:
         arr = np.array(samples[dt.name], dtype=dt.name)
     else:
         info = np.iinfo(dt.name)
@@ -342,9 +351,14 @@ def test_model_level_checks():
     ml_only = model_bytes([helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml")], [vi("x")], [vi("y")],
                           opsets=(("ai.onnx.ml", 1),))
     assert load_model(ml_only).nodes[0].opset == 1
-    _bad(model_bytes(relu, [vi("x", TensorProto.BFLOAT16)], [vi("y")]), "input 'x'", "element type 16", error=Unsupported)
-    seq_out = helper.make_tensor_sequence_value_info("y", F, None)
-    _bad(model_bytes([helper.make_node("SequenceConstruct", ["x"], ["y"])], [vi("x")], [seq_out]), "'y'", "sequence", error=Unsupported)
+    _bad(model_bytes(relu, [vi("x", TensorProto.FLOAT6E2M3)], [vi("y")]), "input 'x'", "element type 27", error=Unsupported)
+    seq_seq = helper.make_value_info("y", helper.make_sequence_type_proto(
+        helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, None))))
+    _bad(model_bytes([helper.make_node("SequenceConstruct", ["x"], ["y"])], [vi("x")], [seq_seq]), "'y'", "sequence of",
+         error=Unsupported)
+    seq_out = helper.make_tensor_sequence_value_info("y", F, ["n"])
+    g = load_model(model_bytes([helper.make_node("SequenceConstruct", ["x"], ["y"])], [vi("x")], [seq_out]))
+    assert (g.outputs[0].kind, g.outputs[0].dtype.name, g.outputs[0].shape) == ("sequence", "float32", ("n",))
 
 
 def test_graph_structure_checks():
@@ -381,8 +395,8 @@ def test_tensor_checks():
     t = helper.make_tensor("seg", F, [1], [1.0])
     t.segment.begin = 0
     _bad(init_model(t), "'seg'", "segment", error=Unsupported)
-    t = helper.make_tensor("bf", TensorProto.BFLOAT16, [1], [1.0])
-    _bad(init_model(t), "'bf'", "element type 16", error=Unsupported)
+    t = helper.make_tensor("f6", TensorProto.FLOAT6E2M3, [1], [1.0])
+    _bad(init_model(t), "'f6'", "element type 27", error=Unsupported)
     t = helper.make_tensor("str", TensorProto.STRING, [1], [b"a"])
     t.raw_data = b"a"
     _bad(init_model(t), "'str'", "raw_data")

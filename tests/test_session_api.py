@@ -129,8 +129,24 @@ def test_unknown_op_fails_at_creation():
 
 def test_unknown_provider():
     model, _ = _atan_model()
-    with pytest.raises(ValueError, match="unknown provider 'CUDAExecutionProvider'"):
-        nnwasm.InferenceSession(model, providers=["CUDAExecutionProvider"])
+    with pytest.raises(ValueError, match="unknown provider 'FooExecutionProvider'"):
+        nnwasm.InferenceSession(model, providers=["FooExecutionProvider"])
+
+
+@pytest.mark.parametrize("providers, warns", [
+    (["CPUExecutionProvider"], False), (["CUDAExecutionProvider", "CPUExecutionProvider"], True),
+    (["CUDAExecutionProvider"], True), ([("CUDAExecutionProvider", {"device_id": 0}), "CPUExecutionProvider"], True)])
+def test_onnxruntime_provider_lists_run(providers, warns):
+    """Code written for onnxruntime names its providers: CPUExecutionProvider is nnwasm's default
+    list, and the ones nnwasm lacks are skipped with a warning, as onnxruntime skips those its
+    build lacks."""
+    model, _ = _atan_model()
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sess = nnwasm.InferenceSession(model, providers=providers)
+    assert sess.get_providers() == ["WasmExecutionProvider", "NumpyExecutionProvider"]
+    assert any("CUDAExecutionProvider" in str(w.message) for w in caught) == warns
 
 
 def test_symbolic_batch_is_prepared_per_shape():

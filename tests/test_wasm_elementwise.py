@@ -289,14 +289,15 @@ def test_refusals_fall_back():
     assert assignment(single_node("IsNaN", {"X": d}, ["Y"]))["IsNaN"] == "NumpyExecutionProvider"
 
 
-def test_opset6_semantics_refused():
-    """PRelu-6 applied a [C] slope along axis 1 and binary ops before 7 could broadcast along an
-    axis: not numpy broadcasting, so they are refused (clearly, at creation): the registry knows
-    no PRelu-6, and the WASM provider takes only what the registry knows at the node's opset."""
+def test_opset6_semantics_stay_off_wasm():
+    """PRelu-6 applies a [C] slope along axis 1 and binary ops before 7 could broadcast along an
+    axis: not numpy broadcasting. The WASM provider leaves PRelu-6 to numpy (which runs it per
+    channel: test_ops_numpy.py), and an axis broadcast is refused clearly at creation."""
     x = sample((2, 3, 4), specials=False)
-    with pytest.raises(nnwasm.Unsupported, match="knows no PRelu at opset 6"):
-        nnwasm.InferenceSession(single_node("PRelu", {"X": x}, ["Y"], opset=6,
-                                            initializers={"S": np.ones(3, np.float32)}))
+    slope = np.array([0.5, 2.0, -1.0], np.float32)
+    sess = nnwasm.InferenceSession(single_node("PRelu", {"X": x}, ["Y"], opset=6, initializers={"S": slope}))
+    assert {p for _, _, p in sess.get_provider_assignment()} == {"NumpyExecutionProvider"}
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], np.where(x < 0, x * slope[:, None], x))
     graph = helper.make_graph([helper.make_node("Add", ["X", "S"], ["Y"], broadcast=1, axis=1)], "g",
                               [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 4])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 4])],

@@ -239,6 +239,47 @@ def test_matmul_integer_to_float(per_col):
     check_q(model([node], {"A": a, "as": a_s}, {"Y": TensorProto.FLOAT}, inits, ms=True), {"A": a, "as": a_s})
 
 
+
+def _plan_ops(m):
+    from nnwasm import optimizer, passes
+    from nnwasm.onnx_io.load import load_model
+    from nnwasm.wasm.provider import WasmExecutionProvider
+    wasm = WasmExecutionProvider()
+    graph = optimizer.optimize(passes.infer_shapes(load_model(m), {}), "shaped", 99, [wasm])
+    b = wasm.build_plan(graph.nodes, graph, [v.name for v in graph.inputs], [v.name for v in graph.outputs])[0]
+    return [op for op, _ in b.ops]
+
+
+@pytest.mark.parametrize("tail", ["", "gelu", "residual"])
+@pytest.mark.parametrize("ta,tb,shape,n,per_col", [(np.uint8, np.int8, (1, 9, 33), 13, True),
+                                                   (np.int8, np.int8, (6, 16), 8, False),
+                                                   (np.uint8, np.int8, (2, 5, 7), 1, False),
+                                                   (np.uint8, np.int8, (1, 11, 64), 24, True),
+                                                   (np.uint8, np.uint8, (3, 20), 6, True)])
+def test_matmul_integer_to_float_packed_b(tail, ta, tb, shape, n, per_col):
+    """A constant B is packed at plan build (q8_gemm_pk): the same bits as B given at run time (q8_gemm[_ep])."""
+    k = shape[-1]
+    a, w = qrand(ta, *shape), wrand(ta, tb, k, n, seed=3)
+    out = shape[:-1] + (n,)
+    feeds = {"A": a, "as": np.array(0.03, np.float32)}
+    inits = {"ws": np.linspace(0.01, 0.02, n).astype(np.float32) if per_col else np.float32(0.015),
+             "az": np.array(ta(7)), "wz": np.arange(n).astype(tb) % 5 if per_col else np.array(tb(3)),
+             "bias": np.linspace(-1, 1, n).astype(np.float32)}
+    nodes = [helper.make_node("MatMulIntegerToFloat", ["A", "W", "as", "ws", "az", "wz"], ["mm"], domain="com.microsoft")]
+    nodes.append(helper.make_node("Add", ["mm", "bias"], ["biased" if tail else "Y"]))
+    if tail == "gelu":
+        nodes.append(helper.make_node("Gelu", ["biased"], ["Y"]))
+    elif tail == "residual":
+        feeds["R"] = frand(*out)
+        nodes.append(helper.make_node("Add", ["biased", "R"], ["Y"]))
+    opset = 20 if tail == "gelu" else 13
+    const_w = model(nodes, feeds, {"Y": TensorProto.FLOAT}, {**inits, "W": w}, opset=opset, ms=True)
+    input_w = model(nodes, {**feeds, "W": w}, {"Y": TensorProto.FLOAT}, inits, opset=opset, ms=True)
+    assert "q8_gemm_pk" in _plan_ops(const_w) and "q8_gemm_pk" not in _plan_ops(input_w)
+    sess = check_q(const_w, feeds, f32_atol=1e-4)
+    other = nnwasm.InferenceSession(input_w, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], other.run(None, {**feeds, "W": w})[0])
+
 def test_dynamic_matmul_pattern_fuses_exactly():
     """quantize_dynamic's DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(scale product) becomes
     MatMulIntegerToFloat, bit for bit what the unfused graph computes."""

@@ -6,8 +6,11 @@
  *   Z[xi] (T x M) = V[xi] U[xi] for each of the 36 points xi (nnw_gemm_nn, vectorized along M),
  * then the output transform adds the bias, clamps and writes NCHW. Every transform works on four
  * channels at once (one v4 per point), which is why C and M must be multiples of 4.
- * The weights are transformed on every run (about 1/20 of the GEMMs' work on the shapes served:
- * see nnw_conv2d_winograd_fits). Results differ from im2col's by rounding only (the transforms
+ * Two entry points: the conv2d op transforms the weights on every run (about 1/20 of the GEMMs'
+ * work on the shapes it serves: see nnw_conv2d_winograd_fits); the plan ops conv2d_winograd_weights
+ * (an init op, run once at plan load) and conv2d_winograd run on U kept in the arena, which pays
+ * down to 5x5 outputs (nnw_conv2d_winograd_pays). Both compute the same sums in the same order.
+ * Results differ from im2col's by rounding only (the transforms
  * have small integer and 1/6, 1/12, 1/24 coefficients): measured max error ~2e-6 relative to the
  * sum of |terms| on random data (tests/kernels/test_conv.c allows 2e-5). */
 #include <math.h>
@@ -26,12 +29,33 @@ int nnw_conv2d_winograd_fits(int32_t c, int32_t m, int32_t group, int32_t kh, in
          c % 4 == 0 && m % 4 == 0 && (int64_t)oh * ow >= 27 * 27 && oh >= 4 && ow >= 4;
 }
 
-/* floats of scratch: U, V, Z, then one padded input plane of four channels */
+/* Tiles per block. Where U is small (up to 1 MB, so it stays in cache while read once per block),
+ * the GEMMs and the output transform go through the tiles in blocks whose V and Z fit ~512 KB
+ * (L2), of at least 16 tiles (the GEMMs' rows), all of equal size: V8, ms, one block -> blocks,
+ * SqueezeNet 16->64 @55 0.687 -> 0.538, 32->128 @27 0.502 -> 0.424, ResNet-50 64 @56 2.04 ->
+ * 1.73. With a larger U re-reading it costs more than Z's misses save (128 @28, U 2.4 MB:
+ * 1.60 -> 1.82), so one block. */
+static uint64_t tile_block(uint64_t c, uint64_t m, uint64_t t) {
+  if (NT * c * m > 262144) return t;
+  uint64_t tb = 131072 / (NT * (c + m));
+  if (tb < 16) tb = 16;
+  if (tb >= t) return t;
+  uint64_t blocks = (t + tb - 1) / tb;
+  return (t + blocks - 1) / blocks;
+}
+
+/* floats of scratch after U: the padded input (planes of four channels), then V and Z of one
+ * block of tiles */
+static uint64_t run_floats(uint64_t c, uint64_t m, int32_t oh, int32_t ow) {
+  uint64_t th = ((uint64_t)oh + 3) / 4, tw = ((uint64_t)ow + 3) / 4, tb = tile_block(c, m, th * tw);
+  uint64_t v = nnw_mul(NT * tb, c), z = nnw_mul(NT * tb, m);
+  uint64_t planes = nnw_mul(nnw_mul(4 * th + 2, 4 * tw + 2), c);
+  return nnw_add(nnw_add(v, z), planes);
+}
+
+/* floats of the conv2d op's scratch: U, then the rest */
 uint64_t nnw_conv2d_winograd_floats(int32_t c, int32_t m, int32_t oh, int32_t ow) {
-  uint64_t th = ((uint64_t)oh + 3) / 4, tw = ((uint64_t)ow + 3) / 4, t = th * tw;
-  uint64_t u = NT * (uint64_t)c * (uint64_t)m, v = NT * t * (uint64_t)c, z = NT * t * (uint64_t)m;
-  uint64_t plane = (4 * th + 2) * (4 * tw + 2) * 4;
-  return nnw_add(nnw_add(u, v), nnw_add(z, plane));
+  return nnw_add(nnw_mul(NT * (uint64_t)c, (uint64_t)m), run_floats((uint64_t)c, (uint64_t)m, oh, ow));
 }
 
 /* one dimension of each transform, on six (or three) v4 at stride s */
@@ -87,21 +111,20 @@ static void transform_weights(const float *wt, int32_t c, int32_t m, float *u) {
   }
 }
 
-/* V[xi][t][ci..ci+3] for the four channels of `plane` (4*th+2 rows of 4*tw+2 v4 pixels) */
-static void transform_input(const float *plane, int32_t th, int32_t tw, int32_t c, int32_t ci,
-                            float *v) {
-  size_t pw = 4 * (size_t)tw + 2, t_count = (size_t)th * tw;
-  for (int32_t ty = 0; ty < th; ty++) {
-    for (int32_t tx = 0; tx < tw; tx++) {
-      v4 d[NT];
-      const float *p = plane + ((size_t)ty * 4 * pw + (size_t)tx * 4) * 4;
-      for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) d[6 * i + j] = v4_load(p + ((size_t)i * pw + j) * 4);
-      for (int j = 0; j < 6; j++) bt6(d + j, 6); /* columns */
-      for (int i = 0; i < 6; i++) bt6(d + 6 * i, 1); /* rows */
-      size_t t = (size_t)ty * tw + tx;
-      for (int xi = 0; xi < NT; xi++) v4_store(v + ((size_t)xi * t_count + t) * c + ci, d[xi]);
-    }
+/* V[xi][t - t0][ci..ci+3] for tiles t0 .. t0+tn-1 and the four channels of `plane` (4*th+2 rows
+ * of 4*tw+2 v4 pixels) */
+static void transform_input(const float *plane, int32_t tw, int32_t c, int32_t ci, size_t t0,
+                            size_t tn, float *v) {
+  size_t pw = 4 * (size_t)tw + 2;
+  for (size_t t = t0; t < t0 + tn; t++) {
+    size_t ty = t / (size_t)tw, tx = t % (size_t)tw;
+    v4 d[NT];
+    const float *p = plane + (ty * 4 * pw + tx * 4) * 4;
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) d[6 * i + j] = v4_load(p + ((size_t)i * pw + j) * 4);
+    for (int j = 0; j < 6; j++) bt6(d + j, 6); /* columns */
+    for (int i = 0; i < 6; i++) bt6(d + 6 * i, 1); /* rows */
+    for (int xi = 0; xi < NT; xi++) v4_store(v + ((size_t)xi * tn + (t - t0)) * c + ci, d[xi]);
   }
 }
 
@@ -133,19 +156,19 @@ static void pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci, in
   }
 }
 
-/* y[o..o+3][oy..][ox..] from Z[xi][t][o..o+3], with bias and clamp */
-static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t th, int32_t tw,
-                             const float *bias, float *y) {
-  size_t t_count = (size_t)th * tw, ohw = (size_t)p->oh * p->ow;
+/* y[o..o+3][oy..][ox..] of tiles t0 .. t0+tn-1 from Z[xi][t - t0][o..o+3], with bias and clamp */
+static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t tw, size_t t0,
+                             size_t tn, const float *bias, float *y) {
+  size_t ohw = (size_t)p->oh * p->ow;
   int32_t m = p->m;
   v4 lo = v4_set1(p->lo), hi = v4_set1(p->hi);
   for (int32_t o = 0; o < m; o += 4) {
     v4 b = bias ? v4_load(bias + o) : v4_set1(0.0f);
-    for (int32_t ty = 0; ty < th; ty++) {
-      for (int32_t tx = 0; tx < tw; tx++) {
-        size_t t = (size_t)ty * tw + tx;
+    for (size_t t = t0; t < t0 + tn; t++) {
+      int32_t ty = (int32_t)(t / (size_t)tw), tx = (int32_t)(t % (size_t)tw);
+      {
         v4 r[NT];
-        for (int xi = 0; xi < NT; xi++) r[xi] = v4_load(z + ((size_t)xi * t_count + t) * m + o);
+        for (int xi = 0; xi < NT; xi++) r[xi] = v4_load(z + ((size_t)xi * tn + (t - t0)) * m + o);
         for (int j = 0; j < 6; j++) at6(r + j, 6);     /* columns: rows 0..3 valid */
         for (int i = 0; i < 4; i++) at6(r + 6 * i, 1); /* rows: r[i][0..3] */
         int32_t oy0 = 4 * ty, ox0 = 4 * tx;
@@ -174,24 +197,126 @@ static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t
   }
 }
 
-void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
+/* the convolution on transformed weights u; scratch holds the padded input, V and Z */
+static void winograd_run(const struct nnw_conv2d *p, const float *x, const float *u,
                          const float *bias, float *y, float *scratch) {
   int32_t c = p->c, m = p->m, th = (p->oh + 3) / 4, tw = (p->ow + 3) / 4;
-  size_t t_count = (size_t)th * tw;
-  float *u = scratch, *v = u + (size_t)NT * c * m, *z = v + NT * t_count * c;
-  float *plane = z + NT * t_count * m;
+  size_t t_count = (size_t)th * tw, tb = tile_block((uint64_t)c, (uint64_t)m, t_count);
   int32_t ph = 4 * th + 2, pw = 4 * tw + 2;
+  size_t plane = (size_t)ph * pw; /* pixels of one padded plane */
+  float *planes = scratch, *v = planes + plane * c, *z = v + NT * tb * c;
   struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
-  transform_weights(wt, c, m, u);
   for (int32_t ni = 0; ni < p->n; ni++) {
     const float *xn = x + (size_t)ni * c * p->h * p->w;
-    for (int32_t ci = 0; ci < c; ci += 4) {
-      pad_plane(p, xn, ci, ph, pw, plane);
-      transform_input(plane, th, tw, c, ci, v);
+    float *yn = y + (size_t)ni * m * p->oh * p->ow;
+    for (int32_t ci = 0; ci < c; ci += 4) pad_plane(p, xn, ci, ph, pw, planes + plane * ci);
+    for (size_t t0 = 0; t0 < t_count; t0 += tb) {
+      size_t tn = t_count - t0 < tb ? t_count - t0 : tb;
+      for (int32_t ci = 0; ci < c; ci += 4) transform_input(planes + plane * ci, tw, c, ci, t0, tn, v);
+      for (int xi = 0; xi < NT; xi++)
+        nnw_gemm_nn((int32_t)tn, m, c, v + (size_t)xi * tn * c, c, 1, u + (size_t)xi * c * m, m,
+                    z + (size_t)xi * tn * m, m, &none);
+      transform_output(p, z, tw, t0, tn, bias, yn);
     }
-    for (int xi = 0; xi < NT; xi++)
-      nnw_gemm_nn((int32_t)t_count, m, c, v + (size_t)xi * t_count * c, c, 1,
-                  u + (size_t)xi * c * m, m, z + (size_t)xi * t_count * m, m, &none);
-    transform_output(p, z, th, tw, bias, y + (size_t)ni * m * p->oh * p->ow);
   }
+}
+
+void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
+                         const float *bias, float *y, float *scratch) {
+  transform_weights(wt, p->c, p->m, scratch);
+  winograd_run(p, x, scratch, bias, y, scratch + (size_t)NT * p->c * p->m);
+}
+
+/* ---- the plan ops: conv2d_winograd_weights (init) and conv2d_winograd --------------------- */
+
+/* The largest pad or size the index arithmetic above meets (int32, exact) */
+#define WINOGRAD_LIMIT ((int32_t)1 << 24)
+
+/* Scratch bytes of conv2d_winograd, or -1 for parameters it refuses. */
+static int64_t scratch_bytes(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  int32_t pos[] = {c, m, oh, ow};
+  if (nnw_check_positive(pos, 4) || c % 4 || m % 4 || oh > WINOGRAD_LIMIT || ow > WINOGRAD_LIMIT)
+    return -1;
+  uint64_t bytes = nnw_mul(run_floats((uint64_t)c, (uint64_t)m, oh, ow), 4);
+  return bytes > INT32_MAX ? -1 : (int64_t)bytes;
+}
+
+NNW_EXPORT int32_t nnw_conv2d_winograd_scratch_bytes(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  return (int32_t)scratch_bytes(c, m, oh, ow);
+}
+
+/* The choice table (NNPACK's way: by shape, measured): 1 where conv2d_winograd on transformed
+ * weights beats conv2d (im2col + GEMM, or its own Winograd) in V8. The GEMMs have one row per
+ * tile: with 4 tiles and more (outputs 5x5 and up) Winograd won on every shape measured
+ * (bench/bench_kernels_native.py --net resnet50 --winograd, ms, conv2d -> conv2d_winograd):
+ *   ResNet-50 3x3 64 @56 1.93 -> 1.80, 128 @28 2.47 -> 1.48, 256 @14 4.89 -> 2.54,
+ *   512 @7 5.71 -> 3.14; SqueezeNet 16->64 @55 0.71 -> 0.65, 32->128 @27 0.69 -> 0.48,
+ *   48->192 @13 0.61 -> 0.34, 64->256 @13 1.04 -> 0.52; 8 @28 0.022 (wt) vs 0.04, 128 @7 0.42 -> 0.13,
+ *   256 @5 0.75 -> 0.47, 1024 @7 42 -> 17.
+ * With one tile the GEMMs are matrix-vector products streaming U (4x the weights): 512 @4
+ * 2.60 -> 3.15 (loses), 256 @3 0.35 -> 0.31 (even). */
+NNW_EXPORT int32_t nnw_conv2d_winograd_pays(int32_t c, int32_t m, int32_t oh, int32_t ow) {
+  if (scratch_bytes(c, m, oh, ow) < 0) return 0;
+  return ((int64_t)oh + 3) / 4 * (((int64_t)ow + 3) / 4) >= 4;
+}
+
+static void decode(const int32_t *a, struct nnw_conv2d *p) {
+  *p = (struct nnw_conv2d){a[NNW_CONV2D_WINOGRAD_X], a[NNW_CONV2D_WINOGRAD_U],
+                           a[NNW_CONV2D_WINOGRAD_B], a[NNW_CONV2D_WINOGRAD_Y],
+                           a[NNW_CONV2D_WINOGRAD_SCRATCH], a[NNW_CONV2D_WINOGRAD_N],
+                           a[NNW_CONV2D_WINOGRAD_C], a[NNW_CONV2D_WINOGRAD_H],
+                           a[NNW_CONV2D_WINOGRAD_W], a[NNW_CONV2D_WINOGRAD_M],
+                           a[NNW_CONV2D_WINOGRAD_OH], a[NNW_CONV2D_WINOGRAD_OW], 3, 3, 1, 1, 1, 1,
+                           a[NNW_CONV2D_WINOGRAD_PT], a[NNW_CONV2D_WINOGRAD_PL], 1,
+                           nnw_arg_f32(a[NNW_CONV2D_WINOGRAD_ACT_MIN]),
+                           nnw_arg_f32(a[NNW_CONV2D_WINOGRAD_ACT_MAX])};
+}
+
+int nnw_validate_conv2d_winograd_weights(const int32_t *args, uint32_t arena_bytes) {
+  int32_t c = args[NNW_CONV2D_WINOGRAD_WEIGHTS_C], m = args[NNW_CONV2D_WINOGRAD_WEIGHTS_M];
+  int32_t wt = args[NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT], u = args[NNW_CONV2D_WINOGRAD_WEIGHTS_U];
+  if (scratch_bytes(c, m, 1, 1) < 0) return NNW_BAD_ARGS;
+  uint64_t w_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), 9 * 4);
+  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), NT * 4);
+  NNW_TRY(nnw_check_tensor(wt, w_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(u, u_bytes, arena_bytes, 0, 1));
+  return nnw_check_apart(wt, w_bytes, u, u_bytes, 0);
+}
+
+void nnw_run_conv2d_winograd_weights(const int32_t *args, uint8_t *arena) {
+  transform_weights(nnw_f32_at(arena, args[NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT]),
+                    args[NNW_CONV2D_WINOGRAD_WEIGHTS_C], args[NNW_CONV2D_WINOGRAD_WEIGHTS_M],
+                    nnw_f32_at(arena, args[NNW_CONV2D_WINOGRAD_WEIGHTS_U]));
+}
+
+int nnw_validate_conv2d_winograd(const int32_t *args, uint32_t arena_bytes) {
+  struct nnw_conv2d p;
+  decode(args, &p);
+  int32_t pos[] = {p.n, p.h, p.w};
+  if (nnw_check_positive(pos, 3) || !(p.lo <= p.hi)) return NNW_BAD_ARGS;
+  if (p.pt < 0 || p.pl < 0 || p.pt > WINOGRAD_LIMIT || p.pl > WINOGRAD_LIMIT) return NNW_BAD_ARGS;
+  int64_t scratch = scratch_bytes(p.c, p.m, p.oh, p.ow);
+  if (scratch < 0) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)p.n, m = (uint64_t)p.m;
+  uint64_t x_bytes = nnw_mul(nnw_mul(n * 4, (uint64_t)p.c), nnw_mul((uint64_t)p.h, (uint64_t)p.w));
+  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)p.c, m), NT * 4);
+  uint64_t y_bytes = nnw_mul(nnw_mul(n * 4, m), nnw_mul((uint64_t)p.oh, (uint64_t)p.ow));
+  NNW_TRY(nnw_check_tensor(p.x, x_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.wt, u_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.b, m * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.scratch, (uint64_t)scratch, arena_bytes, 0, 1));
+  const int32_t at[] = {p.x, p.wt, p.b, p.y, p.scratch};
+  const uint64_t size[] = {x_bytes, u_bytes, m * 4, y_bytes, (uint64_t)scratch};
+  for (int i = 0; i < 5; i++)      /* the output and the scratch apart from everything else */
+    for (int j = i + 1; j < 5; j++)
+      if (j >= 3) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
+  return NNW_OK;
+}
+
+void nnw_run_conv2d_winograd(const int32_t *args, uint8_t *arena) {
+  struct nnw_conv2d p;
+  decode(args, &p);
+  winograd_run(&p, nnw_f32_at(arena, p.x), nnw_f32_at(arena, p.wt), nnw_f32_at(arena, p.b),
+               nnw_f32_at(arena, p.y), nnw_f32_at(arena, p.scratch));
 }

@@ -111,10 +111,15 @@ static int max_plane_fits(const struct pool *p) {
   return p->kind == MAX && need + 8 <= MAX_ROW;
 }
 
+/* r's -inf border (the columns outside the image; each row rewrites the inside), once per op */
+static void max_row_border(const struct pool *p, float *r) {
+  for (int32_t i = 0; i < p->pl; i++) r[i] = -INFINITY;
+  for (int32_t i = p->pl + p->w; i < MAX_ROW; i++) r[i] = -INFINITY;
+}
+
 static void max_plane(const struct pool *p, const float *x, float *y, float *r) {
   v4 ninf = v4_set1(-INFINITY);
   int32_t w = p->w, sw = p->sw, dw = p->dw;
-  for (int32_t i = 0; i < MAX_ROW; i++) r[i] = -INFINITY;
   float *rw = r + p->pl; /* image column ix at rw[ix] */
   for (int32_t oy = 0; oy < p->oh; oy++) {
     int32_t y0 = oy * p->sh - p->pt, ky0, ky1;
@@ -166,6 +171,7 @@ void nnw_run_pool2d(const int32_t *args, uint8_t *arena) {
   size_t planes = (size_t)p.n * p.c, hw = (size_t)p.h * p.w, ohw = (size_t)p.oh * p.ow;
   if (max_plane_fits(&p)) {
     float r[MAX_ROW];
+    max_row_border(&p, r);
     for (size_t i = 0; i < planes; i++) max_plane(&p, x + i * hw, y + i * ohw, r);
     return;
   }

@@ -38,7 +38,10 @@ enum nnw_opcode {
   NNW_OP_GEMM_PACKED = 50,
   NNW_OP_ATTENTION = 51,
   NNW_OP_Q8_GEMM_EP = 52,
-  NNW_OP_COUNT = 53 /* one past the largest opcode */
+  NNW_OP_Q8_GEMM_PK = 65,
+  NNW_OP_CONV2D_WINOGRAD_WEIGHTS = 40,
+  NNW_OP_CONV2D_WINOGRAD = 41,
+  NNW_OP_COUNT = 66 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -704,6 +707,52 @@ enum nnw_q8_gemm_ep_arg {
   NNW_Q8_GEMM_EP_NARGS = 28
 };
 
+enum nnw_q8_gemm_pk_arg {
+  NNW_Q8_GEMM_PK_A = 0,
+  NNW_Q8_GEMM_PK_BP = 1,
+  NNW_Q8_GEMM_PK_A_ZP = 2,
+  NNW_Q8_GEMM_PK_SCALE = 3,
+  NNW_Q8_GEMM_PK_FBIAS = 4,
+  NNW_Q8_GEMM_PK_R = 5,
+  NNW_Q8_GEMM_PK_Y = 6,
+  NNW_Q8_GEMM_PK_SCRATCH = 7,
+  NNW_Q8_GEMM_PK_A_DTYPE = 8,
+  NNW_Q8_GEMM_PK_M = 9,
+  NNW_Q8_GEMM_PK_N = 10,
+  NNW_Q8_GEMM_PK_K = 11,
+  NNW_Q8_GEMM_PK_SCALE_S = 12,
+  NNW_Q8_GEMM_PK_ACT = 13,
+  NNW_Q8_GEMM_PK_NARGS = 14
+};
+
+enum nnw_conv2d_winograd_weights_arg {
+  NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT = 0,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_U = 1,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_C = 2,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_M = 3,
+  NNW_CONV2D_WINOGRAD_WEIGHTS_NARGS = 4
+};
+
+enum nnw_conv2d_winograd_arg {
+  NNW_CONV2D_WINOGRAD_X = 0,
+  NNW_CONV2D_WINOGRAD_U = 1,
+  NNW_CONV2D_WINOGRAD_B = 2,
+  NNW_CONV2D_WINOGRAD_Y = 3,
+  NNW_CONV2D_WINOGRAD_SCRATCH = 4,
+  NNW_CONV2D_WINOGRAD_N = 5,
+  NNW_CONV2D_WINOGRAD_C = 6,
+  NNW_CONV2D_WINOGRAD_H = 7,
+  NNW_CONV2D_WINOGRAD_W = 8,
+  NNW_CONV2D_WINOGRAD_M = 9,
+  NNW_CONV2D_WINOGRAD_OH = 10,
+  NNW_CONV2D_WINOGRAD_OW = 11,
+  NNW_CONV2D_WINOGRAD_PT = 12,
+  NNW_CONV2D_WINOGRAD_PL = 13,
+  NNW_CONV2D_WINOGRAD_ACT_MIN = 14,
+  NNW_CONV2D_WINOGRAD_ACT_MAX = 15,
+  NNW_CONV2D_WINOGRAD_NARGS = 16
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -740,7 +789,10 @@ enum nnw_q8_gemm_ep_arg {
   X(32, q8_add, Q8_ADD, 30, "tttiffiiiiiiiiiiiiiiiiiiiiiiii") \
   X(50, gemm_packed, GEMM_PACKED, 11, "tttttiiiiff") \
   X(51, attention, ATTENTION, 15, "ttttttiiiiiiiif") \
-  X(52, q8_gemm_ep, Q8_GEMM_EP, 28, "ttttttttiiiiiiiiiiiiiiiiitti")
+  X(52, q8_gemm_ep, Q8_GEMM_EP, 28, "ttttttttiiiiiiiiiiiiiiiiitti") \
+  X(65, q8_gemm_pk, Q8_GEMM_PK, 14, "ttttttttiiiiii") \
+  X(40, conv2d_winograd_weights, CONV2D_WINOGRAD_WEIGHTS, 4, "ttii") \
+  X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

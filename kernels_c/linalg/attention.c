@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "simd.h"
 
 struct attention {
   int32_t q, k, v, mask, y, scratch, batch, heads, s, l, d, m_bs, m_hs, m_rs;
@@ -56,6 +57,29 @@ int nnw_validate_attention(const int32_t *args, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
+/* kt[c][j] = kh[j][c] for j < l, c < d (kh's rows at stride hd): 4x4 blocks by v128 shuffles, the
+ * edges one by one */
+static void transpose_head(const float *kh, ptrdiff_t hd, int32_t l, int32_t d, float *kt) {
+  int32_t j = 0;
+  for (; j + 4 <= l; j += 4) {
+    const float *r0 = kh + (size_t)j * hd, *r1 = r0 + hd, *r2 = r1 + hd, *r3 = r2 + hd;
+    int32_t c = 0;
+    for (; c + 4 <= d; c += 4) {
+      v4 x0 = v4_load(r0 + c), x1 = v4_load(r1 + c), x2 = v4_load(r2 + c), x3 = v4_load(r3 + c);
+      v4 t0 = v4_unpacklo(x0, x1), t1 = v4_unpackhi(x0, x1), t2 = v4_unpacklo(x2, x3), t3 = v4_unpackhi(x2, x3);
+      float *o = kt + (size_t)c * l + j;
+      v4_store(o, v4_unpacklo64(t0, t2));
+      v4_store(o + l, v4_unpackhi64(t0, t2));
+      v4_store(o + 2 * (size_t)l, v4_unpacklo64(t1, t3));
+      v4_store(o + 3 * (size_t)l, v4_unpackhi64(t1, t3));
+    }
+    for (; c < d; c++)
+      for (int32_t r = 0; r < 4; r++) kt[(size_t)c * l + j + r] = kh[(size_t)(j + r) * hd + c];
+  }
+  for (; j < l; j++)
+    for (int32_t c = 0; c < d; c++) kt[(size_t)c * l + j] = kh[(size_t)j * hd + c];
+}
+
 void nnw_run_attention(const int32_t *args, uint8_t *arena) {
   struct attention p;
   decode(args, &p);
@@ -70,8 +94,7 @@ void nnw_run_attention(const int32_t *args, uint8_t *arena) {
       const float *qh = q + (size_t)b * p.s * hd + (size_t)h * p.d;
       const float *kh = k + (size_t)b * p.l * hd + (size_t)h * p.d;
       const float *vh = v + (size_t)b * p.l * hd + (size_t)h * p.d;
-      for (int32_t j = 0; j < p.l; j++)
-        for (int32_t c = 0; c < p.d; c++) kt[(size_t)c * p.l + j] = kh[(size_t)j * hd + c];
+      transpose_head(kh, hd, p.l, p.d, kt);
       struct nnw_epilogue ep = {p.scale, 1.0f, -INFINITY, INFINITY, NULL, p.m_rs, 1};
       if (mask != NULL) ep.c = mask + (size_t)b * p.m_bs + (size_t)h * p.m_hs;
       nnw_gemm_nn(p.s, p.l, p.d, qh, hd, 1, kt, p.l, scores, p.l, &ep);

@@ -6,6 +6,7 @@
  * and B is walked in column blocks sized to stay in L2. About 50 GFLOP/s in V8 on 1x1 convs,
  * the mul+add peak of the machine it was tuned on. */
 #include "internal.h"
+#include "pack_a.h"
 #include "simd.h"
 
 #define MR 4
@@ -101,14 +102,13 @@ static NNW_ALWAYS_INLINE void row_block(int mr, int32_t n, int32_t k, int32_t j0
 /* The Cranelift variant (NNW_HINT_SPLAT_BY_SHUFFLE). V8 turns a load-splat of A into one
  * vbroadcastss from memory; Cranelift into a scalar load, a movd and a vpbroadcastd, two of them
  * on the vector ports the multiplies need, and it spills a pointer or two of A's four rows. Here
- * each block of four rows is first copied into PACKED, k-major (A[i..i+3][kk] are four
+ * each block of four rows is first copied k-major into pack_a.h's buffer (A[i..i+3][kk] are four
  * consecutive floats), so a k step loads one v128 and splats its lanes with pshufd. Measured
  * (bench/ab_kernels.py, EfficientNet-Lite0's convs): 0.89x the time in wasmtime, wasmtime/V8
  * 1.39 -> 1.23. V8 ran a mock of this variant 12% slower (pshufd takes a shuffle port where its
  * vbroadcastss rides on the load), hence the hint. Same products, summed in the same order as
  * tile(): bit-identical results. */
-#define PACK_K_MAX 1024 /* column blocks are 32 wide or more up to k = 1024 */
-static float packed[PACK_K_MAX * MR] __attribute__((aligned(16)));
+#define PACK_MIN_COLS 32 /* the copy of A, redone per column block, pays from 32 columns on */
 
 static NNW_ALWAYS_INLINE void tile_packed(int nv, int32_t k, const float *pa, const float *b,
                                           ptrdiff_t ldb, float *y, ptrdiff_t ldy, int32_t i,
@@ -130,22 +130,49 @@ static NNW_ALWAYS_INLINE void tile_packed(int nv, int32_t k, const float *pa, co
       v4_store(y + (i + r) * ldy + j + 4 * v, epilogue(acc[r][v], i + r, j + 4 * v, ep));
 }
 
-/* row_block for four rows of A packed in PACKED (n >= 4: the caller keeps narrower to tile_scalar) */
+/* rows i + 2h, i + 2h + 1 of a packed block of four, 16 columns: two shuffles a k step for 16
+ * multiplies and adds where tile_packed takes four (MobileNetV2's pointwise convs 0.98x in
+ * wasmtime; the same 2x16 tile on gemm_packed's panel pairs did not pay) */
+static NNW_ALWAYS_INLINE void tile_wide(int h, int32_t k, const float *pa, const float *b,
+                                        ptrdiff_t ldb, float *y, ptrdiff_t ldy, int32_t i,
+                                        int32_t j, const struct nnw_epilogue *ep) {
+  v4 acc[2][4];
+  for (int r = 0; r < 2; r++)
+    for (int v = 0; v < 4; v++) acc[r][v] = v4_set1(0.0f);
+  const float *bp = b + j;
+  for (int32_t kk = 0; kk < k; kk++, pa += MR, bp += ldb) {
+    v4 b0 = v4_load(bp), b1 = v4_load(bp + 4), b2 = v4_load(bp + 8), b3 = v4_load(bp + 12);
+    v4 a4 = v4_load(pa);
+    v4 av0 = h ? v4_dup(a4, 2) : v4_dup(a4, 0), av1 = h ? v4_dup(a4, 3) : v4_dup(a4, 1);
+    acc[0][0] = v4_madd(acc[0][0], av0, b0);
+    acc[0][1] = v4_madd(acc[0][1], av0, b1);
+    acc[0][2] = v4_madd(acc[0][2], av0, b2);
+    acc[0][3] = v4_madd(acc[0][3], av0, b3);
+    acc[1][0] = v4_madd(acc[1][0], av1, b0);
+    acc[1][1] = v4_madd(acc[1][1], av1, b1);
+    acc[1][2] = v4_madd(acc[1][2], av1, b2);
+    acc[1][3] = v4_madd(acc[1][3], av1, b3);
+  }
+  for (int r = 0; r < 2; r++)
+    for (int v = 0; v < 4; v++)
+      v4_store(y + (i + 2 * h + r) * ldy + j + 4 * v, epilogue(acc[r][v], i + 2 * h + r, j + 4 * v, ep));
+}
+
+/* row_block for four rows of A packed in nnw_pack_a_buf (n >= 4: narrower goes to tile_scalar) */
 static void row_block_packed(int32_t k, int32_t j0, int32_t j1, const float *b,
                              ptrdiff_t ldb, float *y, ptrdiff_t ldy, int32_t i,
                              const struct nnw_epilogue *ep) {
   int32_t j = j0;
-  for (; j + NR <= j1; j += NR) tile_packed(2, k, packed, b, ldb, y, ldy, i, j, ep);
+  for (; j + 16 <= j1; j += 16) {
+    tile_wide(0, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
+    tile_wide(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
+  }
+  for (; j + NR <= j1; j += NR) tile_packed(2, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
   if (j + 4 <= j1) {
-    tile_packed(1, k, packed, b, ldb, y, ldy, i, j, ep);
+    tile_packed(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
     j += 4;
   }
-  if (j < j1) tile_packed(1, k, packed, b, ldb, y, ldy, i, j1 - 4, ep); /* overlaps: same values */
-}
-
-static void pack_rows(int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, int32_t i) {
-  for (int32_t kk = 0; kk < k; kk++)
-    for (int r = 0; r < MR; r++) packed[kk * MR + r] = a[(i + r) * a_rs + kk * a_cs];
+  if (j < j1) tile_packed(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j1 - 4, ep); /* overlaps: same values */
 }
 
 void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
@@ -156,14 +183,17 @@ void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs
   const struct nnw_epilogue *ep = &e;
   int32_t nc = (int32_t)(B_BLOCK_BYTES / (4 * (size_t)k)) / NR * NR;
   if (nc < NR) nc = NR;
+  /* wasmtime's variant: four rows of A packed k-major per column block. Deep layers (k > 1024,
+   * ResNet-50's 3x3 convs of 256 and 512 channels) get blocks of PACK_MIN_COLS columns, whose B
+   * still fits in L2, instead of 8-column blocks on which the copy cost more than it saved. */
+  int hinted = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) && nnw_pack_a_rows(k) >= MR;
+  if (hinted && nc < PACK_MIN_COLS) nc = PACK_MIN_COLS;
   for (int32_t j0 = 0; j0 < n; j0 += nc) {
     int32_t j1 = n - j0 < nc ? n : j0 + nc;
     int32_t i = 0;
-    /* the copy of A is redone for each column block: only worth it over 32 columns or more
-     * (for k > 1024 the blocks are narrower; ResNet-50's deep layers ran 12% slower packed) */
-    if ((nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) && j1 - j0 >= 32 && k <= PACK_K_MAX) {
+    if (hinted && j1 - j0 >= PACK_MIN_COLS) {
       for (; i + MR <= m; i += MR) {
-        pack_rows(k, a, a_rs, a_cs, i);
+        nnw_pack_a(MR, k, a, a_rs, a_cs, i);
         row_block_packed(k, j0, j1, b, ldb, y, ldy, i, ep);
       }
     }

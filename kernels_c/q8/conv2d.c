@@ -2,36 +2,11 @@
  * input's zero point, so padded taps add nothing once it is subtracted) and the q8 GEMM with the
  * weights as a (one zero point per output channel) and the columns as b. A 1x1, stride-1,
  * unpadded conv multiplies the image itself. */
-#include "q8.h"
-
-#ifdef __wasm_simd128__
-#include <wasm_simd128.h>
-#endif
-
-#define COORD_LIMIT ((int64_t)1 << 30)
-
-struct q8_conv {
-  int32_t x, w, x_zp, w_zp, bias, scale, y, scratch, x_dtype, w_dtype, y_dtype, n, c, h, wd, m,
-      oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, group, w_zp_s, scale_s, y_zp, y_min, y_max;
-};
-typedef char q8_conv_args_match_ops_def[sizeof(struct q8_conv) == 4 * NNW_Q8_CONV2D_NARGS ? 1 : -1];
-
-static struct q8_conv decode(const int32_t *v) {
-  struct q8_conv p;
-  memcpy(&p, v, sizeof p); /* the field order is ops.def's */
-  return p;
-}
+#include "conv2d.h"
 
 static int pointwise(const struct q8_conv *p) {
   return p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pl == 0 &&
          p->oh == p->h && p->ow == p->wd;
-}
-
-enum { DW_CHUNK = 64, DW_SLACK = 32, DW_TAPS = 25 };
-
-/* group == c == m: q8_conv2d's depthwise path (below) */
-static int depthwise(const struct q8_conv *p) {
-  return p->group > 1 && p->group == p->c && p->m == p->c;
 }
 
 /* scratch bytes (im2col columns, then the GEMM's packing), or -1 for parameters it refuses */
@@ -44,7 +19,7 @@ static int64_t scratch_bytes(const struct q8_conv *p) {
   int64_t span_h = (int64_t)(p->oh - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1;
   int64_t span_w = (int64_t)(p->ow - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw + 1;
   if (span_h + p->pt + p->h > COORD_LIMIT || span_w + p->pl + p->wd > COORD_LIMIT) return -1;
-  if (depthwise(p)) /* one channel's int16 padded plane, DW_SLACK columns past its span */
+  if (nnw_q8_conv_depthwise(p)) /* one channel's int16 padded plane, DW_SLACK columns past its span */
     return nnw_mul(2, nnw_mul((uint64_t)span_h, (uint64_t)span_w + DW_SLACK));
   uint64_t ck = nnw_mul(nnw_mul((uint64_t)(p->c / p->group), (uint64_t)p->kh), (uint64_t)p->kw);
   uint64_t cols = pointwise(p) ? 0 : nnw_mul(ck, nnw_mul((uint64_t)p->oh, (uint64_t)p->ow));
@@ -62,7 +37,7 @@ NNW_EXPORT int32_t nnw_q8_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t gro
 }
 
 int nnw_validate_q8_conv2d(const int32_t *args, uint32_t arena_bytes) {
-  struct q8_conv p = decode(args);
+  struct q8_conv p = nnw_q8_conv_decode(args);
   if (p.n <= 0 || !nnw_q8_is_q(p.x_dtype) || !nnw_q8_is_q(p.w_dtype)) return NNW_BAD_ARGS;
   if (!nnw_q8_is_q(p.y_dtype) && p.y_dtype != NNW_I32 && p.y_dtype != NNW_F32) return NNW_BAD_ARGS;
   if ((p.w_zp_s != 0 && p.w_zp_s != 1) || (p.scale_s != 0 && p.scale_s != 1)) return NNW_BAD_ARGS;
@@ -122,140 +97,10 @@ static void im2col(const struct q8_conv *p, const uint8_t *x, int32_t channels, 
   }
 }
 
-/* Depthwise (group == c == m): per channel and output row, int32 accumulators over DW_CHUNK
- * output columns; each tap adds (x - x_zp) * (w - w_zp) over the columns whose input lies inside
- * the image (padded taps add 0, as in the GEMM path). The int32 sums wrap like the GEMM's, so the
- * totals and the requantized outputs are the same bits. */
-
-/* acc[i] += pl[(ox0 + i) * sw] * wv for i < nb, 8 lanes at a time (reads stay in the slack) */
-static void dw_tap(int32_t sw, const int16_t *pl, int32_t ox0, int32_t nb, int32_t wv, uint32_t *acc) {
-  int32_t i = 0;
-#ifdef __wasm_simd128__
-  v128_t vw = wasm_i16x8_splat((int16_t)wv);
-  if (sw == 1 || sw == 2)
-    for (; i < nb; i += 8) {
-      const int16_t *s = pl + (size_t)(ox0 + i) * (size_t)sw;
-      v128_t v = wasm_v128_load(s);
-      if (sw == 2) v = wasm_i16x8_shuffle(v, wasm_v128_load(s + 8), 0, 2, 4, 6, 8, 10, 12, 14);
-      wasm_v128_store(acc + i, wasm_i32x4_add(wasm_v128_load(acc + i), wasm_i32x4_extmul_low_i16x8(v, vw)));
-      wasm_v128_store(acc + i + 4, wasm_i32x4_add(wasm_v128_load(acc + i + 4), wasm_i32x4_extmul_high_i16x8(v, vw)));
-    }
-#endif
-  for (; i < nb; i++) acc[i] += (uint32_t)((int32_t)pl[(size_t)(ox0 + i) * (size_t)sw] * wv);
-}
-
-/* plane[r][c] = x[r - pt][c - pl] - xz inside the image, 0 outside: span_h rows of pw */
-static void dw_plane(const struct q8_conv *p, const uint8_t *xc, int32_t xz, int32_t span_h,
-                     int32_t pw, int16_t *plane) {
-  memset(plane, 0, 2 * (size_t)span_h * (size_t)pw);
-  for (int32_t iy = 0; iy < p->h && iy + p->pt < span_h; iy++) {
-    const uint8_t *src = xc + (size_t)iy * (size_t)p->wd;
-    int16_t *dst = plane + (size_t)(iy + p->pt) * (size_t)pw + p->pl;
-    int32_t n = p->wd < pw - p->pl ? p->wd : pw - p->pl, ix = 0;
-#ifdef __wasm_simd128__
-    v128_t vz = wasm_i16x8_splat((int16_t)xz);
-    for (; ix + 8 <= n; ix += 8)
-      wasm_v128_store(dst + ix, wasm_i16x8_sub(p->x_dtype == NNW_U8 ? wasm_u16x8_load8x8(src + ix)
-                                                                    : wasm_i16x8_load8x8(src + ix), vz));
-#endif
-    for (; ix < n; ix++) dst[ix] = (int16_t)(nnw_q8_get(src, p->x_dtype, (size_t)ix) - xz);
-  }
-}
-
-static void run_depthwise(const struct q8_conv *p, uint8_t *arena) {
-  const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
-  const float *scale = nnw_f32_at(arena, p->scale);
-  const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
-  int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0), taps = p->kh * p->kw;
-  size_t out_plane = (size_t)p->oh * (size_t)p->ow, in_plane = (size_t)p->h * (size_t)p->wd;
-  int32_t span_h = (p->oh - 1) * p->sh + (p->kh - 1) * p->dh + 1;
-  int32_t pw = (p->ow - 1) * p->sw + (p->kw - 1) * p->dw + 1 + DW_SLACK;
-  int16_t *plane = (int16_t *)(void *)(arena + p->scratch);
-  int ysize = nnw_dtype_size(p->y_dtype);
-  uint32_t acc[DW_CHUNK];
-  for (int32_t b = 0; b < p->n; b++)
-    for (int32_t ch = 0; ch < p->c; ch++) {
-      size_t bc = (size_t)b * (size_t)p->c + (size_t)ch;
-      const uint8_t *xc = arena + p->x + bc * in_plane;
-      const uint8_t *wc = arena + p->w + (size_t)ch * (size_t)taps;
-      int32_t wz = nnw_q8_get(w_zp, p->w_dtype, (size_t)ch * (size_t)p->w_zp_s);
-      uint32_t bv = bias ? (uint32_t)bias[ch] : 0;
-      float sv = scale ? scale[(size_t)ch * (size_t)p->scale_s] : 0.0f;
-      uint8_t *yc = arena + p->y + bc * out_plane * (size_t)ysize;
-      dw_plane(p, xc, xz, span_h, pw, plane);
-#ifdef __wasm_simd128__
-      v128_t wv[DW_TAPS];
-      for (int32_t t = 0; t < taps && t < DW_TAPS; t++)
-        wv[t] = wasm_i16x8_splat((int16_t)(nnw_q8_get(wc, p->w_dtype, (size_t)t) - wz));
-#endif
-      for (int32_t oy = 0; oy < p->oh; oy++)
-        for (int32_t ox0 = 0; ox0 < p->ow; ox0 += DW_CHUNK) {
-          int32_t nb = p->ow - ox0 < DW_CHUNK ? p->ow - ox0 : DW_CHUNK;
-          memset(acc, 0, sizeof acc);
-#ifdef __wasm_simd128__
-          if ((p->sw == 1 || p->sw == 2) && taps <= DW_TAPS) { /* 8 columns, all taps in registers */
-            for (int32_t i = 0; i < nb; i += 8) {
-              v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
-              for (int32_t ky = 0, t = 0; ky < p->kh; ky++) {
-                const int16_t *s = plane + (size_t)(oy * p->sh + ky * p->dh) * (size_t)pw +
-                                   (size_t)(ox0 + i) * (size_t)p->sw;
-                for (int32_t kx = 0; kx < p->kw; kx++, t++, s += p->dw) {
-                  v128_t v = wasm_v128_load(s);
-                  if (p->sw == 2) v = wasm_i16x8_shuffle(v, wasm_v128_load(s + 8), 0, 2, 4, 6, 8, 10, 12, 14);
-                  a0 = wasm_i32x4_add(a0, wasm_i32x4_extmul_low_i16x8(v, wv[t]));
-                  a1 = wasm_i32x4_add(a1, wasm_i32x4_extmul_high_i16x8(v, wv[t]));
-                }
-              }
-              wasm_v128_store(acc + i, a0);
-              wasm_v128_store(acc + i + 4, a1);
-            }
-          } else
-#endif
-          for (int32_t ky = 0; ky < p->kh; ky++) {
-            const int16_t *prow = plane + (size_t)(oy * p->sh + ky * p->dh) * (size_t)pw;
-            for (int32_t kx = 0; kx < p->kw; kx++) {
-              int32_t wv = nnw_q8_get(wc, p->w_dtype, (size_t)(ky * p->kw + kx)) - wz;
-              dw_tap(p->sw, prow + kx * p->dw, ox0, nb, wv, acc);
-            }
-          }
-          size_t at = (size_t)oy * (size_t)p->ow + (size_t)ox0;
-          int32_t i = 0;
-#ifdef __wasm_simd128__
-          if (nnw_q8_is_q(p->y_dtype)) { /* nnw_q8_round_sat 8 lanes at a time, as the GEMM's tiles */
-            v128_t vb = wasm_i32x4_splat((int32_t)bv);
-            v128_t vs = wasm_f32x4_splat(sv), zp = wasm_f32x4_splat((float)p->y_zp);
-            v128_t vlo = wasm_f32x4_splat((float)p->y_min), vhi = wasm_f32x4_splat((float)p->y_max);
-            for (; i + 8 <= nb; i += 8) {
-              v128_t f0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add(wasm_v128_load(acc + i), vb)), vs);
-              v128_t f1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add(wasm_v128_load(acc + i + 4), vb)), vs);
-              f0 = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_add(wasm_f32x4_nearest(f0), zp)), vhi);
-              f1 = wasm_f32x4_pmin(wasm_f32x4_pmax(vlo, wasm_f32x4_add(wasm_f32x4_nearest(f1), zp)), vhi);
-              v128_t q = wasm_i16x8_narrow_i32x4(wasm_i32x4_trunc_sat_f32x4(f0), wasm_i32x4_trunc_sat_f32x4(f1));
-              q = p->y_dtype == NNW_U8 ? wasm_u8x16_narrow_i16x8(q, q) : wasm_i8x16_narrow_i16x8(q, q);
-              wasm_v128_store64_lane(yc + at + (size_t)i, q, 0);
-            }
-          }
-#endif
-          for (; i < nb; i++) { /* q8 GEMM store()'s rule */
-            int32_t a = (int32_t)(acc[i] + bv);
-            if (p->y_dtype == NNW_I32) {
-              memcpy(yc + 4 * (at + (size_t)i), &a, 4);
-              continue;
-            }
-            float v = (float)a * sv;
-            if (p->y_dtype == NNW_F32)
-              memcpy(yc + 4 * (at + (size_t)i), &v, 4);
-            else
-              yc[at + (size_t)i] = (uint8_t)nnw_q8_round_sat(v, p->y_zp, p->y_min, p->y_max);
-          }
-        }
-    }
-}
-
 void nnw_run_q8_conv2d(const int32_t *args, uint8_t *arena) {
-  struct q8_conv p = decode(args);
-  if (depthwise(&p)) {
-    run_depthwise(&p, arena);
+  struct q8_conv p = nnw_q8_conv_decode(args);
+  if (nnw_q8_conv_depthwise(&p)) {
+    nnw_q8_conv2d_dw(&p, arena);
     return;
   }
   int32_t cg = p.c / p.group, mg = p.m / p.group;
@@ -269,6 +114,17 @@ void nnw_run_q8_conv2d(const int32_t *args, uint8_t *arena) {
   const float *scale = nnw_f32_at(arena, p.scale);
   const int32_t *bias = p.bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p.bias);
   const uint8_t *w_zp = nnw_q8_at(arena, p.w_zp);
+#ifdef __wasm_simd128__
+  if (p.group == 1 && nnw_q8_is_q(p.y_dtype)) { /* conv2d_pw.c */
+    for (int32_t b = 0; b < p.n; b++) {
+      const uint8_t *x = arena + p.x + (size_t)b * (size_t)p.c * (size_t)p.h * (size_t)p.wd;
+      if (!is_pw) im2col(&p, x, p.c, pad, col);
+      nnw_q8_conv2d_mm(&p, arena, is_pw ? x : col, (int32_t)ck, arena + p.y + (size_t)b * (size_t)p.m * plane,
+                       col + col_bytes);
+    }
+    return;
+  }
+#endif
   for (int32_t b = 0; b < p.n; b++)
     for (int32_t gr = 0; gr < p.group; gr++) {
       const uint8_t *x = arena + p.x + ((size_t)b * (size_t)p.c + (size_t)gr * (size_t)cg) *

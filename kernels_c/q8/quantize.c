@@ -59,8 +59,18 @@ static void quantize_row(const float *x, uint8_t *y, size_t n, float scale, int3
   for (; i < n; i++) y[i] = (uint8_t)nnw_q8_round_sat(x[i] / scale, zp, lo, hi);
 }
 
+/* one scale (axis 1, as the compiler gives per-tensor parameters: [count, 1, 1]): one row of
+ * outer * inner values, so the SIMD loops run over all of it, not over rows of one value */
+static struct q8_axis flat(struct q8_axis p) {
+  if (p.axis == 1) {
+    p.inner = p.outer * p.inner; /* validated: their product is an element count in the arena */
+    p.outer = 1;
+  }
+  return p;
+}
+
 void nnw_run_q8_quantize(const int32_t *args, uint8_t *arena) {
-  struct q8_axis p = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
+  struct q8_axis p = flat((struct q8_axis){args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]});
   const float *x = nnw_f32_at(arena, p.x), *scale = nnw_f32_at(arena, p.scale);
   const uint8_t *zp = nnw_q8_at(arena, p.zp);
   uint8_t *y = arena + p.y;
@@ -73,7 +83,7 @@ void nnw_run_q8_quantize(const int32_t *args, uint8_t *arena) {
 }
 
 void nnw_run_q8_dequantize(const int32_t *args, uint8_t *arena) {
-  struct q8_axis p = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
+  struct q8_axis p = flat((struct q8_axis){args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]});
   const uint8_t *x = arena + p.x, *zp = nnw_q8_at(arena, p.zp);
   const float *scale = nnw_f32_at(arena, p.scale);
   float *y = nnw_f32_at(arena, p.y);

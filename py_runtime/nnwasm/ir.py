@@ -16,6 +16,8 @@ class ValueInfo:
     name: str
     dtype: object = None          # dtypes.DType or None when unknown
     shape: tuple = None           # see module docstring
+    kind: str = "tensor"          # or "sequence", "optional", "optional sequence" (values.py); dtype
+                                  # and shape are then those of the (innermost) element tensor
 
     def is_static(self):
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)

@@ -24,7 +24,7 @@ def infer_shapes(graph, input_shapes=None, outer=None):
     keep = []
     for vi in graph.inputs:
         shape = input_shapes.get(vi.name, vi.shape) if input_shapes else vi.shape
-        values[vi.name] = ValueInfo(vi.name, vi.dtype, tuple(shape) if shape is not None else None)
+        values[vi.name] = replace(vi, shape=tuple(shape) if shape is not None else None)
     for name, t in graph.initializers.items():
         if name not in {vi.name for vi in graph.inputs}:
             values[name] = ValueInfo(name, t.dtype, t.shape)
@@ -61,14 +61,15 @@ def infer_shapes(graph, input_shapes=None, outer=None):
             # The node goes; graph outputs it made are served from the initializers by the session.
             graph.initializers.update((name, t) for name, t in zip(node.outputs, folded) if name)
             keep.pop()
-        for name, (dt, shape) in zip(node.outputs, outs):
+        for name, (dt, shape, *kind) in zip(node.outputs, outs):   # infer may add a kind (ir.ValueInfo)
             if name:
                 declared = values.get(name)
                 if shape is None and declared is not None:
                     shape = declared.shape
                 if dt is None and declared is not None:
                     dt = declared.dtype
-                values[name] = ValueInfo(name, dt, tuple(shape) if shape is not None else None)
+                kind = kind[0] if kind else declared.kind if declared is not None else "tensor"
+                values[name] = ValueInfo(name, dt, tuple(shape) if shape is not None else None, kind)
     graph.nodes = keep
     return graph
 
@@ -114,8 +115,9 @@ class BodyScope:
             raise InvalidModel(f"{self.node}: its {attr} takes {len(g.inputs)} inputs, the op gives it {len(inputs)}")
         ins = []
         for vi, given in zip(g.inputs, inputs):
-            dt, shape = given if given is not None else (None, None)
-            ins.append(ValueInfo(vi.name, dt or vi.dtype, tuple(shape) if shape is not None else vi.shape))
+            dt, shape, *kind = given if given is not None else (None, None)
+            ins.append(ValueInfo(vi.name, dt or vi.dtype, tuple(shape) if shape is not None else vi.shape,
+                                 kind[0] if kind else vi.kind))
         spec = Graph(list(g.nodes), ins, g.outputs, dict(g.initializers), {}, g.opsets, g.name)
         try:
             infer_shapes(spec, None, (self.values, self.initializers))
@@ -131,7 +133,7 @@ class BodyScope:
             got = seen.get(vi.name)
             dt = got.dtype if got is not None and got.dtype is not None else vi.dtype
             shape = got.shape if got is not None and got.shape is not None else vi.shape
-            outs.append(ValueInfo(vi.name, dt, shape))
+            outs.append(ValueInfo(vi.name, dt, shape, got.kind if got is not None else vi.kind))
         spec.outputs = outs
         self.node.attrs[attr] = spec
         return spec

@@ -5,11 +5,10 @@ one WasmRunner on the shared host) and the run (that one plan)."""
 import os
 
 from . import planfile
-from .errors import InvalidArgument
+from .errors import InvalidArgument, ModelLoadCanceled, NoSuchFile, Unsupported
 from .host import get_host
 from .ir import ValueInfo
-from .options import SessionOptions
-from .session import InferenceSession, ModelMetadata, NodeArg
+from .session import ORT_CPU, InferenceSession, ModelMetadata, NodeArg, _check_session_options
 from .wasm.provider import WasmExecutionProvider
 from .wasm.runner import WasmRunner
 
@@ -20,17 +19,45 @@ def read_bytes(path_or_bytes):
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         return bytes(path_or_bytes)
     if isinstance(path_or_bytes, (str, os.PathLike)):
-        with open(path_or_bytes, "rb") as f:
-            return f.read()
+        try:
+            with open(path_or_bytes, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise NoSuchFile(f"plan file '{path_or_bytes}' can't be read: {e}") from e
     raise InvalidArgument(f"expected a model path or bytes, got {type(path_or_bytes).__name__}")
 
 
+def _check_plan_providers(providers):
+    if isinstance(providers, str):
+        raise InvalidArgument(f"providers must be a list of names, got the string '{providers}'")
+    names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers or [WASM]]
+    if WASM not in names and ORT_CPU not in names:   # onnxruntime's CPU provider means nnwasm's defaults
+        raise InvalidArgument(f"a plan file runs on {WASM} alone; providers {names} exclude it")
+
+
+# SessionOptions that change the model, which a plan file has already fixed: refused, not ignored.
+_MODEL_OPTIONS = {"_initializers": "add_initializer", "_dim_by_name": "add_free_dimension_override_by_name",
+                  "_dim_by_denotation": "add_free_dimension_override_by_denotation",
+                  "optimized_model_filepath": "optimized_model_filepath"}
+
+
 class PlanSession(InferenceSession):
+    """Where the ONNX session's API does not apply to a plan file, it refuses: options that change
+    the model (add_initializer, free dimension overrides, optimized_model_filepath: the plan was
+    compiled from one model), providers other than WASM. graph_optimization_level is the compiler's, already run."""
+
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
-        names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers or [WASM]]
-        if WASM not in names:
-            raise InvalidArgument(f"a plan file runs on {WASM} alone; providers {names} exclude it")
-        self._sess_options = sess_options or SessionOptions()
+        _check_plan_providers(providers)
+        self._sess_options = so = _check_session_options(sess_options)
+        used = [what for attr, what in _MODEL_OPTIONS.items() if getattr(so, attr)]
+        if used:
+            raise Unsupported(f"SessionOptions {', '.join(used)} change the model, which a plan file fixed when "
+                              "it was compiled: compile the plan from the model you want (nnwasm.compile_plan; its "
+                              "input_shapes fix symbolic dims)")
+        if so._load_cancelled:
+            raise ModelLoadCanceled("session creation was cancelled (SessionOptions.set_load_cancellation_flag)")
+        self._overridable = {}
+        self._fallback_enabled = True
         self._profiler = prof = self._new_profiler()
         t0 = prof and prof.clock()
         pf = planfile.read(read_bytes(path_or_bytes))
@@ -64,11 +91,15 @@ class PlanSession(InferenceSession):
     def get_fallback_reasons(self):
         return {}
 
-    def _run(self, output_names, feeds):
+    def set_providers(self, providers=None, provider_options=None):
+        _check_plan_providers(providers)
+
+    def _run(self, output_names, feeds, run_options=None):
         names = self._check_output_names(output_names)
         for arg, vi in zip(self._inputs, self._values):
             self._check_feed(arg, vi, feeds[arg.name])
-        prof = self._profiler
+        watch = self._watch(run_options)
+        prof = watch or self._profiler
         t0 = prof and prof.clock()
         env = dict(feeds)
         self._runner.run(env, prof)

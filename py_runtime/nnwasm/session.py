@@ -11,17 +11,21 @@ first run with it, and cached.
 A .nnwp plan file (recognised by its magic) gives a PlanSession instead: plan_session.py.
 """
 import os
+import threading
 from collections import OrderedDict
 
 from . import optimizer, passes
-from .errors import InvalidArgument, Unsupported
-from .ir import Graph
+from .errors import InvalidArgument, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated, Unsupported
+from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model
-from .options import SessionOptions
+from .options import RunOptions, SessionOptions
+from .ortapi import _CPU_MEMORY_INFO, _assigned_subgraphs
+from .ortvalue import OrtValue
 from .partition import assign, partition
 from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
 from .tensor import TensorData
+from . import values
 
 _PLAN_CACHE_SIZE = 8
 
@@ -29,9 +33,9 @@ _PLAN_CACHE_SIZE = 8
 class NodeArg:
     """An input or output of the model: name, type ("tensor(float)") and shape (ints, str, None)."""
 
-    def __init__(self, name, dtype, shape):
+    def __init__(self, name, dtype, shape, kind="tensor"):
         self.name = name
-        self.type = dtype.ort_type if dtype else "unknown"
+        self.type = values.ort_type(ValueInfo(name, dtype, shape, kind))
         self.shape = list(shape) if shape is not None else None
 
     def __repr__(self):
@@ -73,20 +77,128 @@ def get_available_providers():
     return list(DEFAULT_ORDER)
 
 
+# onnxruntime's provider names (onnxruntime.get_all_providers() of 1.31). CPUExecutionProvider is
+# nnwasm's default list (WASM, then the numpy fallback); the others are not available here and are
+# skipped with a warning, as onnxruntime does for a provider its build lacks.
+ORT_CPU = "CPUExecutionProvider"
+ORT_PROVIDERS = {
+    "NvTensorRTRTXExecutionProvider", "TensorrtExecutionProvider", "CUDAExecutionProvider",
+    "MIGraphXExecutionProvider", "OpenVINOExecutionProvider", "DnnlExecutionProvider", "VitisAIExecutionProvider",
+    "QNNExecutionProvider", "NnapiExecutionProvider", "VSINPUExecutionProvider", "JsExecutionProvider",
+    "CoreMLExecutionProvider", "ACLExecutionProvider", "DmlExecutionProvider", "RknpuExecutionProvider",
+    "WebNNExecutionProvider", "WebGpuExecutionProvider", "XnnpackExecutionProvider", "CANNExecutionProvider",
+    "AzureExecutionProvider", "ROCMExecutionProvider", "MIGraphXExecutionProvider", "TvmExecutionProvider"}
+
+
 def _resolve_providers(providers, provider_options, sess_options):
-    names, options = [], []
-    for i, p in enumerate(providers or DEFAULT_ORDER):
-        name, opts = (p if isinstance(p, (tuple, list)) else (p, {}))
-        if name not in PROVIDERS:
-            raise InvalidArgument(f"unknown provider '{name}'; available: {get_available_providers()}")
-        if provider_options is not None and i < len(provider_options):
+    if providers is None and sess_options.has_providers():
+        providers = list(sess_options._providers)
+    if isinstance(providers, str):
+        raise InvalidArgument(f"providers must be a list of names, got the string '{providers}'")
+    providers = list(providers or DEFAULT_ORDER)
+    if provider_options is not None and len(provider_options) != len(providers):
+        raise InvalidArgument(f"provider_options has {len(provider_options)} entries for {len(providers)} "
+                              "providers: give one dict per provider")
+    chosen, skipped = {}, []   # name -> options, in order
+    for i, p in enumerate(providers):
+        name, opts = (p if isinstance(p, (tuple, list)) and len(p) == 2 else (p, {}))
+        if not isinstance(name, str) or not isinstance(opts, dict):
+            raise InvalidArgument(f"a provider is a name or a (name, options dict) pair, got {p!r}")
+        if provider_options is not None:
+            if not isinstance(provider_options[i], dict):
+                raise InvalidArgument(f"provider_options[{i}] must be a dict, got {provider_options[i]!r}")
             opts = {**opts, **provider_options[i]}
-        names.append(name)
-        options.append(opts)
+        if name == ORT_CPU:
+            for n in DEFAULT_ORDER:
+                chosen.setdefault(n, {})
+        elif name in ORT_PROVIDERS:
+            skipped.append(name)
+        elif name in PROVIDERS:
+            chosen[name] = {**chosen.get(name, {}), **opts}
+        else:
+            raise InvalidArgument(f"unknown provider '{name}'; available: {get_available_providers()} "
+                                  f"(and onnxruntime's {ORT_CPU}, which means these)")
+    if skipped:
+        import warnings
+        warnings.warn(f"provider(s) {skipped} are not available in nnwasm; using {list(chosen) or DEFAULT_ORDER}",
+                      stacklevel=3)
+    if not chosen:
+        chosen = {n: {} for n in DEFAULT_ORDER}
+    names, options = list(chosen), list(chosen.values())
     if sess_options.disable_cpu_ep_fallback() and len(names) > 1:
         keep = [k for k, n in enumerate(names) if n != "NumpyExecutionProvider"]
         names, options = [names[k] for k in keep], [options[k] for k in keep]
     return [PROVIDERS[n](o) for n, o in zip(names, options)]
+
+
+def _check_session_options(so):
+    if so is None:
+        return SessionOptions()
+    if not isinstance(so, SessionOptions):
+        raise InvalidArgument(f"sess_options must be an nnwasm.SessionOptions, got {type(so).__name__}")
+    return so
+
+
+def _apply_initializers(model, initializers):
+    """SessionOptions.add_initializer: each replaces the model's initializer of that name."""
+    for name, value in initializers.items():
+        old = model.initializers.get(name)
+        if old is None:
+            raise InvalidArgument(f"SessionOptions.add_initializer('{name}'): the model has no initializer of "
+                                  f"that name (its initializers: {sorted(model.initializers)[:20]})")
+        new = value._td()
+        if new.dtype != old.dtype or tuple(new.shape) != tuple(old.shape):
+            raise InvalidArgument(f"SessionOptions.add_initializer('{name}'): the value is {new.dtype.ort_type} "
+                                  f"{list(new.shape)}, the model's initializer is {old.dtype.ort_type} "
+                                  f"{list(old.shape)}")
+        model.initializers[name] = TensorData(new.dtype, new.shape, bytes(new.data))   # a private copy
+
+
+def _apply_dim_overrides(model, by_name, by_denotation):
+    """SessionOptions.add_free_dimension_override_by_name / _by_denotation on the graph inputs."""
+    if not by_name and not by_denotation:
+        return
+    notes = model.model_info.dim_denotations if model.model_info is not None else {}
+    for v in model.inputs:
+        if v.shape is None:
+            continue
+        den = notes.get(v.name, [])
+        dims = []
+        for k, d in enumerate(v.shape):
+            if isinstance(d, str) and d in by_name:
+                d = by_name[d]
+            elif not isinstance(d, int) and k < len(den) and den[k] in by_denotation:
+                d = by_denotation[den[k]]
+            dims.append(d)
+        model.values[v.name] = ValueInfo(v.name, v.dtype, tuple(dims))
+    model.inputs[:] = [model.values[v.name] if v.shape is not None else v for v in model.inputs]
+
+
+class _RunWatch:
+    """Stands in for the profiler while a run has RunOptions: after each op (plan ops run one call
+    each then, as when profiling), it stops the run if RunOptions.terminate is set, and passes
+    events on to the real profiler if there is one."""
+
+    def __init__(self, run_options, prof):
+        self.run_options, self.prof = run_options, prof
+        self.clock = prof.clock if prof is not None else _zero
+
+    def check(self):
+        if self.run_options.terminate:
+            raise RunTerminated("Exiting due to terminate flag being set to true (RunOptions.terminate)")
+
+    def node(self, *args):
+        if self.prof is not None:
+            self.prof.node(*args)
+        self.check()
+
+    def session(self, *args):
+        if self.prof is not None:
+            self.prof.session(*args)
+
+
+def _zero():
+    return 0
 
 
 class _Prepared:
@@ -109,26 +221,59 @@ class InferenceSession:
         return super().__new__(cls)
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
-        self._sess_options = sess_options or SessionOptions()
+        self._sess_options = _check_session_options(sess_options)
+        if self._sess_options._load_cancelled:
+            raise ModelLoadCanceled("session creation was cancelled (SessionOptions.set_load_cancellation_flag)")
         self._profiler = prof = self._new_profiler()
         t0 = prof and prof.clock()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
-        self._level = int(self._sess_options.graph_optimization_level)
-        model = load_model(path_or_bytes)
+        self._fallback_enabled = True
+        if isinstance(path_or_bytes, (bytearray, memoryview)):
+            path_or_bytes = bytes(path_or_bytes)   # kept to rebuild (set_providers, overrides): one copy
+        self._source = path_or_bytes
+        model = self._load()
         if prof:
             from_file = not isinstance(path_or_bytes, (bytes, bytearray, memoryview))
             prof.session("model_loading_uri" if from_file else "model_loading_array", t0)
             t0 = prof.clock()
+        self._build(model)
+        if prof:
+            prof.session("session_initialization", t0)
+
+    def _load(self):
+        """The model as loaded, with SessionOptions' initializers and free dimension overrides."""
+        so = self._sess_options
+        try:
+            model = load_model(self._source)
+        except FileNotFoundError as e:
+            raise NoSuchFile(f"model file '{self._source}' does not exist") from e
+        except IsADirectoryError as e:
+            raise InvalidArgument(f"model path '{self._source}' is a directory, not a model file") from e
+        except OSError as e:
+            raise NoSuchFile(f"model file '{self._source}' can't be read: {e}") from e
+        _apply_initializers(model, so._initializers)
+        _apply_dim_overrides(model, so._dim_by_name, so._dim_by_denotation)
+        return model
+
+    def _build(self, model):
+        """Optimizes, infers shapes and (for static input shapes) partitions and compiles."""
+        self._level = int(self._sess_options.graph_optimization_level)
+        info = model.model_info
+        # Initializers the graph also lists as inputs (IR >= 4) may be fed: onnxruntime's
+        # overridable initializers. Their declared type and shape are what a feed must match.
+        names = info.initializer_inputs if info is not None and info.ir_version >= 4 else []
+        self._overridable = {n: model.values.get(n) or ValueInfo(n, model.initializers[n].dtype,
+                                                                 model.initializers[n].shape) for n in names}
         graph = optimizer.optimize(model, "graph", self._level, self._providers)
         self._graph = passes.infer_shapes(graph)
-        static = all(v.is_static() for v in graph.inputs)
+        static = all(v.is_static() and v.kind == "tensor" for v in graph.inputs)
         optimizer.optimize(self._graph, "shaped", self._level, self._providers, static)
         if self._sess_options.optimized_model_filepath:
             from .onnx_io.save import save_model   # the ONNX writer, only for this option
             save_model(self._graph, self._sess_options.optimized_model_filepath)
-        self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in graph.inputs]
-        self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape))
-                         for v in graph.outputs]
+        self._inputs = [NodeArg(v.name, v.dtype, v.shape, v.kind) for v in graph.inputs]
+        self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape),
+                                 v.kind) for v in graph.outputs]
         self._cache = OrderedDict()
         if static:
             key = tuple(tuple(v.shape) for v in graph.inputs)
@@ -136,8 +281,6 @@ class InferenceSession:
         else:
             # Unsupported ops fail at creation, as in onnxruntime; what needs concrete shapes waits.
             assign(self._graph, self._providers, defer=True)
-        if prof:
-            prof.session("session_initialization", t0)
 
     # --- onnxruntime's introspection API ---------------------------------------------------
     def get_inputs(self):
@@ -150,10 +293,59 @@ class InferenceSession:
         return ModelMetadata(self._graph.model_info)
 
     def get_overridable_initializers(self):
-        return []
+        """NodeArgs of the initializers the model also lists as graph inputs (IR >= 4): a feed of
+        that name replaces the initializer for that run (its type and shape must match)."""
+        return [NodeArg(n, vi.dtype, vi.shape) for n, vi in self._overridable.items()]
 
     def get_providers(self):
         return [p.name for p in self._providers]
+
+    def set_providers(self, providers=None, provider_options=None):
+        """Rebuilds the session for these providers (None: the default list). A bad list raises
+        and leaves the session as it was (onnxruntime's session is unusable after that)."""
+        new = _resolve_providers(providers, provider_options, self._sess_options)
+        saved = dict(self.__dict__)
+        try:
+            self._providers = new
+            self._build(self._load())
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def disable_fallback(self):
+        """onnxruntime retries a failed session creation on CPU unless this is called; nnwasm never
+        retries (creation fails with the reason), so this is recorded only."""
+        self._fallback_enabled = False
+
+    def enable_fallback(self):
+        self._fallback_enabled = True
+
+    def get_provider_graph_assignment_info(self):
+        """onnxruntime's per-EP subgraphs: one OrtEpAssignedSubgraph per partition, in run order."""
+        return _assigned_subgraphs(self.get_provider_assignment())
+
+    def get_tuning_results(self):
+        return []   # no tunable ops: kernels.wasm picks its algorithms itself
+
+    def set_tuning_results(self, results, error_on_invalid=False):
+        if results and error_on_invalid:
+            raise InvalidArgument("nnwasm has no tunable ops: tuning results don't apply")
+
+    def release_captured_graph(self):
+        pass   # no graph capture (CUDA graphs) in nnwasm
+
+    def get_input_memory_infos(self):
+        return [_CPU_MEMORY_INFO for _ in self._inputs]
+
+    def get_output_memory_infos(self):
+        return [_CPU_MEMORY_INFO for _ in self._outputs]
+
+    def get_input_epdevices(self):
+        return [None for _ in self._inputs]   # no EP devices (get_ep_devices() is empty)
+
+    def set_ep_dynamic_options(self, keys, values):
+        raise Unsupported("set_ep_dynamic_options: nnwasm's providers have no dynamic options")
 
     def get_provider_options(self):
         return {p.name: dict(p.options) for p in self._providers}
@@ -207,39 +399,92 @@ class InferenceSession:
 
     # --- running ---------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
-        import numpy as np
+        declared = {v.name: v for v in self._graph.inputs} if hasattr(self, "_graph") else {}   # PlanSession: tensors
         feeds = {}
         for name, value in self._check_feed_names(input_feed).items():
-            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-            if arr.dtype.kind in "OSUV":
-                raise Unsupported(f"input '{name}' is a {arr.dtype} array: string and object tensors "
-                                  "are not supported by nnwasm yet")
-            try:   # a view, no copy: the feeds are read before run() returns
-                feeds[name] = TensorData.from_numpy(arr, copy=False)
-            except InvalidArgument as e:
-                raise InvalidArgument(f"input '{name}': {e}") from None
-        outs = [t.to_numpy() for t in self._run(output_names, feeds)]
-        # onnxruntime's outputs are writable arrays; WASM outputs already are (host.read gives a
-        # bytearray), numpy partitions' outputs and initializers are copied.
-        return [a if a.flags.writeable else a.copy() for a in outs]
+            if isinstance(value, OrtValue):
+                value = value.numpy()
+            vi = declared.get(name) or getattr(self, "_overridable", {}).get(name)
+            feeds[name] = values.from_user(name, value, vi)   # arrays, lists (sequences), None (optionals)
+        return [values.to_user(v) for v in self._run(output_names, feeds, run_options)]
 
-    def run_raw(self, output_names, feeds):
+    def run_raw(self, output_names, feeds, run_options=None):
         """run() without numpy: feeds and results are TensorData. The JS bridge uses this."""
-        return self._run(output_names, self._check_feed_names(feeds))
+        return self._run(output_names, self._check_feed_names(feeds), run_options)
 
-    def _run(self, output_names, feeds):
-        """Both runs, once their feed names are checked."""
-        prof = self._profiler
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """Feeds and results are OrtValues (numpy is needed only if the caller reads them as arrays)."""
+        feeds = {}
+        for name, value in self._check_feed_names(input_dict_ort_values).items():
+            if not isinstance(value, OrtValue):
+                raise InvalidArgument(f"run_with_ort_values: input '{name}' must be an OrtValue "
+                                      f"(OrtValue.ortvalue_from_numpy), got {type(value).__name__}")
+            feeds[name] = value._td()
+        return [OrtValue(t) for t in self._run(output_names, feeds, run_options)]
+
+    def run_with_ortvaluevector(self, run_options, feed_names, feeds, fetch_names, fetches, fetch_devices=None):
+        """onnxruntime's low-level form: feeds a list of OrtValues in feed_names' order; the results
+        are appended to the list `fetches`."""
+        if len(feed_names) != len(feeds):
+            raise InvalidArgument(f"run_with_ortvaluevector: {len(feed_names)} feed names for {len(feeds)} feeds")
+        fetches.extend(self.run_with_ort_values(list(fetch_names), dict(zip(feed_names, feeds)), run_options))
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """Runs in a new thread and calls callback(outputs, user_data, error message) when done;
+        outputs is [] and the message says why if the run failed. The feed names are checked now."""
+        if not callable(callback):
+            raise InvalidArgument(f"run_async: callback must be callable, got {type(callback).__name__}")
+        self._check_feed_names(input_feed)
+        self._check_output_names(output_names)
+
+        def work():
+            try:
+                outs = self.run(output_names, input_feed, run_options)
+            except Exception as e:   # reported to the callback, as onnxruntime does
+                callback([], user_data, f"{type(e).__name__}: {e}")
+                return
+            callback(outs, user_data, "")
+        try:
+            threading.Thread(target=work, name="nnwasm-run-async", daemon=True).start()
+        except RuntimeError as e:   # Pyodide: no threads
+            raise Unsupported(f"run_async needs a thread, which this Python can't start ({e}); use run()") from None
+
+    def io_binding(self):
+        from .iobinding import IOBinding
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        from .iobinding import IOBinding
+        if not isinstance(iobinding, IOBinding):
+            raise InvalidArgument(f"run_with_iobinding takes an IOBinding (session.io_binding()), "
+                                  f"got {type(iobinding).__name__}")
+        iobinding._run(self, run_options)
+
+    def create_ortvalue_from_shape_and_type(self, shape, element_type, device_type="cpu", device_id=0, vendor_id=-1):
+        return OrtValue.ortvalue_from_shape_and_type(shape, element_type, device_type, device_id, vendor_id)
+
+    def _run(self, output_names, feeds, run_options=None):
+        """Every run, once its feed names are checked."""
+        watch = self._watch(run_options)
+        prof = watch or self._profiler
         t0 = prof and prof.clock()
         names = self._check_output_names(output_names)
         shapes = {}
         for arg, vi in zip(self._inputs, self._graph.inputs):
             t = feeds[arg.name]
-            self._check_feed(arg, vi, t)
-            shapes[arg.name] = t.shape
-        prepared = self._prepared(shapes)
+            if vi.kind == "tensor":
+                self._check_feed(arg, vi, t)
+            shapes[arg.name] = t.shape if vi.kind == "tensor" else vi.shape   # a sequence: its elements' shape
+        over = {}
+        for name, vi in self._overridable.items():
+            if name in feeds:
+                self._check_feed(NodeArg(name, vi.dtype, vi.shape), vi, feeds[name])
+                over[name] = feeds[name].shape
+        prepared = self._prepared(shapes, over)
         env = dict(feeds)
         for runner in prepared.runners:
+            if watch:
+                watch.check()   # between partitions
             runner.run(env, prof)
         if prof:
             prof.session("model_run", t0)
@@ -251,13 +496,24 @@ class InferenceSession:
                 out.append(self._graph.initializers[n])
         return out
 
+    def _watch(self, run_options):
+        """A _RunWatch for a run with RunOptions (None without); a terminated run stops here."""
+        if run_options is None:
+            return None
+        if not isinstance(run_options, RunOptions):
+            raise InvalidArgument(f"run_options must be an nnwasm.RunOptions, got {type(run_options).__name__}")
+        watch = _RunWatch(run_options, self._profiler)
+        watch.check()
+        return watch
+
     def _check_feed_names(self, feed):
         if not isinstance(feed, dict):
             raise InvalidArgument(f"input_feed must be a dict of input name -> array, got {type(feed).__name__}")
         expected = [a.name for a in self._inputs]
-        unknown = [k for k in feed if k not in expected]
+        unknown = [k for k in feed if k not in expected and k not in self._overridable]
         if unknown:
-            raise InvalidArgument(f"invalid input name(s) {unknown}; the model's inputs are {expected}")
+            extra = f" and overridable initializers {list(self._overridable)}" if self._overridable else ""
+            raise InvalidArgument(f"invalid input name(s) {unknown}; the model's inputs are {expected}{extra}")
         missing = [k for k in expected if k not in feed]
         if missing:
             raise InvalidArgument(f"required input(s) {missing} are missing from the feed (got {list(feed)})")
@@ -265,7 +521,11 @@ class InferenceSession:
 
     def _check_output_names(self, output_names):
         known = [a.name for a in self._outputs]
-        if output_names is None or len(output_names) == 0:
+        if output_names is None:
+            return known
+        if isinstance(output_names, (str, bytes)) or not isinstance(output_names, (list, tuple)):
+            raise InvalidArgument(f"output_names must be a list of names or None, got {output_names!r}")
+        if len(output_names) == 0:
             return known
         bad = [n for n in output_names if n not in known]
         if bad:
@@ -286,17 +546,30 @@ class InferenceSession:
             raise InvalidArgument(f"input '{arg.name}' has shape {list(t.shape)}, expected {list(vi.shape)} "
                                   f"(mismatch at dimension {', '.join(map(str, bad))})")
 
-    def _prepared(self, shapes):
-        key = tuple(tuple(shapes[a.name]) for a in self._inputs)
+    def _prepared(self, shapes, over=None):
+        """The variant for these input shapes; with overridden initializers ({name: shape}), one
+        rebuilt from the model with those initializers made graph inputs (never folded)."""
+        key = tuple(None if shapes[a.name] is None else tuple(shapes[a.name]) for a in self._inputs)
+        if over:
+            key = (key, tuple(sorted((n, tuple(sh)) for n, sh in over.items())))
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
         prof = self._profiler
         t0 = prof and prof.clock()
-        g = self._graph
-        spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
-        spec = passes.infer_shapes(spec, shapes)
+        if over:
+            g = self._load()
+            for name in over:
+                vi = self._overridable[name]
+                g.inputs.append(ValueInfo(name, vi.dtype, vi.shape))
+                del g.initializers[name]
+            g = optimizer.optimize(g, "graph", self._level, self._providers)
+            spec = passes.infer_shapes(g, {**shapes, **over})
+        else:
+            g = self._graph
+            spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
+            spec = passes.infer_shapes(spec, shapes)
         prepared = _Prepared(optimizer.optimize(spec, "shaped", self._level, self._providers), self._providers)
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:

@@ -31,6 +31,9 @@ class TensorData:
 
     def tolist(self):
         """Flat list of Python numbers. Meant for small constants (shapes, axes), not weights."""
+        if self.dtype.ml_dtypes:    # bfloat16, float8...: through ml_dtypes (needs numpy)
+            as_int = "int" in self.dtype.name and "float" not in self.dtype.name
+            return self.to_numpy().reshape(-1).astype("int64" if as_int else "float64").tolist()
         if not self.dtype.struct or self.dtype.struct == "e":
             import struct
             return list(struct.unpack(f"<{self.numel}{self.dtype.struct}", bytes(self.data)))
@@ -43,7 +46,14 @@ class TensorData:
 
     def to_numpy(self):
         import numpy as np
-        return np.frombuffer(self.data, dtype=np.dtype(self.dtype.name).newbyteorder("<")).reshape(self.shape)
+        if self.dtype.size == 0:   # strings: an object array of str, as onnxruntime returns them
+            return np.array([_text(b) for b in self.data] or np.empty(0), dtype=object).reshape(self.shape)
+        dt = dtypes.numpy_dtype(self.dtype)
+        if self.dtype.size > 1 and not self.dtype.ml_dtypes:
+            dt = dt.newbyteorder("<")
+        elif self.dtype.size > 1 and sys.byteorder == "big":   # bfloat16: ml_dtypes has no byte order
+            return np.frombuffer(self.data, dtype="<u2").astype("=u2").view(dt).reshape(self.shape)
+        return np.frombuffer(self.data, dtype=dt).reshape(self.shape)
 
     @classmethod
     def from_numpy(cls, arr, copy=True):
@@ -51,15 +61,36 @@ class TensorData:
         for a caller that is done with the TensorData before arr can change (run()'s feeds)."""
         import numpy as np
         shape = np.shape(arr)
+        if arr.dtype.kind in "OSU":   # strings: a list of UTF-8 bytes (data of a string TensorData)
+            return cls(dtypes.BY_NAME["object"], shape, [_utf8(v) for v in np.reshape(arr, -1).tolist()])
         arr = np.ascontiguousarray(arr).reshape(shape)   # ascontiguousarray makes 0-d arrays 1-d
-        dt = dtypes.from_name(arr.dtype.name)
+        dt = dtypes.of_numpy(arr.dtype)
         if dt is None:
             raise InvalidArgument(f"numpy dtype {arr.dtype} has no ONNX element type")
-        if arr.dtype.byteorder == ">":
+        if dt.ml_dtypes and dt.size > 1 and sys.byteorder == "big":
+            arr = arr.view("=u2").astype("<u2")
+        elif arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
         if copy:
             return cls(dt, arr.shape, arr.tobytes())
+        if dt.ml_dtypes:   # the buffer protocol knows no ml_dtypes type: view the bytes
+            arr = arr.view("u1" if dt.size == 1 else "<u2")
         return cls(dt, arr.shape, memoryview(arr).cast("B") if arr.size else b"")
 
     def __repr__(self):
         return f"TensorData({self.dtype.name}, {list(self.shape)})"
+
+
+def _utf8(v):
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogatepass")
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    raise InvalidArgument(f"a string tensor holds a {type(v).__name__} ({v!r}), not a str or bytes")
+
+
+def _text(b):
+    try:
+        return bytes(b).decode("utf-8")
+    except UnicodeDecodeError:   # not UTF-8: kept as bytes rather than mangled
+        return bytes(b)

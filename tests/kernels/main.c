@@ -12,7 +12,7 @@ static const struct {
 } groups[] = {
     {"conv2d", test_conv2d},         {"gemm", test_gemm},       {"matmul", test_matmul},
     {"gemm_packed", test_gemm_packed}, {"attention", test_attention},
-    {"q8_gemm_ep", test_q8_gemm_ep},
+    {"q8_gemm_ep", test_q8_gemm_ep}, {"q8_gemm_pk", test_q8_gemm_pk},
     {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
     {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},
     {"transpose", test_transpose},
@@ -31,6 +31,7 @@ static const struct {
     {"q8_gemm", test_q8_gemm},       {"q8_conv2d", test_q8_conv2d}, {"q8_quantize", test_q8_quantize},
     {"q8_add", test_q8_add},         {"q8_hostile", test_q8_hostile},
     {"host_hints", test_host_hints},
+    {"conv2d_winograd", test_conv2d_winograd},
 };
 
 int main(int argc, char **argv) {

@@ -126,6 +126,7 @@ void test_attention(void) {
       {1, 1, 1, 1, 1, 0, 2.0f},
       {3, 2, 6, 2, 5, 0, -0.7f},
       {1, 2, 9, 17, 4, 1, 0.3f},
+      {1, 2, 6, 10, 6, 1, 0.4f}, /* K's transpose: 4x4 blocks and both edges */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attn_case(&cases[i]);
   for (int r = 0; r < 20; r++) {

@@ -3,8 +3,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
+#include "internal.h"
 #include "tests.h"
 
 static void pack(const float *b, int k, int n, float *bp) {
@@ -57,6 +59,15 @@ static void packed_case(int m, int n, int k, int has_bias, int has_r, int act, f
                                            off[4], m, n, k, act, f32_bits(lo), f32_bits(hi)};
     if (run_op(NNW_OP_GEMM_PACKED, args, NNW_GEMM_PACKED_NARGS, arena, arena_bytes) == NNW_OK)
       check_close(name, at(arena, off[4]), want, mag, yn, 1e-6, 1e-6);
+    /* wasmtime's variant (host hint: A packed k-major, lanes by shuffle): the very same bits */
+    float *first = malloc(4 * yn);
+    memcpy(first, at(arena, off[4]), 4 * yn);
+    memset(at(arena, off[4]), 0xFF, 4 * yn);
+    nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
+    if (run_op(NNW_OP_GEMM_PACKED, args, NNW_GEMM_PACKED_NARGS, arena, arena_bytes) == NNW_OK)
+      expect(memcmp(first, at(arena, off[4]), 4 * yn) == 0, "%s: host hint changed the result", name);
+    nnw_host_hints = 0;
+    free(first);
     free(arena);
   }
   free(a);
@@ -122,6 +133,8 @@ void test_gemm_packed(void) {
   packed_case(1, 1, 1, 0, 0, 0, -I, I);
   packed_case(5, 13, 7, 1, 1, 1, -0.25f, 0.5f);
   packed_case(3, 3, 33, 0, 1, 0, 0, I);
+  packed_case(70, 17, 1024, 1, 1, 1, -I, I); /* hinted: A packed in chunks of 32 rows, 2 rows left */
+  packed_case(6, 9, 8193, 1, 0, 0, -I, I);   /* k past the pack buffer: tile() even when hinted */
   for (int t = 0; t < 30; t++)
     packed_case(1 + (int)(rng_u32() % 11), 1 + (int)(rng_u32() % 27), 1 + (int)(rng_u32() % 20),
                 (int)(rng_u32() % 2), (int)(rng_u32() % 2), (int)(rng_u32() % 2), rng_u32() % 2 ? -I : -0.5f,

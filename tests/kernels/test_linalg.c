@@ -90,9 +90,12 @@ void test_gemm(void) {
       {1, 1, 1, 0, 0, 4, 1, 1, -I, I},
       {33, 70, 65, 0, 0, 1, 1, 1, -I, I},
       {10, 21, 19, 1, 1, 2, -1, 1, -I, I},
-      {8, 37, 1024, 0, 0, 2, 1, 1, -I, I}, /* the packed variant's largest k */
-      {8, 45, 1025, 0, 0, 1, 1, 1, -I, I}, /* and one past it */
-      {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* several column blocks, packed */
+      {8, 37, 1024, 0, 0, 2, 1, 1, -I, I}, /* the packed variant: blocks of 32 columns from k = 1024 */
+      {8, 45, 1025, 0, 0, 1, 1, 1, -I, I},
+      {6, 53, 8192, 0, 0, 1, 1, 1, -I, I}, /* its largest k (pack_a.h's buffer) */
+      {5, 40, 8193, 0, 0, 1, 1, 1, -I, I}, /* and one past it */
+      {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* several column blocks, packed, 2x16 tiles */
+      {7, 61, 33, 1, 0, 1, 1, 1, -I, I},   /* packed from a transposed A (strided rows) */
       {12, 4, 7, 0, 0, 0, 1, 0, -I, I},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) gemm_case(&cases[i]);
@@ -158,10 +161,11 @@ void test_matmul(void) {
                 1 + (int)(rng_u32() % 12), (int)(rng_u32() % 2), (int)(rng_u32() % 2));
 }
 
-/* conv2d and matmul (both on nnw_gemm_nn) again with wasmtime's host hint set */
+/* conv2d, matmul and attention (all on nnw_gemm_nn) again with wasmtime's host hint set */
 void test_host_hints(void) {
   nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
   test_conv2d();
   test_matmul();
+  test_attention();
   nnw_host_hints = 0;
 }

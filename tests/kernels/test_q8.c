@@ -303,6 +303,19 @@ void test_q8_conv2d(void) {
       {1, 9, 7, 19, 9, 5, 3, 1, 2, 2, 1, 2, 1, 2, 0, 9, I8, U8, U8, 1},
       {1, 2, 2, 3, 2, 3, 3, 1, 1, 1, 1, 2, 2, 2, 2, 2, U8, I8, I8, 1},
       {1, 33, 1, 1, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 33, I8, I8, U8, 1},
+      /* conv2d_dw.c's pair dots: 7x7 planes (one partial vector a row, the last store at y's
+       * end), 14 -> 7 at stride 2, kw 5 and 8 (the widest), kw 9 and horizontal dilation
+       * (the row path) */
+      {1, 6, 7, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, U8, I8, U8, 1},
+      {1, 4, 14, 14, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4, U8, I8, U8, 0},
+      {1, 5, 9, 13, 5, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 5, U8, U8, U8, 1},
+      {1, 3, 5, 20, 3, 2, 8, 1, 1, 1, 1, 0, 3, 0, 4, 3, I8, I8, U8, 1},
+      {1, 2, 3, 12, 2, 1, 9, 1, 1, 1, 1, 0, 4, 0, 4, 2, U8, I8, U8, 1},
+      {1, 3, 8, 16, 3, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, 3, U8, I8, I8, 1},
+      /* conv2d_pw.c: odd k, rows past a multiple of 4, partial panels, batches, uint8 weights */
+      {1, 33, 4, 6, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, I8, 1},
+      {2, 16, 3, 7, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, U8, 1},
+      {1, 7, 1, 9, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
 }
@@ -343,6 +356,30 @@ void test_q8_quantize(void) {
       expect(qget(arena + off[3], dt, 0) == 0 && qget(arena + off[3], dt, 1) == 2 &&
                  qget(arena + off[3], dt, 2) == (dt == I8 ? -2 : 0),
              "q8_quantize rounds half to even");
+    }
+    free(arena);
+  }
+  /* per-tensor as the compiler gives it, [N, 1, 1]: run as one row (SIMD and a tail) */
+  for (int dt = U8; dt <= I8; dt++) {
+    uint64_t bytes[5] = {4 * N, 4, 1, N, 4 * N};
+    int32_t off[5];
+    uint32_t arena_bytes = layout(bytes, 5, dt == U8, off);
+    uint8_t *arena = arena_new(arena_bytes);
+    memcpy(arena + off[0], x, sizeof x);
+    memcpy(arena + off[1], &scale[1], 4);
+    memcpy(arena + off[2], &zp[1], 1);
+    int32_t q[] = {off[0], off[1], off[2], off[3], dt, N, 1, 1};
+    int32_t d[] = {off[3], off[1], off[2], off[4], dt, N, 1, 1};
+    if (run_op(NNW_OP_Q8_QUANTIZE, q, 8, arena, arena_bytes) == NNW_OK &&
+        run_op(NNW_OP_Q8_DEQUANTIZE, d, 8, arena, arena_bytes) == NNW_OK) {
+      size_t bad = 0;
+      memcpy(back, arena + off[4], sizeof back);
+      int32_t z = qget(zp, dt, 1);
+      for (int i = 0; i < N; i++) {
+        int32_t want = round_sat(x[i] / scale[1], z, qlo(dt), qhi(dt));
+        bad += qget(arena + off[3], dt, (size_t)i) != want || back[i] != (float)(want - z) * scale[1];
+      }
+      expect(bad == 0, "q8_quantize/dequantize per-tensor dt%d: %zu wrong", dt, bad);
     }
     free(arena);
   }

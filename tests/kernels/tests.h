@@ -4,12 +4,14 @@
 #include <string.h>
 
 void test_conv2d(void);
+void test_conv2d_winograd(void);
 void test_gemm(void);
 void test_matmul(void);
 void test_host_hints(void);
 void test_gemm_packed(void);
 void test_attention(void);
 void test_q8_gemm_ep(void);
+void test_q8_gemm_pk(void);
 void test_binary(void);
 void test_unary(void);
 void test_pool2d(void);

@@ -21,14 +21,18 @@ def assert_tensor_equal(ours, ref, what=""):
         assert [bytes(s) for s in ours.data] == [s if isinstance(s, bytes) else s.encode() for s in arr.flat], what
         return
     assert ours.dtype.name == arr.dtype.name, what
+    if ours.dtype.ml_dtypes:   # bfloat16, float8, int4...: one element a byte (two for bfloat16), as ml_dtypes
+        assert bytes(ours.data) == arr.view("<u2" if arr.dtype.itemsize == 2 else "u1").tobytes(), what
+        return
     assert bytes(ours.data) == arr.astype(arr.dtype.newbyteorder("<")).tobytes(), what
 
 
 def expected_value_info(vi):
-    """(dtype, shape) that nnwasm should report for an onnx ValueInfoProto."""
-    if vi.type.WhichOneof("value") != "tensor_type":
+    """(dtype, shape) that nnwasm should report for an onnx ValueInfoProto (a sequence's or an
+    optional's: those of its innermost tensor)."""
+    tt = _innermost_tensor(vi.type)
+    if tt is None:
         return None, None
-    tt = vi.type.tensor_type
     dt = dtypes.from_onnx(tt.elem_type)
     if not tt.HasField("shape"):
         return dt, None
@@ -42,6 +46,19 @@ def expected_value_info(vi):
         else:
             shape.append(None)
     return dt, tuple(shape)
+
+
+def _innermost_tensor(tp):
+    """The TypeProto.Tensor of a tensor, a sequence of tensors or an optional of either; None for
+    what nnwasm can't hold (maps, sequences of sequences)."""
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        return tp.tensor_type
+    if kind == "sequence_type" and tp.sequence_type.elem_type.WhichOneof("value") == "tensor_type":
+        return tp.sequence_type.elem_type.tensor_type
+    if kind == "optional_type" and tp.optional_type.elem_type.WhichOneof("value") in ("tensor_type", "sequence_type"):
+        return _innermost_tensor(tp.optional_type.elem_type)
+    return None
 
 
 def _float_bits(values):
@@ -144,10 +161,10 @@ def unsupported_reason(model):
                 return f"tensor of type {t.data_type}"
     init_names = {t.name for t in model.graph.initializer}
     for vi in [*[i for i in model.graph.input if i.name not in init_names], *model.graph.output]:
-        kind = vi.type.WhichOneof("value")
-        if kind != "tensor_type":
-            return f"'{vi.name}' of kind {kind}"
-        code = vi.type.tensor_type.elem_type
+        tt = _innermost_tensor(vi.type)
+        if tt is None:
+            return f"'{vi.name}' of kind {vi.type.WhichOneof('value')}"
+        code = tt.elem_type
         if code and not supported_code(code):
             return f"'{vi.name}' of element type {code}"
     return None

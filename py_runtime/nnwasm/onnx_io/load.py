@@ -33,6 +33,10 @@ class ModelInfo:
     graph_name: str = ""
     metadata_props: dict = field(default_factory=dict)
     num_functions: int = 0        # model-local FunctionProtos (kept undecoded)
+    # Initializers the graph also declares as inputs (IR >= 4: a feed may override them), and each
+    # input's dim denotations ("DATA_BATCH"; "" where none): for SessionOptions' overrides.
+    initializer_inputs: list = field(default_factory=list)
+    dim_denotations: dict = field(default_factory=dict)
 
 
 def load_model(path_or_bytes):
@@ -79,8 +83,17 @@ def _load(data, model_dir):
         producer_version=m.producer_version or "", domain=m.domain or "",
         model_version=m.model_version or 0, doc_string=m.doc_string or "", graph_name=graph.name,
         metadata_props={p.key or "": p.value or "" for p in m.metadata_props},
-        num_functions=len(m.functions))
+        num_functions=len(m.functions),
+        initializer_inputs=[vi.name for vi in m.graph.input if vi.name in graph.initializers],
+        dim_denotations={vi.name: _denotations(vi) for vi in m.graph.input})
     return graph
+
+
+def _denotations(vi):
+    tt = vi.type.tensor_type if vi.type is not None and vi.type.value == "tensor_type" else None
+    if tt is None or tt.shape is None:
+        return []
+    return [d.denotation or "" for d in tt.shape.dim]
 
 
 def _read(path_or_bytes):
@@ -271,24 +284,40 @@ def _infer_type(a):
 
 def _value_info(vi, where, what, strict):
     """ir.ValueInfo of a ValueInfoProto. strict (the main graph's inputs and outputs): the value
-    must be a tensor of an element type nnwasm knows."""
+    must be a tensor of an element type nnwasm knows, a sequence of such tensors or an optional
+    of either."""
     name = vi.name or ""
     if not name:
         raise InvalidModel(f"{where}: an {what} has no name")
-    tp = vi.type
-    kind = tp.value if tp is not None else None
-    if kind != "tensor_type":
+    kind, tt = type_kind(vi.type)
+    if tt is None:
         if strict:
-            found = f"of kind {kind.replace('_type', '')}" if kind else "untyped"
-            raise Unsupported(f"{where}: {what} '{name}' is {found}; nnwasm supports tensor inputs and outputs only")
+            raise Unsupported(f"{where}: {what} '{name}' is {kind}; nnwasm supports tensors, sequences of "
+                              f"tensors and optionals of either as inputs and outputs")
         return ir.ValueInfo(name)
-    tt = tp.tensor_type
     code = tt.elem_type or 0
     dt = dtypes.from_onnx(code)
     if dt is None and code and strict:
         raise Unsupported(f"{where}: {what} '{name}' has element type {code}, which nnwasm does not support")
     shape = None if tt.shape is None else tuple(_dim(d) for d in tt.shape.dim)
-    return ir.ValueInfo(name, dt, shape)
+    return ir.ValueInfo(name, dt, shape, kind)
+
+
+def type_kind(tp):
+    """(kind, TypeTensor of the innermost tensor) of a messages.TypeProto; kind is an ir.ValueInfo
+    kind. For what nnwasm can't hold (maps, sequences of sequences...), (description, None)."""
+    kind = tp.value if tp is not None else None
+    if kind == "tensor_type":
+        return "tensor", tp.tensor_type
+    inner = tp.sequence_type if kind == "sequence_type" else tp.optional_type if kind == "optional_type" else None
+    if inner is not None and inner.elem_type is not None:
+        sub, tt = type_kind(inner.elem_type)
+        if kind == "sequence_type" and sub == "tensor":
+            return "sequence", tt
+        if kind == "optional_type" and sub in ("tensor", "sequence"):
+            return ("optional" if sub == "tensor" else "optional sequence"), tt
+        return f"of kind {kind.replace('_type', '')} of {sub}", None
+    return (f"of kind {kind.replace('_type', '')}" if kind else "untyped"), None
 
 
 def _dim(d):

@@ -43,8 +43,12 @@ class TypeTensor(Message):
 
 class TypeProto(Message):
     """`value` names the oneof member set: "tensor_type", "sequence_type", "map_type",
-    "optional_type", "sparse_tensor_type", "opaque_type" or None. Only tensor_type and
-    sparse_tensor_type are decoded; the others stay raw."""
+    "optional_type", "sparse_tensor_type", "opaque_type" or None. map_type and opaque_type stay
+    raw."""
+
+
+class TypeElem(Message):
+    """TypeProto.Sequence and TypeProto.Optional: one field, the element's TypeProto."""
 
 
 class ValueInfoProto(Message):
@@ -107,12 +111,14 @@ define(TypeTensor,
        (2, Field("shape", MESSAGE, msg=TensorShapeProto)))
 define(TypeProto,
        (1, Field("tensor_type", MESSAGE, msg=TypeTensor, oneof="value")),
-       (4, Field("sequence_type", RAW, oneof="value")),
+       (4, Field("sequence_type", MESSAGE, msg=TypeElem, oneof="value")),
        (5, Field("map_type", RAW, oneof="value")),
        (7, Field("opaque_type", RAW, oneof="value")),
        (8, Field("sparse_tensor_type", MESSAGE, msg=TypeTensor, oneof="value")),
-       (9, Field("optional_type", RAW, oneof="value")),
+       (9, Field("optional_type", MESSAGE, msg=TypeElem, oneof="value")),
        (6, Field("denotation", STRING)))
+define(TypeElem,
+       (1, Field("elem_type", MESSAGE, msg=TypeProto)))
 define(ValueInfoProto,
        (1, Field("name", STRING)),
        (2, Field("type", MESSAGE, msg=TypeProto)),

@@ -64,6 +64,9 @@ def tensor_proto(t, name=""):
         out += _str(8, name)
     if t.dtype.size == 0:   # strings: one string_data entry each
         out += b"".join(_bytes(6, s) for s in t.data)
+    elif t.dtype.packed_bits:   # int4, float4, int2...: packed in the file, a byte each in memory
+        from .tensors import pack_bits
+        out += _bytes(9, pack_bits(t.data, t.dtype.packed_bits))
     else:
         out += _bytes(9, t.data)
     return out

@@ -20,6 +20,9 @@ EXTERNAL = 1  # TensorProto.DataLocation
 _IN_INT32_DATA = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "bool": "B", "int32": "i",
                   "float16": "H"}
 _IN_UINT64_DATA = {"uint32": "I", "uint64": "Q"}
+# Bit patterns stored one per int32_data entry: bfloat16 as uint16, the float8 types as uint8.
+_BITS_IN_INT32_DATA = {"bfloat16": ("H", 0xFFFF), "float8_e4m3fn": ("B", 0xFF), "float8_e4m3fnuz": ("B", 0xFF),
+                       "float8_e5m2": ("B", 0xFF), "float8_e5m2fnuz": ("B", 0xFF), "float8_e8m0fnu": ("B", 0xFF)}
 
 
 def tensor_label(t):
@@ -31,7 +34,7 @@ def tensor_dtype(t):
     (InvalidModel if no ONNX version knows it either)."""
     dt = dtypes.from_onnx(t.data_type or 0)
     if dt is None:
-        raise (Unsupported if 0 < (t.data_type or 0) <= 26 else InvalidModel)(f"{tensor_label(t)} has element type {t.data_type or 0}, "
+        raise (Unsupported if 0 < (t.data_type or 0) <= 28 else InvalidModel)(f"{tensor_label(t)} has element type {t.data_type or 0}, "
                            f"which nnwasm does not support")
     return dt
 
@@ -77,6 +80,8 @@ def tensor_data(t, model_dir=None):
         data = t.raw_data
     else:
         data = _typed_field_bytes(t, dt, label)
+    if dt.packed_bits:
+        data = unpack_bits(data, dt.packed_bits, n, label)
     if len(data) != n * dt.size:
         raise InvalidModel(f"{label} has shape {list(shape)} and type {dt.name} ({n * dt.size} bytes) "
                            f"but holds {len(data)} bytes of data")
@@ -100,9 +105,41 @@ def _pack(values, code, label, dtype_name):
     return a.tobytes()
 
 
+def unpack_bits(data, bits, n, label):
+    """One byte per element from ONNX's packing of 4-bit (two a byte, low nibble first) or 2-bit
+    (four a byte, lowest bits first) elements; InvalidModel unless data holds exactly n of them."""
+    per = 8 // bits
+    if len(data) != (n + per - 1) // per:
+        raise InvalidModel(f"{label} holds {len(data)} bytes of {bits}-bit data for {n} elements "
+                           f"(expected {(n + per - 1) // per})")
+    data = bytes(data)
+    mask = (1 << bits) - 1
+    out = bytearray(len(data) * per)
+    for k in range(per):
+        out[k::per] = data.translate(bytes(((b >> (k * bits)) & mask) for b in range(256)))
+    return bytes(out[:n])
+
+
+def pack_bits(data, bits):
+    """ONNX's packed form of one-byte-per-element 4- or 2-bit data (unpack_bits' inverse)."""
+    per = 8 // bits
+    mask = (1 << bits) - 1
+    data = bytes(data) + bytes(-len(data) % per)
+    out = bytearray(len(data) // per)
+    for k in range(per):
+        part = data[k::per].translate(bytes(((b & mask) << (k * bits)) for b in range(256)))
+        out = bytearray(a | b for a, b in zip(out, part)) if k else bytearray(part)
+    return bytes(out)
+
+
 def _typed_field_bytes(t, dt, label):
     """Little-endian bytes from whichever typed field the ONNX spec assigns to dt."""
     name = dt.name
+    if dt.packed_bits:   # packed bytes, one per int32_data entry
+        return _pack(t.int32_data, "B", label, name)
+    if name in _BITS_IN_INT32_DATA:
+        code, mask = _BITS_IN_INT32_DATA[name]
+        return _pack([v & mask for v in t.int32_data], code, label, name)
     if name == "float32":
         return _join(t.float_data) if t.float_data else b""
     if name == "float64":

@@ -84,6 +84,32 @@ for _name, _since, _fn in [
     _activation(_name, _since, _fn)
 
 
+def infer_prelu_legacy(node, inputs, consts):
+    """PRelu-1/6: slope is a scalar ([1]) or one value a channel ([C], along axis 1)."""
+    x, slope = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    xs, ss = S.shape(x), S.shape(slope)
+    if xs is not None and ss is not None and not _legacy_slope_fits(xs, ss):
+        S.fail(node, f"slope shape {list(ss)} is neither [1] nor [C] for input shape {list(xs)} "
+                     "(PRelu before opset 7 broadcasts a slope along the channel axis only)")
+    return [(S.same_dtype(node, inputs), xs)]
+
+
+def _legacy_slope_fits(xs, ss):
+    n = 1
+    for d in ss:
+        n = n * d if isinstance(d, int) and isinstance(n, int) else None
+    channels = xs[1] if len(xs) > 1 else None
+    return n == 1 or n is None or (len(ss) == 1 and (channels is None or not isinstance(channels, int) or n == channels))
+
+
+@op("PRelu", 1, infer_prelu_legacy)
+def prelu_legacy(node, x, slope):
+    np = _np()
+    if slope.size != 1:   # one value a channel, along axis 1
+        slope = slope.reshape((1, -1) + (1,) * (x.ndim - 2))
+    return np.where(x < 0, x * slope, x).astype(x.dtype, copy=False)
+
+
 @op("PRelu", 7, infer_prelu)
 def prelu(node, x, slope):
     return _np().where(x < 0, x * slope, x).astype(x.dtype, copy=False)
@@ -144,3 +170,36 @@ for _since in (1, 13):
     _softmax_like("Softmax", _since, _softmax)
     _softmax_like("LogSoftmax", _since, _log_softmax)
     _softmax_like("Hardmax", _since, _hardmax)
+
+
+def _swish(np, x, alpha):
+    return x * _sigmoid(np, x * np.asarray(alpha, x.dtype))
+
+
+def _shrink(np, node, x):
+    lambd, bias = node.attr("lambd", 0.5), node.attr("bias", 0.0)
+    return np.where(x > lambd, x - bias, np.where(x < -lambd, x + bias, 0))
+
+
+_activation("Shrink", 9, _shrink)
+_activation("Swish", 24, lambda np, node, x: _swish(np, x, node.attr("alpha", 1.0)))
+
+
+def infer_swiglu(node, inputs, consts):
+    a, b = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    sa, sb = S.shape(a), S.shape(b)
+    if sa is not None and sb is not None:
+        if len(sa) != len(sb):
+            S.fail(node, f"A {list(sa)} and B {list(sb)} must have one shape (no broadcasting)")
+        sa = tuple(S.merge_dims(node, p, q, "A and B") for p, q in zip(sa, sb))
+    return [(S.same_dtype(node, inputs), sa if sa is not None else sb)]
+
+
+@op("SwiGLU", 28, infer_swiglu)
+def swiglu(node, a, b):
+    """Swish(A) * B, A and B of one shape."""
+    np = _np()
+    if a.shape != b.shape:
+        S.fail(node, f"A {list(a.shape)} and B {list(b.shape)} must have one shape (no broadcasting)")
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return (_swish(np, a, node.attr("alpha", 1.0)) * b).astype(a.dtype, copy=False)

@@ -50,13 +50,21 @@ def infer_if(node, inputs, consts, scope):
         if then_g is None and else_g is None:
             raise InvalidModel(node.attrs["then_branch"].reason)
         ok = then_g or else_g
-        return [(o.dtype, o.shape) for o in ok.outputs][:len(node.outputs)]
+        return [S.typed(o.dtype, o.shape, o.kind) for o in ok.outputs][:len(node.outputs)]
     if len(then_g.outputs) != len(else_g.outputs):
         S.fail(node, f"then_branch has {len(then_g.outputs)} outputs, else_branch {len(else_g.outputs)}")
     if len(node.outputs) > len(then_g.outputs):
         S.fail(node, f"has {len(node.outputs)} outputs, its branches {len(then_g.outputs)}")
-    return [(merge_dtypes(node, f"output {k}", a.dtype, b.dtype), merge_shapes(a.shape, b.shape))
+    return [S.typed(merge_dtypes(node, f"output {k}", a.dtype, b.dtype), merge_shapes(a.shape, b.shape), _kind(a, b))
             for k, (a, b) in enumerate(zip(then_g.outputs, else_g.outputs))][:len(node.outputs)]
+
+
+def _kind(a, b):
+    """The value kind (ir.ValueInfo.kind) of an output that is a in one body and b in the other: an
+    optional when either is (a branch may give an empty optional)."""
+    if a.kind == b.kind:
+        return a.kind
+    return "optional sequence" if "sequence" in a.kind + b.kind else "optional"
 
 
 @op("If", 1, infer_if)
@@ -106,23 +114,24 @@ def infer_loop(node, inputs, consts, scope):
         _scalar_check(node, inputs[0], "M", INT64)
     if node.inputs[1]:
         _scalar_check(node, inputs[1], "cond", BOOL)
-    carried = [(vi.dtype, S.shape(vi)) if vi is not None else (None, None) for vi in inputs[2:]]
+    carried = [(vi.dtype, S.shape(vi), vi.kind) if vi is not None else (None, None, "optional")
+               for vi in inputs[2:]]
     for _ in range(4):   # carried shapes that change between iterations widen to a fixed point
         body = scope.specialise("body", [(INT64, ()), (BOOL, ())] + carried)
         n, k = loop_parts(node, body)
-        outs = [(merge_dtypes(node, f"carried value {i}", dt, o.dtype), merge_shapes(shape, o.shape))
-                for i, ((dt, shape), o) in enumerate(zip(carried, body.outputs[1:1 + n]))]
+        outs = [(merge_dtypes(node, f"carried value {i}", dt, o.dtype), merge_shapes(shape, o.shape), kind)
+                for i, ((dt, shape, kind), o) in enumerate(zip(carried, body.outputs[1:1 + n]))]
         if outs == carried:
             break
         carried = outs
     else:
-        carried = [(dt, None) for dt, _ in carried]
+        carried = [(dt, None, kind) for dt, _, kind in carried]
         body = scope.specialise("body", [(INT64, ()), (BOOL, ())] + carried)
     if len(node.outputs) > n + k:
         S.fail(node, f"has {len(node.outputs)} outputs; its body makes {n} carried values and {k} scan outputs")
     trips = static_trip_count(node, consts, body)
     scans = [(o.dtype, None if o.shape is None else (trips,) + tuple(o.shape)) for o in body.outputs[1 + n:]]
-    return (carried + scans)[:len(node.outputs)]
+    return ([S.typed(*c) for c in carried] + scans)[:len(node.outputs)]
 
 
 @op("Loop", 1, infer_loop)

@@ -116,6 +116,7 @@ for _name, _fn in {
         _binary(_name, 1, infer_legacy_binary, _fn)
 
 _binary("Pow", 7, infer_pow, _pow)
+_binary("Pow", 1, infer_legacy_binary, _pow)
 
 for _name, _since, _fn in [
     ("Equal", 7, lambda np, a, b: np.equal(a, b)),

@@ -31,7 +31,17 @@ def folder(*op_types):
 
 def install():
     for op_type, fn in FOLDERS.items():
-        registry.set_fold("", op_type, fn)
+        registry.set_fold("", op_type, _all_or_none(fn))
+
+
+def _all_or_none(fn):
+    """A folder that gives None unless it computed every output (tensor() gives None for a value
+    of a type it can't pack, such as bfloat16)."""
+    def fold(node, inputs, consts):
+        outs = fn(node, inputs, consts)
+        return None if outs is None or any(t is None for o, t in zip(node.outputs, outs) if o) else outs
+    fold.__name__ = fn.__name__
+    return fold
 
 
 def tensor(dtype, shape, values):
@@ -72,7 +82,7 @@ def broadcast_values(t, out_shape):
 def _outputs_static(node, inputs, consts):
     """The op's inferred (dtype, shape) for output 0 when fully known, else None."""
     op = registry.lookup(node.domain, node.op_type, node.opset)
-    dt, shape = op.infer(node, inputs, consts)[0]
+    dt, shape = op.infer(node, inputs, consts)[0][:2]
     if dt is None or not S.static(shape) or math.prod(shape) > MAX_ELEMENTS:
         return None
     return dt, tuple(shape)
@@ -118,7 +128,7 @@ def fold_constant_of_shape(node, inputs, consts):
     """Any size (light models build their weights this way): one element's bytes repeated is a
     C-speed copy, no Python loop; bounded like the largest tensor kernels.wasm takes."""
     op = registry.lookup(node.domain, node.op_type, node.opset)
-    dt, shape = op.infer(node, inputs, consts)[0]
+    dt, shape = op.infer(node, inputs, consts)[0][:2]
     if dt is None or not S.static(shape) or not dt.struct or math.prod(shape) * dt.size > MAX_FILL_BYTES:
         return None
     one = tensor(dt, (), [misc.fill_value(node)[1]])

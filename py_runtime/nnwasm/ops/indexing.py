@@ -1,5 +1,5 @@
 """Ops that select or assemble parts of tensors: Concat, Split, Slice, Gather, GatherElements,
-GatherND, Pad."""
+GatherND, Pad, Compress, ReverseSequence (CenterCropPad is in shape_ops.py)."""
 from . import shapes as S
 from .registry import op
 
@@ -333,3 +333,85 @@ def pad_11(node, x, pads, value=None, axes=None):
         S.fail(node, "the axes input needs opset 18")
     per_axis = _per_axis(node, _ints(pads), _ints(axes), x.ndim)
     return _pad(node, x, per_axis, 0 if value is None or value.size == 0 else value.reshape(-1)[0])
+
+
+# --- Compress ---------------------------------------------------------------------------------------
+
+def infer_compress(node, inputs, consts):
+    x, cond = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    if cond.dtype is not None and cond.dtype != S.BOOL:
+        S.fail(node, f"condition must be bool, got {cond.dtype.name}")
+    if S.rank(cond) not in (None, 1):
+        S.fail(node, f"condition must be 1-D, got shape {list(S.shape(cond))}")
+    xs, a = S.shape(x), node.attr("axis")
+    c = S.get(consts, 1)
+    n = None if c is None else sum(bool(v) for v in c.tolist())
+    if a is None:
+        return [(x.dtype, (n,))]
+    if xs is None:
+        return [(x.dtype, None)]
+    a = S.axis(node, a, len(xs))
+    if c is not None and S.known(xs[a]) and c.numel > xs[a]:
+        S.fail(node, f"condition has {c.numel} values for axis size {xs[a]}")
+    return [(x.dtype, tuple(n if i == a else d for i, d in enumerate(xs)))]
+
+
+def compress(node, x, cond):
+    """The slices along axis (of the flattened input without axis) where condition is true; a
+    condition shorter than the axis leaves the rest out."""
+    import numpy as np
+    if cond.ndim != 1:
+        S.fail(node, f"condition must be 1-D, got shape {list(cond.shape)}")
+    a = node.attr("axis")
+    if a is None:
+        x, a = x.reshape(-1), 0
+    a = S.axis(node, a, x.ndim)
+    if cond.size > x.shape[a]:
+        S.fail(node, f"condition has {cond.size} values for axis size {x.shape[a]}")
+    return np.compress(cond.astype(bool), x, axis=a)
+
+
+for _since in (9, 11, 28):     # 11 allows a negative axis
+    op("Compress", _since, infer_compress)(compress)
+
+
+# --- ReverseSequence --------------------------------------------------------------------------------
+
+def _rs_axes(node, r):
+    b, t = node.attr("batch_axis", 1), node.attr("time_axis", 0)
+    if {b, t} != {0, 1}:
+        S.fail(node, f"batch_axis {b} and time_axis {t} must be 0 and 1 in some order")
+    if r is not None and r < 2:
+        S.fail(node, f"input needs rank >= 2, got {r}")
+    return b, t
+
+
+def infer_reverse_sequence(node, inputs, consts):
+    x, lens = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    xs = S.shape(x)
+    b, _ = _rs_axes(node, None if xs is None else len(xs))
+    ls = S.shape(lens)
+    if ls is not None and len(ls) != 1:
+        S.fail(node, f"sequence_lens must be 1-D, got shape {list(ls)}")
+    if ls is not None and xs is not None:
+        S.merge_dims(node, ls[0], xs[b], "sequence_lens and the batch size")
+    return [(x.dtype, xs)]
+
+
+def reverse_sequence(node, x, lens):
+    """Per batch entry, the first sequence_lens[i] steps along the time axis reversed."""
+    b, t = _rs_axes(node, x.ndim)
+    if lens.shape != (x.shape[b],) or lens.size and (lens.min() < 0 or lens.max() > x.shape[t]):
+        S.fail(node, f"sequence_lens {lens.tolist()} must hold one length in [0, {x.shape[t]}] per batch entry")
+    out = x.copy()
+    for i, n in enumerate(lens.tolist()):
+        at = [slice(None)] * x.ndim
+        at[b], at[t] = i, slice(0, n)
+        src = list(at)
+        src[t] = slice(n - 1, None, -1) if n else slice(0, 0)
+        out[tuple(at)] = x[tuple(src)]
+    return out
+
+
+for _since in (10, 28):
+    op("ReverseSequence", _since, infer_reverse_sequence)(reverse_sequence)

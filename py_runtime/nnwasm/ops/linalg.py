@@ -1,6 +1,31 @@
-"""MatMul, Gemm and Einsum."""
+"""MatMul, Gemm, Einsum and Det."""
 from . import shapes as S
+from .casting import widened
 from .registry import op
+
+
+def infer_det(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    xs = S.shape(x)
+    if xs is None:
+        return [(x.dtype, None)]
+    if len(xs) < 2:
+        S.fail(node, f"input must be [..., M, M], got shape {list(xs)}")
+    S.merge_dims(node, xs[-1], xs[-2], "a square matrix")
+    return [(x.dtype, tuple(xs[:-2]))]
+
+
+def det(node, x):
+    import numpy as np
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        S.fail(node, f"input must be [..., M, M], got shape {list(x.shape)}")
+    if x.dtype.kind != "f":
+        S.fail(node, f"input must be floating point, got {x.dtype}")
+    return np.asarray(np.linalg.det(x.astype(np.float64))).astype(x.dtype)
+
+
+for _since in (11, 22):     # 22 adds bfloat16
+    op("Det", _since, infer_det)(det)
 
 
 def matmul_shape(node, a, b):
@@ -25,7 +50,7 @@ def infer_matmul(node, inputs, consts):
 @op("MatMul", 1, infer_matmul)
 def matmul(node, a, b):
     import numpy as np
-    return np.matmul(a, b)
+    return np.matmul(a, b).astype(a.dtype, copy=False)   # ml_dtypes' bfloat16 matmul gives float32
 
 
 def infer_gemm(node, inputs, consts):
@@ -110,6 +135,7 @@ def infer_einsum(node, inputs, consts):
 
 
 @op("Einsum", 12, infer_einsum)
+@widened
 def einsum(node, *xs):
     import numpy as np
     return np.einsum(node.attr("equation").replace(" ", ""), *xs)

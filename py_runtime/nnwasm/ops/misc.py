@@ -3,6 +3,7 @@ import math
 
 from .. import dtypes
 from ..tensor import TensorData
+from . import casting
 from . import shapes as S
 from .elementwise import infer_unary
 from .registry import op
@@ -109,8 +110,12 @@ def infer_cast(node, inputs, consts):
     return [(S.dtype_attr(node, "to"), S.shape(x))]
 
 
-def cast_array(x, dt):
+def cast_array(x, dt, saturate=True, round_mode="up"):
     import numpy as np
+    if dt.ml_dtypes or dtypes.of_numpy(x.dtype) is None or dtypes.of_numpy(x.dtype).ml_dtypes:
+        if x.dtype == object:
+            x = cast_array(x, dtypes.FLOAT32)
+        return casting.to_type(x, dt, saturate, round_mode) if dt != STRING else cast_array(x.astype("float32"), dt)
     if dt == STRING:
         return np.array([_float_str(v) if isinstance(v, float) else str(v) for v in x.reshape(-1).tolist()],
                         dtype=object).reshape(x.shape)
@@ -125,16 +130,17 @@ def _float_str(v):
 
 @op("Cast", 6, infer_cast)
 def cast(node, x):
-    return cast_array(x, S.dtype_attr(node, "to"))
+    return cast_array(x, S.dtype_attr(node, "to"), bool(node.attr("saturate", 1)), node.attr("round_mode", "up"))
 
 
 @op("CastLike", 15, lambda node, inputs, consts: [(S.need(node, inputs, 1).dtype,
                                                   S.shape(S.need(node, inputs, 0)))])
 def cast_like(node, x, like):
-    return cast_array(x, dtypes.from_name(like.dtype.name))
+    return cast_array(x, dtypes.of_numpy(like.dtype), bool(node.attr("saturate", 1)), node.attr("round_mode", "up"))
 
 
-@op("Identity", 1, infer_unary)
+@op("Identity", 1, lambda node, inputs, consts: [S.typed(S.need(node, inputs, 0).dtype, S.shape(inputs[0]),
+                                                           inputs[0].kind)])
 def identity(node, x):
     return x
 

@@ -1,5 +1,6 @@
-"""Normalisations: BatchNormalization, InstanceNormalization, LayerNormalization,
-GroupNormalization, LpNormalization. Statistics are computed in float32 or wider."""
+"""Normalisations: BatchNormalization, InstanceNormalization, LayerNormalization, GroupNormalization,
+LpNormalization, RMSNormalization, MeanVarianceNormalization. Statistics are computed in float32 or
+wider."""
 from . import shapes as S
 from .elementwise import infer_unary
 from .registry import op
@@ -182,3 +183,45 @@ def lrn(node, x):
     csum = np.concatenate([np.zeros_like(padded[:, :1]), np.cumsum(padded, axis=1)], axis=1)
     window = csum[:, size:] - csum[:, :-size]
     return (x / (bias + alpha / size * window) ** beta).astype(x.dtype)
+
+
+def infer_rms_norm(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    xs, ss = S.shape(x), S.shape(S.need(node, inputs, 1))
+    S.dtype_attr(node, "stash_type", 1)
+    if xs is not None:
+        S.axis(node, node.attr("axis", -1), len(xs))
+        out = S.broadcast(node, xs, ss) if ss is not None and len(ss) <= len(xs) else None
+        if ss is not None and (out is None or any(S.known(o) and S.known(d) and o != d for o, d in zip(out, xs))):
+            S.fail(node, f"scale shape {list(ss)} does not broadcast to the input shape {list(xs)}")
+    return [(x.dtype, xs)]
+
+
+@op("RMSNormalization", 23, infer_rms_norm)
+def rms_norm(node, x, scale):
+    """x / sqrt(mean(x^2 over axis..last) + epsilon) * scale, in the stash type."""
+    import numpy as np
+    a = S.axis(node, node.attr("axis", -1), x.ndim)
+    xf = x.astype(np.result_type(x.dtype, S.dtype_attr(node, "stash_type", 1).name))
+    ms = np.mean(xf * xf, axis=tuple(range(a, x.ndim)), keepdims=True)
+    return (xf / np.sqrt(ms + node.attr("epsilon", 1e-5)) * scale).astype(x.dtype)
+
+
+def infer_mvn(node, inputs, consts):
+    x = S.need(node, inputs, 0)
+    if S.rank(x) is not None:
+        S.axes(node, S.ints_attr(node, "axes", [0, 2, 3]), S.rank(x))
+    return infer_unary(node, inputs, consts)
+
+
+def mvn(node, x):
+    """(x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over axes (default N, H, W)."""
+    import numpy as np
+    axes = tuple(S.axes(node, S.ints_attr(node, "axes", [0, 2, 3]), x.ndim))
+    mean = np.mean(x, axis=axes, keepdims=True)
+    std = np.sqrt(np.mean(x * x, axis=axes, keepdims=True) - mean * mean)
+    return ((x - mean) / (std + np.asarray(1e-9, x.dtype))).astype(x.dtype)
+
+
+for _since in (9, 13):      # 13 adds bfloat16 only
+    op("MeanVarianceNormalization", _since, infer_mvn)(mvn)

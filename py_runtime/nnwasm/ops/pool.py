@@ -134,3 +134,65 @@ def global_average_pool(node, x):
 @op("GlobalMaxPool", 1, infer_global_pool)
 def global_max_pool(node, x):
     return x.max(axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+def _unpool_geometry(node, xs):
+    kernel = S.ints_attr(node, "kernel_shape")
+    if kernel is None:
+        S.fail(node, "attribute kernel_shape is required")
+    nd = len(kernel)
+    strides, _, pads = W.params(node, nd, kernel)
+    if xs is not None and len(xs) != nd + 2:
+        S.fail(node, f"X of shape {list(xs)} does not fit kernel_shape {kernel}")
+    if xs is None:
+        return None
+    out = [(d - 1) * s - (pads[i] + pads[nd + i]) + k if S.known(d) else None
+           for i, (d, s, k) in enumerate(zip(xs[2:], strides, kernel))]
+    if any(o is not None and o < 1 for o in out):
+        S.fail(node, f"unpooled spatial dims {out} are not positive")
+    return (xs[0], xs[1], *out)
+
+
+def infer_max_unpool(node, inputs, consts):
+    x, i = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    if S.dtype(i) is not None and S.dtype(i).name != "int64":
+        S.fail(node, f"I must be int64, got {S.dtype(i).name}")
+    xs = S.shape(x)
+    if S.shape(i) is not None and xs is not None:
+        for a, b in zip(S.shape(i), xs):
+            S.merge_dims(node, a, b, "shapes of X and I")
+    inferred = _unpool_geometry(node, xs)
+    if S.get(inputs, 2) is not None:
+        shape = S.const_ints(consts, 2)
+        if shape is not None:
+            if xs is not None and len(shape) != len(xs):
+                S.fail(node, f"output_shape {shape} must have X's rank {len(xs)}")
+            if inferred is not None and any(S.known(a) and b < a for a, b in zip(inferred, shape)):
+                S.fail(node, f"output_shape {shape} is smaller than the unpooled shape {list(inferred)}")
+            return [(S.dtype(x), tuple(shape))]
+        return [(S.dtype(x), None if xs is None else (None,) * len(xs))]
+    return [(S.dtype(x), inferred)]
+
+
+@op("MaxUnpool", 9, infer_max_unpool)
+@op("MaxUnpool", 11, infer_max_unpool)
+@op("MaxUnpool", 22, infer_max_unpool)
+def max_unpool(node, x, indices, output_shape=None):
+    """Scatters X to the flat positions I of the unpooled tensor (the MaxPool indices), zeros
+    elsewhere; a larger output_shape pads that tensor at the end of each axis."""
+    import numpy as np
+    inferred = _unpool_geometry(node, x.shape)
+    size = int(np.prod(inferred))
+    if indices.shape != x.shape or np.any(indices < 0) or np.any(indices >= size):
+        S.fail(node, f"I of shape {list(indices.shape)} must match X and index the {size} unpooled values")
+    y = np.zeros(size, x.dtype)
+    y[indices.reshape(-1)] = x.reshape(-1)
+    y = y.reshape(inferred)
+    if output_shape is None:
+        return y
+    shape = [int(v) for v in output_shape.reshape(-1)]
+    if len(shape) != len(inferred) or any(b < a for a, b in zip(inferred, shape)):
+        S.fail(node, f"output_shape {shape} does not hold the unpooled shape {list(inferred)}")
+    out = np.zeros(shape, x.dtype)
+    out[tuple(slice(0, d) for d in inferred)] = y
+    return out

@@ -7,6 +7,7 @@ rounds half to even and saturates; requantization multiplies the int32 sum by th
 multiplier x_scale * w_scale / y_scale; integer products are exact (int64, wrapped to int32)."""
 from .. import dtypes
 from ..ir import ValueInfo
+from . import casting
 from . import shapes as S
 from .conv import conv, infer_conv
 from .linalg import matmul_shape
@@ -14,7 +15,11 @@ from .registry import op
 
 UINT8, INT8, INT32, FLOAT32 = (dtypes.BY_NAME[n] for n in ("uint8", "int8", "int32", "float32"))
 QTYPES = (UINT8, INT8)
-QLINEAR_TYPES = QTYPES + (dtypes.BY_NAME["uint16"], dtypes.BY_NAME["int16"])   # Q/DQ (opset 21) in numpy
+# Q/DQ in numpy: opset 21's 16-bit and ml_dtypes' low-precision types (ops/casting.py)
+LOWP = tuple(dtypes.BY_NAME[n] for n in ("int4", "uint4", "int2", "uint2", "float8_e4m3fn", "float8_e4m3fnuz",
+                                         "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"))
+QLINEAR_TYPES = QTYPES + (dtypes.BY_NAME["uint16"], dtypes.BY_NAME["int16"]) + LOWP
+_LOWP_INT_RANGE = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
 MS = "com.microsoft"
 
 
@@ -51,8 +56,8 @@ def _check_axis_params(node, inputs, x_index):
         return
     for i in (1, 2):
         s = S.shape(S.get(inputs, i))
-        if s is None or x is None or len(s) == 0 or s == (1,):
-            continue
+        if s is None or x is None or len(s) == 0 or s == (1,) or (len(s) == 1 and not S.known(s[0])):
+            continue   # per-tensor (or, with an unknown length, checked when it runs)
         if len(s) != 1:
             S.unsupported(node, f"scale/zero point of shape {list(s)}")
         ax = S.axis(node, node.attr("axis", 1), len(x))
@@ -74,11 +79,16 @@ def infer_quantize(node, inputs, consts):
 
 def quantize_linear(node, x, scale, zp=None):
     import numpy as np
-    dt = zp.dtype if zp is not None else np.dtype(dtypes.from_onnx(node.attr("output_dtype", 2)).name)
-    lo, hi = _limits(np, dt)
+    dt = zp.dtype if zp is not None else dtypes.numpy_dtype(dtypes.from_onnx(node.attr("output_dtype", 2)))
     dim = x.shape[node.attr("axis", 1)] if node.attr("block_size", 0) else None
     s = _per_axis(np, node, scale.astype(np.float32), x.ndim, dim=dim)
     z = 0 if zp is None else _per_axis(np, node, zp, x.ndim, dim=dim).astype(np.float32)
+    if dt.name not in _LOWP_INT_RANGE and dtypes.of_numpy(dt).ml_dtypes:   # float8, float4: no rounding
+        v = x.astype(np.float32) / s
+        if dt.name.startswith("float4"):
+            v = v + z
+        return casting.to_type(v, dtypes.of_numpy(dt), bool(node.attr("saturate", 1)))
+    lo, hi = _LOWP_INT_RANGE.get(dt.name) or _limits(np, dt)
     v = np.rint(x.astype(np.float32) / s) + z
     return np.clip(np.nan_to_num(v, nan=lo), lo, hi).astype(dt)
 
@@ -89,15 +99,23 @@ def infer_dequantize(node, inputs, consts):
     _check_axis_params(node, inputs, 0)
     if S.dtype(x) not in QLINEAR_TYPES + (INT32, None):
         S.unsupported(node, f"dequantizing {S.dtype(x).name}")
-    return [(S.dtype(inputs[1]) or FLOAT32, S.shape(x))]
+    out = S.dtype_attr(node, "output_dtype") if node.attr("output_dtype") else S.dtype(inputs[1])
+    return [(out, S.shape(x))]
 
 
 def dequantize_linear(node, x, scale, zp=None):
     import numpy as np
     dim = x.shape[node.attr("axis", 1)] if node.attr("block_size", 0) else None
     s = _per_axis(np, node, scale, x.ndim, dim=dim)
+    out = dtypes.numpy_dtype(dtypes.from_onnx(node.attr("output_dtype"))) if node.attr("output_dtype") else scale.dtype
+    if dtypes.of_numpy(x.dtype).ml_dtypes:   # int4, float8...: exact in float32
+        lowp_float = "float" in x.dtype.name
+        z = 0 if zp is None or lowp_float else _per_axis(np, node, zp, x.ndim, dim=dim).astype(np.float32)
+        if lowp_float and zp is not None and np.any(zp.astype(np.float32) != 0):
+            S.fail(node, f"the zero point of a {x.dtype.name} input must be 0")
+        return ((x.astype(np.float32) - z) * s).astype(out)
     z = 0 if zp is None else _per_axis(np, node, zp, x.ndim, dim=dim).astype(np.int64)
-    return ((x.astype(np.int64) - z).astype(np.float32) * s).astype(scale.dtype)
+    return ((x.astype(np.int64) - z).astype(np.float32) * s).astype(out)
 
 
 for _since in (10, 13, 19, 21):

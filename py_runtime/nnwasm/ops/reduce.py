@@ -1,6 +1,7 @@
-"""Reduce* ops, ArgMax and ArgMin. Axes are an attribute until they become an input (ReduceSum at
-opset 13, the others at 18), together with noop_with_empty_axes."""
+"""Reduce* ops, ArgMax, ArgMin, CumSum and CumProd. Axes are an attribute until they become an
+input (ReduceSum at opset 13, the others at 18), together with noop_with_empty_axes."""
 from . import shapes as S
+from .casting import widened
 from .registry import op
 
 AXES_INPUT_SINCE = {"ReduceSum": 13}      # every other Reduce* takes axes as an input from 18
@@ -90,7 +91,7 @@ def _reducer(name, since, fn):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(fn(np, x, axes, bool(node.attr("keepdims", 1)))).astype(x.dtype, copy=False)
     kernel.__name__ = name
-    op(name, since, infer_reduce)(kernel)
+    op(name, since, infer_reduce)(widened(kernel))
 
 
 for _name, _fn in REDUCERS.items():
@@ -126,3 +127,38 @@ def _arg(name, fn):
 
 _arg("ArgMax", lambda np, x, a: np.argmax(x, axis=a))
 _arg("ArgMin", lambda np, x, a: np.argmin(x, axis=a))
+
+
+def infer_cumulative(node, inputs, consts):
+    x, ax = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    if S.numel(S.shape(ax)) not in (None, 1) or S.rank(ax) not in (None, 0, 1):
+        S.fail(node, f"axis must be a scalar or one value, got shape {list(S.shape(ax))}")
+    a = S.const_scalar(consts, 1)
+    if a is not None and S.rank(x) is not None:
+        S.axis(node, int(a), S.rank(x))
+    return [(x.dtype, S.shape(x))]
+
+
+def _cumulative(name, since, fn, identity):
+    def kernel(node, x, axis):
+        """exclusive=1 shifts in the identity (each output leaves its own element out); reverse=1
+        accumulates from the end."""
+        import numpy as np
+        if axis.size != 1:
+            S.fail(node, f"axis must be one value, got {axis.size}")
+        a = S.axis(node, int(axis.reshape(-1)[0]), x.ndim)
+        rev = bool(node.attr("reverse", 0))
+        y = np.flip(x, a) if rev else x
+        if node.attr("exclusive", 0) and y.shape[a]:
+            head = np.full((*y.shape[:a], 1, *y.shape[a + 1:]), identity, x.dtype)
+            y = np.concatenate([head, np.take(y, range(y.shape[a] - 1), axis=a)], axis=a)
+        with np.errstate(all="ignore"):
+            y = fn(np, y, a).astype(x.dtype)
+        return np.flip(y, a) if rev else y
+    kernel.__name__ = name
+    op(name, since, infer_cumulative)(kernel)
+
+
+for _since in (11, 14):      # 14 adds float16/bfloat16
+    _cumulative("CumSum", _since, lambda np, y, a: np.cumsum(y, axis=a, dtype=y.dtype), 0)
+_cumulative("CumProd", 26, lambda np, y, a: np.cumprod(y, axis=a, dtype=y.dtype), 1)

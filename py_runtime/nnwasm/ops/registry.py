@@ -21,10 +21,13 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..errors import InvalidArgument, InvalidModel
+from ..values import Seq
 
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
-            "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant")
+            "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
+            "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
+            "training", "ml", "image", "sequence")
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False
@@ -109,7 +112,7 @@ def _as_tuple(fn):
             raise InvalidArgument(str(e)) from None
         if not isinstance(out, tuple):
             out = (out,)
-        return tuple(o if o is None or isinstance(o, np.ndarray) else np.asarray(o) for o in out)
+        return tuple(o if o is None or isinstance(o, (np.ndarray, Seq)) else np.asarray(o) for o in out)
     run.__name__ = getattr(fn, "__name__", "numpy")
     run.__wrapped__ = fn
     return run

@@ -325,3 +325,56 @@ def space_to_depth(node, x):
     y = x.reshape(n, c, h // b, b, w // b, b)
     y = y.transpose(0, 3, 5, 1, 2, 4) if node.attr("mode", "DCR") == "DCR" else y.transpose(0, 1, 3, 5, 2, 4)
     return y.reshape(n, c * b * b, h // b, w // b)
+
+
+def _crop_pad_axes(node, r, n):
+    axes = S.ints_attr(node, "axes")
+    if axes is None:
+        if r is not None and n is not None and n != r:
+            S.fail(node, f"shape has {n} values for an input of rank {r} (no axes)")
+        return list(range(r if r is not None else n)) if (r is not None or n is not None) else None
+    if n is not None and n != len(axes):
+        S.fail(node, f"shape has {n} values for axes {axes}")
+    return S.axes(node, axes, r)
+
+
+def infer_center_crop_pad(node, inputs, consts):
+    x, shp = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    xs, ss = S.shape(x), S.shape(shp)
+    if ss is not None and len(ss) != 1:
+        S.fail(node, f"shape must be 1-D, got shape {list(ss)}")
+    if S.dtype(shp) is not None and S.dtype(shp).name not in ("int32", "int64"):
+        S.fail(node, f"shape must be int32 or int64, got {S.dtype(shp).name}")
+    target = S.const_ints(consts, 1)
+    n = len(target) if target is not None else (ss[0] if ss is not None and S.known(ss[0]) else None)
+    axes = _crop_pad_axes(node, S.rank(x), n)
+    if xs is None:
+        return [(S.dtype(x), None)]
+    out = list(xs)
+    for k, a in enumerate(axes or []):
+        if target is not None and target[k] < 0:
+            S.fail(node, f"shape {target} has a negative dim")
+        out[a] = target[k] if target is not None else None
+    return [(S.dtype(x), tuple(out))]
+
+
+@op("CenterCropPad", 18, infer_center_crop_pad)
+def center_crop_pad(node, x, shape):
+    """Each listed axis is cropped or zero-padded to its target size, centred (an odd
+    difference leaves the extra element at the end)."""
+    import numpy as np
+    target = [int(v) for v in shape.reshape(-1)]
+    axes = _crop_pad_axes(node, x.ndim, len(target))
+    if any(t < 0 for t in target):
+        S.fail(node, f"shape {target} has a negative dim")
+    out_shape, src, dst = list(x.shape), [slice(None)] * x.ndim, [slice(None)] * x.ndim
+    for a, t in zip(axes, target):
+        dim = x.shape[a]
+        out_shape[a] = t
+        if t < dim:
+            src[a] = slice((dim - t) // 2, (dim - t) // 2 + t)
+        elif t > dim:
+            dst[a] = slice((t - dim) // 2, (t - dim) // 2 + dim)
+    y = np.zeros(out_shape, x.dtype)
+    y[tuple(dst)] = x[tuple(src)]
+    return y

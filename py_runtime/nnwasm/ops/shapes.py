@@ -142,6 +142,12 @@ def _broadcast_dim(node, dims, shapes):
     return others[0]
 
 
+def typed(dt, shape, kind):
+    """An infer result: (dtype, shape), with the kind (ir.ValueInfo.kind) added when the value is a
+    sequence or an optional rather than a tensor."""
+    return (dt, shape) if kind == "tensor" else (dt, shape, kind)
+
+
 def dtype_attr(node, name, default=None):
     """An element-type attribute (Cast's `to`, ...) as a DType; NotImplementedOp if nnwasm lacks it."""
     code = node.attr(name, default)

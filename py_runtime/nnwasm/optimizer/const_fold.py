@@ -29,7 +29,8 @@ def foldable(node, g):
     if any(i not in g.initializers for i in named):
         return False
     outs = [g.values.get(o) for o in node.outputs if o]
-    if not outs or any(v is None or v.dtype is None or not v.dtype.size or not v.is_static() for v in outs):
+    if not outs or any(v is None or v.dtype is None or not v.dtype.size or not v.is_static() or v.kind != "tensor"
+                       for v in outs):   # initializers are tensors: sequences and optionals stay
         return False
     out_bytes = sum(_bytes(v) for v in outs)
     in_bytes = sum(g.initializers[i].numel * max(g.initializers[i].dtype.size, 1) for i in set(named))

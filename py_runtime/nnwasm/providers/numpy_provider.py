@@ -2,12 +2,13 @@
 at a time. It is the fallback for what the WASM provider can't run, and the reference the WASM
 kernels are tested against. numpy is imported only when a partition of it is compiled, so a
 model that runs entirely on WASM never imports numpy (Pyodide has none)."""
+from .. import dtypes
 from ..errors import FallbackUnavailable, InvalidArgument, NnwasmError
 from ..ir import implicit_inputs, subgraphs
 from ..ops.control import numpy_refusal
 from ..ops.registry import lookup
 from ..profiling import node_label
-from ..tensor import TensorData
+from ..values import from_numpy, to_numpy
 
 
 class NumpyExecutionProvider:
@@ -39,11 +40,16 @@ class _NumpyRunner:
         self.consts = {k: t.to_numpy() for k, t in graph.initializers.items()
                        if any(k in n.inputs or k in implicit_inputs(n) for n in part.nodes)}
         self.outputs = set(part.outputs)
+        # ml_dtypes registers its types' names with numpy (np.dtype("bfloat16") in a kernel) when
+        # imported; where it is missing, this refuses now, naming the type
+        for dt in {vi.dtype for n in part.nodes for v in n.inputs + n.outputs
+                   for vi in [graph.values.get(v)] if vi is not None and vi.dtype is not None and vi.dtype.ml_dtypes}:
+            dtypes.numpy_dtype(dt)
 
     def run(self, env, prof=None):
         vals = dict(self.consts)
         for name in self.part.inputs:
-            vals[name] = env[name].to_numpy()
+            vals[name] = to_numpy(env[name])
         for node, op in zip(self.part.nodes, self.ops):
             t0 = prof and prof.clock()
             args = [vals[i] if i else None for i in node.inputs]
@@ -60,4 +66,4 @@ class _NumpyRunner:
                 prof.node(node_label(node), node.op_type, op.numpy.__name__, NumpyExecutionProvider.name, t0,
                           prof.clock())
         for name in self.outputs:
-            env[name] = TensorData.from_numpy(vals[name])
+            env[name] = from_numpy(vals[name])

@@ -15,7 +15,7 @@ from .lower.cast import lower_cast
 from .lower.conv import (check_conv, check_conv_transpose, check_pool, lower_average_pool, lower_conv,
                          lower_conv_transpose, lower_max_pool)
 from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_neg,
-                                lower_batch_norm, lower_binary, lower_neg, lower_unary, lower_variadic)
+                                check_prelu, lower_batch_norm, lower_binary, lower_neg, lower_unary, lower_variadic)
 from .lower.logic import (check_compare, check_is, check_not, check_where, lower_compare, lower_unary_bool,
                           lower_where)
 from .lower.fused import check_fused_conv, check_fused_gemm, lower_fused_conv, lower_fused_gemm
@@ -47,7 +47,7 @@ LOWERINGS = {
     "Sum": (check_arith, lower_variadic),
     "Mean": (check_arith, lower_variadic),
     "Pow": (f32(check_binary), lower_binary),
-    "PRelu": (f32(check_binary), lower_binary),
+    "PRelu": (f32(check_prelu), lower_binary),
     "Mod": (check_arith, lower_binary),
     "Neg": (check_neg, lower_neg),
     "BatchNormalization": (f32(check_batch_norm), lower_batch_norm),

@@ -41,4 +41,7 @@ OPS = {
     "gemm_packed": Op(code=50, args=("a", "bp", "bias", "r", "y", "m", "n", "k", "act", "act_min", "act_max"), kinds="tttttiiiiff"),
     "attention": Op(code=51, args=("q", "k", "v", "mask", "y", "scratch", "batch", "heads", "s", "l", "d", "m_bs", "m_hs", "m_rs", "scale"), kinds="ttttttiiiiiiiif"),
     "q8_gemm_ep": Op(code=52, args=("a", "b", "a_zp", "b_zp", "bias", "scale", "y", "scratch", "a_dtype", "b_dtype", "y_dtype", "batch", "m", "n", "k", "a_bs", "b_bs", "a_zp_rs", "b_zp_cs", "per_row", "bias_s", "scale_s", "y_zp", "y_min", "y_max", "fbias", "r", "act"), kinds="ttttttttiiiiiiiiiiiiiiiiitti"),
+    "q8_gemm_pk": Op(code=65, args=("a", "bp", "a_zp", "scale", "fbias", "r", "y", "scratch", "a_dtype", "m", "n", "k", "scale_s", "act"), kinds="ttttttttiiiiii"),
+    "conv2d_winograd_weights": Op(code=40, args=("weight", "u", "c", "m"), kinds="ttii"),
+    "conv2d_winograd": Op(code=41, args=("x", "u", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "pt", "pl", "act_min", "act_max"), kinds="tttttiiiiiiiiiff"),
 }

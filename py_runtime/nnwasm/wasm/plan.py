@@ -35,6 +35,8 @@ class PlanBuilder:
         self.graph = graph
         self.inputs, self.outputs = list(inputs), list(outputs)
         self.ops = []          # (op name, {arg: value})
+        self.init_ops = []     # the same, run once by nnw_plan_load (e.g. weight transforms)
+        self.persistent = {}   # name -> bytes of arena buffers alive from load on (init ops' outputs)
         self.fused = set()     # ids of nodes folded into an earlier op (fused epilogues)
         self._scratch = 0
         self.constants = {}    # name -> TensorData the lowering derived (e.g. BatchNorm's scale)
@@ -65,11 +67,28 @@ class PlanBuilder:
         return Ref(f"#scratch{self._scratch}", 0, nbytes) if nbytes else None
 
     def emit(self, op, **args):
-        spec = OPS[op]
-        missing = set(spec.args) ^ set(args)
+        self._check(op, args)
+        self.ops.append((op, args))
+
+    def emit_init(self, op, **args):
+        """An op run once at plan load, on weights and persistent buffers only."""
+        self._check(op, args)
+        self.init_ops.append((op, args))
+
+    def persistent_buffer(self, key, nbytes):
+        """(Ref, new): an arena buffer kept from load to the end of every run, named by key (one
+        per key: a transform of a weight shared by two nodes is made once); new says whether this
+        call created it, so the caller emits the init op that fills it."""
+        name = f"#persist:{key}"
+        new = name not in self.persistent
+        self.persistent.setdefault(name, nbytes)
+        return Ref(name), new
+
+    @staticmethod
+    def _check(op, args):
+        missing = set(OPS[op].args) ^ set(args)
         if missing:
             raise AssertionError(f"{op}: arguments {sorted(missing)} do not match ops.def")
-        self.ops.append((op, args))
 
     # --- layout and encoding ------------------------------------------------------------
     def finish(self, max_arena):
@@ -80,7 +99,8 @@ class PlanBuilder:
         last = len(self.ops)
         for name in self.inputs:
             live[name] = [-1, -1, self.nbytes(name)]
-        for k, (_, args) in enumerate(self.ops):
+        for k, (_, args) in enumerate(self.init_ops + self.ops):
+            k -= len(self.init_ops)
             for v in args.values():
                 if not isinstance(v, Ref):
                     continue
@@ -90,11 +110,15 @@ class PlanBuilder:
                         blob += inits[v.name].data
                         blob += bytes(_align(len(blob)) - len(blob))
                     continue
+                if v.name in self.persistent:
+                    continue
                 size = v.nbytes if v.nbytes is not None else self.nbytes(v.name)
                 span = live.setdefault(v.name, [k, k, size])
                 span[1] = k
         for name in self.outputs:
             live[name][1] = last
+        for name, size in self.persistent.items():
+            live[name] = [-1, last, size]
         offsets = _first_fit(live)
         base = len(blob)
         where = dict(weights)
@@ -104,26 +128,32 @@ class PlanBuilder:
         if arena > max_arena:
             raise Unsupported(f"this WASM partition needs {arena} bytes of memory (weights and activations); "
                               f"kernels.wasm addresses at most {max_arena}")
-        words = []
-        for op, args in self.ops:
-            spec = OPS[op]
-            words += [spec.code, len(spec.args)]
-            for arg, kind in zip(spec.args, spec.kinds):
-                v = args[arg]
-                if kind == "t":
-                    words.append(-1 if v is None else where[v.name] + v.offset)
-                elif kind == "f":
-                    words.append(struct.unpack("<i", struct.pack("<f", v))[0])
-                else:
-                    words.append(int(v))
-        header_and_ops = 8 + len(words)
+        init_words, words = _encode(self.init_ops, where), _encode(self.ops, where)
+        header_and_ops = 8 + len(init_words) + len(words)
         weights_at = _align(4 * header_and_ops)
-        header = [MAGIC, VERSION, arena, len(blob), weights_at, 0, len(words), 0]
+        header = [MAGIC, VERSION, arena, len(blob), weights_at, len(init_words), len(words), 0]
+        words = init_words + words
         plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(w) for w in header + words]))
         plan += bytes(weights_at - len(plan))
         plan += blob
         io = {n: where[n] for n in self.inputs + self.outputs}
         return plan, arena, io
+
+
+def _encode(ops, where):
+    words = []
+    for op, args in ops:
+        spec = OPS[op]
+        words += [spec.code, len(spec.args)]
+        for arg, kind in zip(spec.args, spec.kinds):
+            v = args[arg]
+            if kind == "t":
+                words.append(-1 if v is None else where[v.name] + v.offset)
+            elif kind == "f":
+                words.append(struct.unpack("<i", struct.pack("<f", v))[0])
+            else:
+                words.append(int(v))
+    return words
 
 
 def _i32(w):

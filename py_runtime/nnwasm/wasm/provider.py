@@ -28,8 +28,10 @@ class WasmExecutionProvider:
     def capability(self, node, graph):
         if lookup(node.domain, node.op_type, node.opset) is None:
             # LOWERINGS rows follow the registry's semantics, which start at its since-versions
-            # (opset 6 PRelu broadcasts its slope per channel, not as numpy does)
             return f"nnwasm knows no {node.op_type} at opset {node.opset}"
+        why = _value_refusal(node, graph)
+        if why:
+            return why
         if subgraphs(node):
             return control_refusal(self, node, graph)
         why = self.plan_refusal(node, graph)
@@ -85,3 +87,15 @@ class WasmExecutionProvider:
 
 def _all_constant(node, graph):
     return all(n in graph.initializers for n in node.inputs if n)
+
+
+def _value_refusal(node, graph):
+    """Why kernels.wasm can't hold one of the node's values (a sequence, an optional, a type from
+    ml_dtypes such as bfloat16), else None."""
+    for name in [n for n in node.inputs if n] + [n for n in node.outputs if n]:
+        vi = graph.values.get(name)
+        if vi is not None and vi.kind != "tensor":
+            return f"'{name}' is a {vi.kind}, which kernels.wasm does not hold"
+        if vi is not None and vi.dtype is not None and vi.dtype.ml_dtypes:
+            return f"'{name}' is of type {vi.dtype.ort_name}, which kernels.wasm does not handle"
+    return None

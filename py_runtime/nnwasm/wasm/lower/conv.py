@@ -79,9 +79,35 @@ def conv_args(node, b, y):
                 sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, group=node.attr("group", 1))
 
 
+def _winograd(node, b, a):
+    """Where kernels.wasm's choice table says Winograd on weights transformed at load pays (3x3,
+    stride 1, group 1, constant weights): the scratch bytes of conv2d_winograd, else None."""
+    if (a["kh"], a["kw"], a["sh"], a["sw"], a["dh"], a["dw"], a["group"]) != (3, 3, 1, 1, 1, 1, 1) \
+            or node.inputs[1] not in b.graph.initializers:
+        return None
+    if not b.host.call("nnw_conv2d_winograd_pays", a["c"], a["m"], a["oh"], a["ow"]):
+        return None
+    return b.host.call("nnw_conv2d_winograd_scratch_bytes", a["c"], a["m"], a["oh"], a["ow"])
+
+
 def lower_conv(node, b):
     y, lo, hi = fuse_activation(node, b)
-    b.emit("conv2d", **conv_args(node, b, b.ref(y)), act_min=lo, act_max=hi)
+    emit_conv(node, b, b.ref(y), lo, hi)
+
+
+def emit_conv(node, b, y, lo, hi):
+    """conv2d, or conv2d_winograd where it pays, of a Conv or FusedConv writing Ref y."""
+    a = conv_args(node, b, y)
+    scratch = _winograd(node, b, a)
+    if scratch is None:
+        b.emit("conv2d", **a, act_min=lo, act_max=hi)
+        return
+    # U (36 c m floats, 4x the weights) is made once by an init op at plan load (docs/conv.md)
+    u, new = b.persistent_buffer(("winograd", node.inputs[1]), 36 * a["c"] * a["m"] * 4)
+    if new:
+        b.emit_init("conv2d_winograd_weights", weight=a["weight"], u=u, c=a["c"], m=a["m"])
+    b.emit("conv2d_winograd", x=a["x"], u=u, b=a["b"], y=a["y"], scratch=b.scratch(scratch),
+           **{k: a[k] for k in ("n", "c", "h", "w", "m", "oh", "ow", "pt", "pl")}, act_min=lo, act_max=hi)
 
 
 def check_pool(node, g):

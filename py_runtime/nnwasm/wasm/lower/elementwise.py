@@ -21,6 +21,13 @@ def check_binary(node, g):
     return out_rank_at_most_6(node, g)
 
 
+def check_prelu(node, g):
+    """PRelu from opset 7 (numpy broadcasting); before it a [C] slope goes along axis 1."""
+    if node.opset < 7:
+        return "PRelu before opset 7 broadcasts its slope along the channel axis (numpy provider)"
+    return check_binary(node, g)
+
+
 def check_arith(node, g):
     """Add/Sub/Mul/Div/Max/Min/Mod/Sum/Mean: float32 (binary) or, but for Sum and Mean (float-only
     in ONNX), any integer type (binary_int); every input and the output of that one type."""

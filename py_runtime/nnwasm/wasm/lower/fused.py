@@ -4,7 +4,7 @@ run as an in-place unary op after them, and FusedConv's residual Z as an in-plac
 import math
 
 from ...tensor import numel
-from .conv import check_conv, conv_args
+from .conv import check_conv, emit_conv
 from .elementwise import BINARY_KIND, emit_binary
 from .linalg import check_gemm, gemm_args
 
@@ -48,7 +48,7 @@ def lower_fused_conv(node, b):
     z = node.inputs[3] if len(node.inputs) > 3 and node.inputs[3] else None
     y = b.ref(node.outputs[0])
     lo, hi = (act[0], act[1]) if z is None else (-math.inf, math.inf)
-    b.emit("conv2d", **conv_args(node, b, y), act_min=lo, act_max=hi)
+    emit_conv(node, b, y, lo, hi)
     if z is not None:
         emit_binary(b, BINARY_KIND["Add"], y, b.ref(z), y)
         if act[2] is None and (act[0], act[1]) != (-math.inf, math.inf):

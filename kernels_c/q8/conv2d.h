@@ -1,0 +1,38 @@
+/* Shared by q8_conv2d's files: conv2d.c (validation, im2col + the q8 GEMM), conv2d_dw.c
+ * (depthwise) and conv2d_pw.c (group 1 with a quantized output): the op's arguments. */
+#ifndef NNW_Q8_CONV2D_SHARED_H
+#define NNW_Q8_CONV2D_SHARED_H
+#include "requant.h"
+
+#define COORD_LIMIT ((int64_t)1 << 30)
+
+/* the op's arguments, in ops.def's order */
+struct q8_conv {
+  int32_t x, w, x_zp, w_zp, bias, scale, y, scratch, x_dtype, w_dtype, y_dtype, n, c, h, wd, m,
+      oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, group, w_zp_s, scale_s, y_zp, y_min, y_max;
+};
+typedef char q8_conv_args_match_ops_def[sizeof(struct q8_conv) == 4 * NNW_Q8_CONV2D_NARGS ? 1 : -1];
+
+static inline struct q8_conv nnw_q8_conv_decode(const int32_t *v) {
+  struct q8_conv p;
+  memcpy(&p, v, sizeof p);
+  return p;
+}
+
+/* columns of slack past a depthwise plane's span (vector reads past the last output) */
+enum { DW_SLACK = 32 };
+
+/* group == c == m: the depthwise path (conv2d_dw.c) */
+static inline int nnw_q8_conv_depthwise(const struct q8_conv *p) {
+  return p->group > 1 && p->group == p->c && p->m == p->c;
+}
+void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena);
+#ifdef __wasm_simd128__
+/* y [m, oh*ow] = requant(weights [m, k] x [k, oh*ow]) of one image, group 1, quantized y
+ * (conv2d_pw.c); scratch: nnw_q8_gemm_scratch(m, k) bytes */
+void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
+                      uint8_t *y, uint8_t *scratch);
+#endif
+
+
+#endif

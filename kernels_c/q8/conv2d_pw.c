@@ -1,0 +1,143 @@
+/* q8_conv2d's GEMM for group 1 and a quantized output, over the image itself (1x1, stride 1, no
+ * pads) or its im2col columns: y[o][j] = requant(sum_c (w[o][c] - wz_o) (x[c][j] - xz) + bias[o]),
+ * the q8 GEMM's arithmetic
+ * (gemm.c) with the output stage fused into a register tile. As there, the weights are packed
+ * once a run into int16 pairs (k, k+1) per row and the image into panels of 8 pixels, the pairs
+ * of each pixel interleaved, so a 4x8 tile is 8 i32x4.dot_i16x8 per pair of channels. Here the
+ * sums start from the bias, stay in registers, and go out through nnw_q8_rq4 (clamp, magic
+ * rounding) 8 bytes a row: MobileNetV2's expand convs have k = 16..32, where gemm.c's tile store,
+ * reload and nearest/trunc_sat epilogue cost about as much as the multiply-adds. */
+#include "conv2d.h"
+
+#ifdef __wasm_simd128__
+enum { MR = 4, NR = 8 };
+
+/* apack[i*kp + p] = (w[i][2p] - wz_i) | (w[i][2p+1] - wz_i) << 16, 0 past k */
+static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
+                   int32_t kp, uint32_t *apack) {
+  for (int32_t i = 0; i < p->m; i++) {
+    const uint8_t *row = w + (size_t)i * (size_t)k;
+    int32_t zp = nnw_q8_get(w_zp, p->w_dtype, (size_t)i * (size_t)p->w_zp_s), q = 0;
+    uint32_t *out = apack + (size_t)i * (size_t)kp;
+    v128_t vz = wasm_i16x8_splat((int16_t)zp);
+    for (; 2 * q + 8 <= k; q += 4) {
+      v128_t v = p->w_dtype == NNW_U8 ? wasm_u16x8_load8x8(row + 2 * q) : wasm_i16x8_load8x8(row + 2 * q);
+      wasm_v128_store(out + q, wasm_i16x8_sub(v, vz));
+    }
+    for (; q < kp; q++) {
+      uint16_t lo = (uint16_t)(nnw_q8_get(row, p->w_dtype, (size_t)(2 * q)) - zp);
+      uint16_t hi = 2 * q + 1 < k ? (uint16_t)(nnw_q8_get(row, p->w_dtype, (size_t)(2 * q + 1)) - zp) : 0;
+      out[q] = (uint32_t)lo | (uint32_t)hi << 16;
+    }
+  }
+}
+
+/* panel[q*16 + 2c + h] = x[2q + h][j0 + c] - xz for c < nb, 0 past k or nb */
+static void pack_x(const struct q8_conv *p, const uint8_t *x, size_t n, int32_t j0, int32_t nb,
+                   int32_t k, int32_t kp, int32_t xz, int16_t *panel) {
+  v128_t vz = wasm_i16x8_splat((int16_t)xz);
+  for (int32_t q = 0; q < kp; q++) {
+    int16_t *out = panel + (size_t)q * 2 * NR;
+    const uint8_t *r0 = x + (size_t)(2 * q) * n + j0, *r1 = 2 * q + 1 < k ? r0 + n : NULL;
+    if (nb == NR) {
+      v128_t v0, v1;
+      if (p->x_dtype == NNW_U8) {
+        v0 = wasm_u16x8_load8x8(r0);
+        v1 = r1 ? wasm_u16x8_load8x8(r1) : vz;
+      } else {
+        v0 = wasm_i16x8_load8x8(r0);
+        v1 = r1 ? wasm_i16x8_load8x8(r1) : vz;
+      }
+      v0 = wasm_i16x8_sub(v0, vz);
+      v1 = wasm_i16x8_sub(v1, vz);
+      wasm_v128_store(out, wasm_i16x8_shuffle(v0, v1, 0, 8, 1, 9, 2, 10, 3, 11));
+      wasm_v128_store(out + 8, wasm_i16x8_shuffle(v0, v1, 4, 12, 5, 13, 6, 14, 7, 15));
+      continue;
+    }
+    for (int32_t c = 0; c < NR; c++) {
+      out[2 * c] = c < nb ? (int16_t)(nnw_q8_get(r0, p->x_dtype, (size_t)c) - xz) : 0;
+      out[2 * c + 1] = c < nb && r1 ? (int16_t)(nnw_q8_get(r1, p->x_dtype, (size_t)c) - xz) : 0;
+    }
+  }
+}
+
+/* 8 requantized bytes of row i to y, or the first nb through a buffer */
+static inline void put8(uint8_t *y, int32_t nb, v128_t q) {
+  if (nb == NR) {
+    wasm_v128_store64_lane(y, q, 0);
+  } else {
+    uint8_t tmp[16];
+    wasm_v128_store(tmp, q);
+    memcpy(y, tmp, (size_t)nb);
+  }
+}
+
+/* rows i0..i0+MR-1 (all present) of the 8 columns of one panel. (A half tile for a last panel
+ * of 1..4 pixels, as 7x7 images have, saved 3% there and cost 10% on the k = 16 layers.) */
+static void tile4(const uint32_t *a, int32_t kp, const int16_t *panel, const v128_t *bias,
+                  const v128_t *scale, const struct nnw_q8_rq *rq, int u8, uint8_t *y, size_t n,
+                  int32_t nb) {
+  const uint32_t *a0 = a, *a1 = a0 + kp, *a2 = a1 + kp, *a3 = a2 + kp;
+  v128_t c00 = bias[0], c01 = c00, c10 = bias[1], c11 = c10, c20 = bias[2], c21 = c20;
+  v128_t c30 = bias[3], c31 = c30;
+  for (int32_t q = 0; q < kp; q++, panel += 2 * NR) {
+    v128_t bl = wasm_v128_load(panel), bh = wasm_v128_load(panel + 8);
+    v128_t v0 = wasm_v128_load32_splat(a0 + q), v1 = wasm_v128_load32_splat(a1 + q);
+    v128_t v2 = wasm_v128_load32_splat(a2 + q), v3 = wasm_v128_load32_splat(a3 + q);
+    c00 = wasm_i32x4_add(c00, wasm_i32x4_dot_i16x8(v0, bl));
+    c01 = wasm_i32x4_add(c01, wasm_i32x4_dot_i16x8(v0, bh));
+    c10 = wasm_i32x4_add(c10, wasm_i32x4_dot_i16x8(v1, bl));
+    c11 = wasm_i32x4_add(c11, wasm_i32x4_dot_i16x8(v1, bh));
+    c20 = wasm_i32x4_add(c20, wasm_i32x4_dot_i16x8(v2, bl));
+    c21 = wasm_i32x4_add(c21, wasm_i32x4_dot_i16x8(v2, bh));
+    c30 = wasm_i32x4_add(c30, wasm_i32x4_dot_i16x8(v3, bl));
+    c31 = wasm_i32x4_add(c31, wasm_i32x4_dot_i16x8(v3, bh));
+  }
+  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, scale[0]), nnw_q8_rq4(rq, c01, scale[0]), u8));
+  put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, scale[1]), nnw_q8_rq4(rq, c11, scale[1]), u8));
+  put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, scale[2]), nnw_q8_rq4(rq, c21, scale[2]), u8));
+  put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, scale[3]), nnw_q8_rq4(rq, c31, scale[3]), u8));
+}
+
+/* one row (the rows past the last multiple of MR) */
+static void tile1(const uint32_t *a, int32_t kp, const int16_t *panel, v128_t bias, v128_t scale,
+                  const struct nnw_q8_rq *rq, int u8, uint8_t *y, int32_t nb) {
+  v128_t cl = bias, ch = bias;
+  for (int32_t q = 0; q < kp; q++, panel += 2 * NR) {
+    v128_t v = wasm_v128_load32_splat(a + q);
+    cl = wasm_i32x4_add(cl, wasm_i32x4_dot_i16x8(v, wasm_v128_load(panel)));
+    ch = wasm_i32x4_add(ch, wasm_i32x4_dot_i16x8(v, wasm_v128_load(panel + 8)));
+  }
+  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, cl, scale), nnw_q8_rq4(rq, ch, scale), u8));
+}
+
+void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
+                      uint8_t *y, uint8_t *scratch) {
+  int32_t kp = (k + 1) / 2, u8 = p->y_dtype == NNW_U8;
+  size_t n = (size_t)p->oh * (size_t)p->ow;
+  const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
+  const float *scale = nnw_f32_at(arena, p->scale);
+  const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
+  int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0);
+  uint32_t *apack = (uint32_t *)(void *)scratch;
+  int16_t *panel = (int16_t *)(void *)(apack + (size_t)p->m * (size_t)kp);
+  struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
+  pack_w(p, arena + p->w, w_zp, k, kp, apack);
+  for (size_t j0 = 0; j0 < n; j0 += NR) {
+    int32_t nb = n - j0 < NR ? (int32_t)(n - j0) : NR;
+    pack_x(p, x, n, (int32_t)j0, nb, k, kp, xz, panel);
+    int32_t i0 = 0;
+    for (; i0 + MR <= p->m; i0 += MR) {
+      v128_t vb[MR], vs[MR];
+      for (int r = 0; r < MR; r++) {
+        vb[r] = wasm_i32x4_splat(bias ? bias[i0 + r] : 0);
+        vs[r] = wasm_f32x4_splat(scale[(size_t)(i0 + r) * (size_t)p->scale_s]);
+      }
+      tile4(apack + (size_t)i0 * (size_t)kp, kp, panel, vb, vs, &rq, u8, y + (size_t)i0 * n + j0, n, nb);
+    }
+    for (; i0 < p->m; i0++)
+      tile1(apack + (size_t)i0 * (size_t)kp, kp, panel, wasm_i32x4_splat(bias ? bias[i0] : 0),
+            wasm_f32x4_splat(scale[(size_t)i0 * (size_t)p->scale_s]), &rq, u8, y + (size_t)i0 * n + j0, nb);
+  }
+}
+#endif

@@ -1,0 +1,128 @@
+"""IOBinding: onnxruntime's way to name a run's inputs and outputs ahead of it. nnwasm has one
+device (the CPU), so binding is bookkeeping: bound inputs are OrtValues fed to the run, and
+outputs are either fresh OrtValues or OrtValues the caller bound, filled in place."""
+import ctypes
+
+from .errors import InvalidArgument
+from .ortvalue import OrtValue, _check_device, _dims, element_dtype
+
+
+class IOBinding:
+    def __init__(self, session):
+        self._session = session
+        self._inputs = {}     # name -> OrtValue
+        self._outputs = {}    # name -> OrtValue to fill, or None (a new one each run); bind order kept
+        self._results = []
+
+    # --- inputs ------------------------------------------------------------------------------
+    def _input_name(self, name):
+        s = self._session
+        known = [a.name for a in s.get_inputs()] + [a.name for a in s.get_overridable_initializers()]
+        if name not in known:
+            raise InvalidArgument(f"IOBinding: '{name}' is not an input of the model (its inputs: {known})")
+        return name
+
+    def bind_cpu_input(self, name, arr_on_cpu):
+        self._inputs[self._input_name(name)] = OrtValue.ortvalue_from_numpy(arr_on_cpu)
+
+    def bind_ortvalue_input(self, name, ortvalue):
+        if not isinstance(ortvalue, OrtValue):
+            raise InvalidArgument(f"IOBinding.bind_ortvalue_input('{name}'): expected an OrtValue, "
+                                  f"got {type(ortvalue).__name__}")
+        self._inputs[self._input_name(name)] = ortvalue
+
+    def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr):
+        """The input's data is at buffer_ptr (an address in this process, as data_ptr() gives),
+        read when the run starts."""
+        self._input_name(name)
+        self._inputs[name] = OrtValue(_array_at(buffer_ptr, device_type, element_type, shape,
+                                                f"IOBinding.bind_input('{name}')"))
+
+    def clear_binding_inputs(self):
+        self._inputs.clear()
+
+    def synchronize_inputs(self):
+        pass   # one device: nothing to wait for
+
+    # --- outputs -----------------------------------------------------------------------------
+    def _output_name(self, name):
+        known = [a.name for a in self._session.get_outputs()]
+        if name not in known:
+            raise InvalidArgument(f"IOBinding: '{name}' is not an output of the model (its outputs: {known})")
+        return name
+
+    def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
+        """Without buffer_ptr the run makes a new OrtValue; with it (and element_type and shape),
+        the output is written there and must have that type and shape."""
+        self._output_name(name)
+        _check_device(device_type, f"IOBinding.bind_output('{name}')")
+        if buffer_ptr is None:
+            self._outputs[name] = None
+        else:
+            self._outputs[name] = OrtValue(_array_at(buffer_ptr, device_type, element_type, shape,
+                                                     f"IOBinding.bind_output('{name}')"))
+
+    def bind_ortvalue_output(self, name, ortvalue):
+        if not isinstance(ortvalue, OrtValue):
+            raise InvalidArgument(f"IOBinding.bind_ortvalue_output('{name}'): expected an OrtValue, "
+                                  f"got {type(ortvalue).__name__}")
+        self._outputs[self._output_name(name)] = ortvalue
+
+    def clear_binding_outputs(self):
+        self._outputs.clear()
+        self._results = []
+
+    def synchronize_outputs(self):
+        pass
+
+    def get_outputs(self):
+        """The last run's outputs as OrtValues, in the order they were bound."""
+        return list(self._results)
+
+    get_outputs_as_ortvaluevector = get_outputs
+
+    def copy_outputs_to_cpu(self):
+        """The last run's outputs as numpy arrays (copies)."""
+        return [v.numpy().copy() for v in self._results]
+
+    # --- the run (InferenceSession.run_with_iobinding) ---------------------------------------
+    def _run(self, session, run_options):
+        if session is not self._session:
+            raise InvalidArgument("run_with_iobinding: this IOBinding belongs to another session")
+        if not self._outputs:
+            raise InvalidArgument("run_with_iobinding: no outputs are bound (bind_output(name) for each wanted)")
+        names = list(self._outputs)
+        outs = session.run_with_ort_values(names, dict(self._inputs), run_options)
+        results = []
+        for name, got in zip(names, outs):
+            dest = self._outputs[name]
+            if dest is None:
+                results.append(got)
+                continue
+            g, d = got._td(), dest._td()
+            if g.dtype != d.dtype or tuple(g.shape) != tuple(d.shape):
+                raise InvalidArgument(f"run_with_iobinding: output '{name}' is {g.dtype.ort_type} {list(g.shape)}, "
+                                      f"the value bound for it is {d.dtype.ort_type} {list(d.shape)}")
+            dest.numpy()[...] = got.numpy()
+            results.append(dest)
+        self._results = results
+
+
+SessionIOBinding = IOBinding
+
+
+def _array_at(buffer_ptr, device_type, element_type, shape, what):
+    """A numpy view of memory at an address, for the bind_* calls that take one."""
+    import numpy as np
+    _check_device(device_type, what)
+    if element_type is None or shape is None:
+        raise InvalidArgument(f"{what}: a buffer_ptr needs element_type and shape")
+    dt = element_dtype(element_type, what)
+    dims = _dims(shape, what)
+    if isinstance(buffer_ptr, bool) or not isinstance(buffer_ptr, int) or buffer_ptr <= 0:
+        raise InvalidArgument(f"{what}: buffer_ptr must be a non-null address (an int), got {buffer_ptr!r}")
+    n = dt.size
+    for d in dims:
+        n *= d
+    raw = (ctypes.c_char * n).from_address(buffer_ptr)
+    return np.frombuffer(raw, dtype=dt.name).reshape(dims)
