@@ -30,9 +30,6 @@ PAGES = {
     "plan": ("/demo/", "nnwasm, plan file (kernels.wasm, no Python)"),
     "plan-nowarmup": ("/demo/?nowarmup", "nnwasm, plan file, no kernel warm-up"),
     "onnx": ("/demo/?onnx", "nnwasm, .onnx through Pyodide"),
-    "plan-serial": ("/demo/?serial&noreceiver", "XX old order, old loader"),
-    "plan-serial-recv": ("/demo/?serial", "XX old order, receiver"),
-    "plan-norecv": ("/demo/?noreceiver", "XX early create, old loader"),
     "ort-web": ("/bench/startup/ort-web.html", "onnxruntime-web 1.30, wasm, 1 thread"),
 }
 EXTRA_PREFIXES = ("/bench/startup/", "/node_modules/onnxruntime-web/dist/")

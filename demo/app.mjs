@@ -295,15 +295,12 @@ async function main() {
   const photo = fetchBlob(DEFAULT_PHOTO);
   const labels = fetchJSON(new URL(state.recipe.labels, RECIPE_URL)).then((l) => (state.labels = l));
   const input = photo.then(prepare).then((x) => (mark("input"), x));
+  if (!onnx) await input.catch(() => {}); // its error is shown by the run below
   const t0 = performance.now();
-  if (params.has("serial") && !onnx) await input.catch(() => {});
-  if (globalThis.__nnwNoReceiver === undefined) globalThis.__nnwNoReceiver = params.has("noreceiver");
-  const planSession = onnx ? null : InferenceSession.create(modelURL.href);
-  planSession?.catch(() => {}); // awaited below
   if (onnx) {
     await openOnnx(fetchBytes(modelURL), model);
   } else {
-    state.session = await planSession;
+    state.session = await InferenceSession.create(modelURL.href);
     state.timings.createMs = performance.now() - t0;
     $("t-create").textContent = ms(state.timings.createMs) + " (with its download)";
     showPath(state.session, { plan: true, name: model });

@@ -55,7 +55,7 @@ async function loadModel(url) {
     receiver = new PlanReceiver();
     return receiver;
   };
-  const got = await loadBytes(url, onChunk, globalThis.__nnwNoReceiver ? null : sinkFor);
+  const got = await loadBytes(url, onChunk, sinkFor);
   if (!receiver) return [got, watcher.crc];
   if (got.bytes) return [got.bytes, got.crc];
   return [got.prefix, got.crc, got];
