@@ -6,6 +6,7 @@ import { resolveEnv } from "./env.mjs";
 import { resolveProviders } from "./execution-providers.mjs";
 import { loadBytes } from "./load-bytes.mjs";
 import { isPlanFile, PlanFileWatcher } from "./plan-file.mjs";
+import { PlanReceiver } from "./plan-receiver.mjs";
 import { loadKernels, PlanSession, warmUpKernels } from "./plan-session.mjs";
 import { ProxySession } from "./proxy-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
@@ -32,7 +33,9 @@ const planInWorker = () => (Impl ?? (resolveEnv().proxy ? ProxySession : Pyodide
 
 // A plan file fetched by URL: kernels.wasm loads while the rest of the file downloads (a failure
 // is create()'s to report), and the checksum is computed as it arrives. A file that comes in
-// pieces (a download, not a local file) also gets kernels.wasm warmed up meanwhile.
+// pieces (a download, not a local file) also gets kernels.wasm warmed up meanwhile; when its plan
+// runs on this thread, its weights go straight into kernels.wasm's memory (plan-receiver.mjs).
+// -> [bytes, crc] or [bytes, crc, received] (bytes: the file, or with `received` its prefix)
 async function loadModel(url) {
   let here = false;
   const watcher = new PlanFileWatcher(() => {
@@ -42,18 +45,28 @@ async function loadModel(url) {
     } catch {} // eslint-disable-line no-empty
   });
   const onChunk = (piece, offset) => {
-    watcher.onChunk(piece, offset);
+    if (!receiver) watcher.onChunk(piece, offset);
     if (offset > 0 && here) warmUpKernels();
   };
-  return [await loadBytes(url, onChunk), watcher.crc];
+  let receiver = null;
+  const sinkFor = (first) => {
+    watcher.onChunk(first, 0);
+    if (watcher.crc === null || !here) return null;
+    receiver = new PlanReceiver();
+    return receiver;
+  };
+  const got = await loadBytes(url, onChunk, sinkFor);
+  if (!receiver) return [got, watcher.crc];
+  if (got.bytes) return [got.bytes, got.crc];
+  return [got.prefix, got.crc, got];
 }
 
 // create(url | Uint8Array | ArrayBuffer, options) or create(ArrayBuffer, byteOffset, byteLength?, options)
 // -> [model bytes, options, the plan file's checksum if computed while loading]
 async function modelAndOptions(arg0, arg1, arg2, arg3) {
   if (typeof arg0 === "string" || arg0 instanceof URL) {
-    const [bytes, crc] = await loadModel(arg0);
-    return [bytes, arg1, crc];
+    const [bytes, crc, received] = await loadModel(arg0);
+    return [bytes, arg1, crc, received];
   }
   // A plain Uint8Array view: Pyodide cannot convert subclasses such as Node's Buffer.
   if (arg0 instanceof Uint8Array) return [new Uint8Array(arg0.buffer, arg0.byteOffset, arg0.byteLength), arg1];
@@ -108,13 +121,15 @@ export class InferenceSession {
     // An .onnx URL or path takes the Pyodide path: the boot starts while the model downloads.
     const early = isOnnxURL(arg0) ? impl().boot() : null;
     early?.catch(() => {}); // awaited below, unless the model can't be had
-    const [model, options, planCrc = null] = await modelAndOptions(arg0, arg1, arg2, arg3);
+    const [model, options, planCrc = null, received = null] = await modelAndOptions(arg0, arg1, arg2, arg3);
     if (options !== undefined && (options === null || typeof options !== "object")) {
+      received && (await loadKernels()).exports.nnw_free(received.block);
       throw new TypeError("InferenceSession.create: options must be an object");
     }
     // A .nnwp plan file runs on kernels.wasm alone, never booting Pyodide: here, or in the proxy
     // worker with env.wasm.proxy.
     const planOptions = { enableProfiling: Boolean(options?.enableProfiling) };
+    if (received) return new InferenceSession(await PlanSession.create(model, undefined, { ...planOptions, received }));
     if (isPlanFile(model)) {
       return new InferenceSession(await (planInWorker() ? ProxySession.createPlan(model, planOptions)
         : PlanSession.create(model, undefined, { ...planOptions, contentCrc: planCrc })));

@@ -19,8 +19,10 @@ export async function nodePath(url) {
 
 /** The bytes at a URL or path, as a Uint8Array; rejects with an Error naming the URL. onChunk,
  * if given, sees each piece as it arrives, onChunk(piece, offset) (over fetch; the file system
- * gives one piece), so a caller can start work before the download ends. */
-export async function loadBytes(urlOrPath, onChunk = null) {
+ * gives one piece), so a caller can start work before the download ends. sinkFor, if given, is
+ * shown the first piece of a download and may return a sink {write(piece), finish()} that takes
+ * every piece instead of a buffer here: loadBytes then resolves to what finish() does. */
+export async function loadBytes(urlOrPath, onChunk = null, sinkFor = null) {
   const url = toURL(urlOrPath);
   if (IN_NODE && url.protocol === "file:") {
     const { readFile } = await import("node:fs/promises");
@@ -35,13 +37,13 @@ export async function loadBytes(urlOrPath, onChunk = null) {
     return bytes;
   }
   const response = await fetchOk(url);
-  if (onChunk === null || response.body === null) {
+  if ((onChunk === null && sinkFor === null) || response.body === null) {
     const bytes = new Uint8Array(await response.arrayBuffer());
     onChunk?.(bytes, 0);
     return bytes;
   }
   try {
-    return await readStream(response, onChunk);
+    return await readStream(response, onChunk ?? (() => {}), sinkFor);
   } catch (e) {
     throw new Error(`cannot fetch ${url.href}: ${e.message}`, { cause: e });
   }
@@ -62,16 +64,21 @@ async function fetchOk(url) {
 
 // Into one buffer of Content-Length bytes when the server says it (and sends no encoding, under
 // which Content-Length counts the compressed bytes); growing by doubling otherwise.
-async function readStream(response, onChunk) {
+async function readStream(response, onChunk, sinkFor) {
   const header = response.headers.get("content-length");
   const length = header === null ? NaN : Number(header);
   const exact = !response.headers.get("content-encoding") && Number.isSafeInteger(length) && length >= 0;
-  let buffer = new Uint8Array(exact ? length : 1 << 20);
+  let buffer = null;
   let size = 0;
   const reader = response.body.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
+    if (size === 0 && buffer === null) {
+      const sink = sinkFor?.(value);
+      if (sink) return sinkAll(reader, value, onChunk, sink, exact ? length : null);
+      buffer = new Uint8Array(exact ? length : Math.max(1 << 20, value.length));
+    }
     if (size + value.length > buffer.length) {
       if (exact) throw new Error(`more bytes than its Content-Length (${length})`);
       const grown = new Uint8Array(Math.max(2 * buffer.length, size + value.length));
@@ -83,5 +90,24 @@ async function readStream(response, onChunk) {
     size += value.length;
   }
   if (exact && size !== length) throw new Error(`${size} bytes, not its Content-Length (${length})`);
+  if (buffer === null) return new Uint8Array(0);
   return size === buffer.length ? buffer : buffer.subarray(0, size);
+}
+
+async function sinkAll(reader, first, onChunk, sink, length) {
+  let size = 0;
+  try {
+    for (let value = first; value;) {
+      sink.write(value);
+      onChunk(value, size);
+      size += value.length;
+      if (length !== null && size > length) throw new Error(`more bytes than its Content-Length (${length})`);
+      ({ value } = await reader.read());
+    }
+    if (length !== null && size !== length) throw new Error(`${size} bytes, not its Content-Length (${length})`);
+    return await sink.finish();
+  } catch (e) {
+    sink.release?.();
+    throw e;
+  }
 }

@@ -137,10 +137,14 @@ function checkValue(v, where) {
  * output is {name, dtype, shape, offset, nbytes}, each op {node, opType, kernel}. Throws an Error
  * named InvalidModel on any refusal of the format. contentCrc: the CRC-32 of bytes [32, end) if
  * the caller computed it as the bytes arrived (PlanFileWatcher); null computes it here.
+ * totalLength: the file's length when `bytes` is only its start (PlanReceiver's prefix, which
+ * then must come with contentCrc): everything up to the plan's weights; `plan` is then as long.
  */
-export function parsePlanFile(bytes, contentCrc = null) {
+export function parsePlanFile(bytes, contentCrc = null, totalLength = null) {
   if (!(bytes instanceof Uint8Array)) throw new TypeError("parsePlanFile needs a Uint8Array");
-  if (bytes.length < HEADER_BYTES) throw refuse(`${bytes.length} bytes, shorter than the ${HEADER_BYTES}-byte header`);
+  if (totalLength !== null && contentCrc === null) throw new TypeError("parsePlanFile: a prefix needs its file's checksum");
+  const length = totalLength ?? bytes.length;
+  if (length < HEADER_BYTES) throw refuse(`${length} bytes, shorter than the ${HEADER_BYTES}-byte header`);
   if (!isPlanFile(bytes)) throw refuse("wrong magic (expected \"NNWF\")");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const word = (i) => view.getUint32(4 * i, true);
@@ -152,9 +156,9 @@ export function parsePlanFile(bytes, contentCrc = null) {
   if (reserved !== 0) throw refuse(`reserved header word is ${reserved}, not 0`);
   const ioPad = Math.ceil(ioBytes / 16) * 16;
   const expected = HEADER_BYTES + ioPad + planBytes;
-  if (expected !== bytes.length) {
+  if (expected !== length) {
     throw refuse(`the header's sizes (I/O table ${ioBytes} bytes, plan ${planBytes} bytes) make ${expected} bytes, ` +
-                 `the file has ${bytes.length}`);
+                 `the file has ${length}`);
   }
   const actual = contentCrc ?? crc32(bytes.subarray(HEADER_BYTES));
   if (actual !== crc) {
@@ -200,5 +204,5 @@ export function parsePlanFile(bytes, contentCrc = null) {
       typedArrayFor(v.dtype); // every dtype above is a Tensor type; fails loudly if that changes
     }
   }
-  return { abiVersion, io, plan, arenaBytes };
+  return { abiVersion, io, plan, planBytes, arenaBytes };
 }

@@ -158,16 +158,26 @@ export class PlanSession {
 
   /** Loads kernels.wasm if needed (from kernelsURLs, the first that loads), checks the file,
    * loads the plan. options.enableProfiling starts profiling before all that; options.contentCrc:
-   * see parsePlanFile. */
+   * see parsePlanFile. options.received: a PlanReceiver's finish() with the weights in place
+   * (fileBytes is then its prefix); the session takes its block (freed on failure too). */
   static async create(fileBytes, kernelsURLs = undefined, options = {}) {
     const trace = options.enableProfiling ? new Trace() : null;
     const t0 = performance.now();
+    const received = options.received ?? null;
     // refuses a bad file before kernels.wasm is even fetched
-    const parsed = parsePlanFile(fileBytes, options.contentCrc ?? null);
+    let parsed;
+    try {
+      parsed = parsePlanFile(fileBytes, received?.crc ?? options.contentCrc ?? null, received?.totalLength ?? null);
+    } catch (e) {
+      if (received) (await loadKernels(kernelsURLs)).exports.nnw_free(received.block);
+      throw e;
+    }
     trace?.session("model_loading_array", t0);
     const t1 = performance.now();
     const { exports, compileMs } = await loadKernels(kernelsURLs);
+    if (received) parsed.received = received;
     if (!acceptsVersion(exports, parsed.abiVersion)) {
+      if (received) exports.nnw_free(received.block);
       throw nnwasmError("InvalidModel", `nnwasm: not a valid .nnwp plan file: abi_version ${parsed.abiVersion} ` +
                         "is not the loaded kernels.wasm's plan version (recompile the model with this nnwasm)");
     }
@@ -177,7 +187,7 @@ export class PlanSession {
     return session;
   }
 
-  constructor(k, { io, plan, arenaBytes }, timings) {
+  constructor(k, { io, plan, planBytes, arenaBytes, received = null }, timings) {
     this.k = k;
     this.inputs = io.inputs;
     this.outputs = io.outputs;
@@ -191,29 +201,36 @@ export class PlanSession {
     this.timings = timings;
     this.model = io.model;
     this.producer = io.producer;
-    this.#load(plan, arenaBytes);
+    this.#load(plan, planBytes ?? plan.length, arenaBytes, received);
   }
 
   // One block holds the plan's header and ops and, right after them, the arena, placed so that the
   // plan's weights land where nnw_plan_load moves them (its memmove then moves nothing): one copy
   // of 18 MB instead of two, and memory grows once, by the arena, instead of by arena + plan.
   // A header that does not add up gets the whole plan copied as it is, for nnw_plan_load to refuse.
-  #load(plan, arenaBytes) {
+  // `received` (a PlanReceiver's): the block is allocated and holds the weights already, and
+  // `plan` is the plan up to its weights (planLength is the whole plan's).
+  #load(plan, planLength, arenaBytes, received) {
     const k = this.k;
     const head = new DataView(plan.buffer, plan.byteOffset, 32);
     const weightsBytes = head.getUint32(12, true), weightsOffset = head.getUint32(16, true);
     const opsEnd = 4 * (8 + head.getUint32(20, true) + head.getUint32(24, true));
-    const sane = opsEnd <= weightsOffset && weightsOffset % 16 === 0 && weightsOffset + weightsBytes <= plan.length &&
+    const sane = opsEnd <= weightsOffset && weightsOffset % 16 === 0 && weightsOffset + weightsBytes <= planLength &&
                  weightsBytes <= arenaBytes;
     let statusAt = 0, planBytes;
-    this.owned = []; // what release() frees
+    this.owned = received ? [received.block] : []; // what release() frees
     try {
+      if (received && (!sane || received.blockBytes !== weightsOffset + arenaBytes)) {
+        throw nnwasmError("KernelError", "nnwasm: the plan file's weights were placed for another layout"); // a bug, not a file's fault
+      }
       if (sane) {
-        const block = malloc(k, weightsOffset + arenaBytes); // 16-aligned (malloc's), so the arena is too
-        this.owned.push(block);
+        const block = received ? received.block : malloc(k, weightsOffset + arenaBytes); // 16-aligned (malloc's), so the arena is too
+        if (!received) this.owned.push(block);
         [this.plan, this.arena, planBytes] = [block, block + weightsOffset, weightsOffset + weightsBytes];
         new Uint8Array(k.memory.buffer, block, opsEnd).set(plan.subarray(0, opsEnd));
-        new Uint8Array(k.memory.buffer, this.arena, weightsBytes).set(plan.subarray(weightsOffset, weightsOffset + weightsBytes));
+        if (!received) {
+          new Uint8Array(k.memory.buffer, this.arena, weightsBytes).set(plan.subarray(weightsOffset, weightsOffset + weightsBytes));
+        }
       } else {
         this.arena = malloc(k, arenaBytes);
         this.owned.push(this.arena);
