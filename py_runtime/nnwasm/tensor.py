@@ -30,7 +30,10 @@ class TensorData:
         return numel(self.shape)
 
     def tolist(self):
-        """Flat list of Python numbers. Meant for small constants (shapes, axes), not weights."""
+        """Flat list of Python numbers (str for strings). Meant for small constants (shapes, axes,
+        attribute tensors), not weights."""
+        if self.dtype.size == 0:
+            return [_text(b) for b in self.data]
         if self.dtype.ml_dtypes:    # bfloat16, float8...: through ml_dtypes (needs numpy)
             as_int = "int" in self.dtype.name and "float" not in self.dtype.name
             return self.to_numpy().reshape(-1).astype("int64" if as_int else "float64").tolist()

@@ -1,6 +1,6 @@
 """ai.onnx.ml ops: Binarizer, ArrayFeatureExtractor, LabelEncoder, TreeEnsemble (opset 5's single
-tree op, post_transform NONE). LabelEncoder maps numbers and strings alike; the session does not
-take string feeds yet."""
+tree op, post_transform NONE). LabelEncoder maps numbers and strings alike, its keys and values
+given as lists or as tensors (string tensors too)."""
 from .. import dtypes
 from . import shapes as S
 from .elementwise import infer_unary
@@ -50,9 +50,6 @@ def _label_map(node):
             if node.attr(k) is not None]
     if len(keys) != 1 or len(vals) != 1:
         S.fail(node, f"needs exactly one keys_* and one values_* attribute, got {keys + vals}")
-    for a in (keys[0], vals[0], "default_tensor"):
-        if getattr(node.attr(a), "dtype", None) is not None and node.attr(a).dtype.name == "object":
-            S.unsupported(node, f"attribute {a}: string tensors are not supported by nnwasm yet")
     k, v = _values(node.attr(keys[0])), _values(node.attr(vals[0]))
     if len(k) != len(v):
         S.fail(node, f"{len(k)} keys for {len(v)} values")
