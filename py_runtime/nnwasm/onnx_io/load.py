@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .. import dtypes, ir
 from ..errors import InvalidArgument, InvalidModel, Unsupported
+from .attr_types import ATTRIBUTE_TYPES
 from .messages import AttributeProto as A
 from .messages import parse_model_proto
 from .tensors import sparse_tensor_data, tensor_data
@@ -204,6 +205,11 @@ class _Converter:
             if not a.name or a.name in node.attrs:
                 raise InvalidModel(f"{where}: {node} has an unnamed or repeated attribute '{a.name or ''}'")
             try:
+                if domain == "" and a.name in ATTRIBUTE_TYPES and not a.ref_attr_name:
+                    kind = a.type or _infer_type(a)
+                    if kind not in ATTRIBUTE_TYPES[a.name]:
+                        raise _BadAttribute(f"is of type {_TYPE_NAMES.get(kind, kind)}; ai.onnx defines it as "
+                                            f"{' or '.join(sorted(_TYPE_NAMES[t] for t in ATTRIBUTE_TYPES[a.name]))}")
                 node.attrs[a.name] = self.attribute(a, scope, depth)
             except _BadAttribute as e:
                 raise InvalidModel(f"{where}: {node}, attribute '{a.name}' {e}") from None
@@ -264,6 +270,11 @@ class _Converter:
         if kind == A.SPARSE_TENSORS:
             return [sparse_tensor_data(s, d) for s in a.sparse_tensors]
         raise _BadAttribute(f"has an unknown type {kind}")
+
+
+_TYPE_NAMES = {getattr(A, n): n for n in ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS",
+                                           "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO",
+                                           "TYPE_PROTOS")}
 
 
 class _BadAttribute(Exception):

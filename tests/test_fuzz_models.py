@@ -1,0 +1,550 @@
+"""Issue 8 item 6: a fuzz of mutated models through the loader, shape inference, the partitioner
+and a run. Six seed models (a CNN, an attention block, a QDQ int8 model, If and Loop, symbolic
+dims, Gather with int64 indices) are mutated two ways, bytes of the serialized model (flips,
+truncations, insertions, deletions) and edits through onnx's protobuf (attribute values and types,
+dims, element types, node inputs/outputs, duplicate names, opsets, cycles, huge repeats), one
+seeded RNG per case. Each case must run or raise an nnwasm.NnwasmError: any other exception, a
+case over CASE_SECONDS or a hang fails the test naming the case, its seed model and mutation.
+
+NNWASM_FUZZ_MODELS=N runs N cases (default 240); NNWASM_FUZZ_START=K starts at case K, so one
+failing case reruns alone with NNWASM_FUZZ_START=K NNWASM_FUZZ_MODELS=1."""
+import copy
+import faulthandler
+import os
+import signal
+import threading
+import time
+import traceback
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import nnwasm
+
+CASES = int(os.environ.get("NNWASM_FUZZ_MODELS", "240"))
+START = int(os.environ.get("NNWASM_FUZZ_START", "0"))
+CASE_SECONDS = 5.0      # a case slower than this is a bug
+HANG_SECONDS = 20       # SIGALRM interrupts a case stuck in Python code
+BASE_SEED = 20260823
+
+
+def _r(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17, value_info=()):
+    g = helper.make_graph(nodes, "seed", inputs, outputs, list(inits), value_info=list(value_info))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def _vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def seed_models():
+    rng = np.random.default_rng(7)
+    F, I64, I8, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT8, TensorProto.BOOL
+    init = numpy_helper.from_array
+    seeds = {}
+    seeds["cnn"] = _model(
+        [helper.make_node("Conv", ["X", "W1", "B1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2], name="conv1"),
+         helper.make_node("Clip", ["a", "lo", "hi"], ["b"], name="clip"),
+         helper.make_node("MaxPool", ["b"], ["c"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),
+         helper.make_node("Conv", ["c", "W2"], ["d"], pads=[1, 1, 1, 1], group=4, name="dw"),
+         helper.make_node("GlobalAveragePool", ["d"], ["e"], name="gap"),
+         helper.make_node("Flatten", ["e"], ["f"], name="flat"),
+         helper.make_node("Gemm", ["f", "W3", "B3"], ["Y"], transB=1, name="fc")],
+        [_vi("X", F, [1, 3, 8, 8])], [_vi("Y", F, [1, 5])],
+        [init(_r(rng, 4, 3, 3, 3), "W1"), init(_r(rng, 4), "B1"), init(np.float32(0), "lo"),
+         init(np.float32(6), "hi"), init(_r(rng, 4, 1, 3, 3), "W2"), init(_r(rng, 5, 4), "W3"),
+         init(_r(rng, 5), "B3")])
+    seeds["attention"] = _model(
+        [helper.make_node("MatMul", ["X", "Wq"], ["q"], name="q"),
+         helper.make_node("MatMul", ["X", "Wk"], ["k"], name="k"),
+         helper.make_node("MatMul", ["X", "Wv"], ["v"], name="v"),
+         helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1], name="kt"),
+         helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+         helper.make_node("Mul", ["s", "scale"], ["ss"], name="scale"),
+         helper.make_node("Softmax", ["ss"], ["p"], axis=-1, name="softmax"),
+         helper.make_node("MatMul", ["p", "v"], ["Y"], name="pv")],
+        [_vi("X", F, [1, 4, 8])], [_vi("Y", F, [1, 4, 8])],
+        [init(_r(rng, 8, 8), "Wq"), init(_r(rng, 8, 8), "Wk"), init(_r(rng, 8, 8), "Wv"),
+         init(np.float32(0.35), "scale")])
+    seeds["qdq"] = _model(
+        [helper.make_node("QuantizeLinear", ["X", "xs", "xz"], ["xq"], name="qx"),
+         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dqx"),
+         helper.make_node("DequantizeLinear", ["Wq", "ws", "wz"], ["wd"], name="dqw"),
+         helper.make_node("MatMul", ["xd", "wd"], ["m"], name="mm"),
+         helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["Yq"], name="qy"),
+         helper.make_node("QLinearMatMul", ["Yq", "ys", "yz", "Wq2", "ws", "wz", "ys", "yz"], ["Y"],
+                          name="qlmm")],
+        [_vi("X", F, [2, 6])], [_vi("Y", I8, [2, 6])],
+        [init(np.float32(0.05), "xs"), init(np.int8(0), "xz"), init(np.float32(0.02), "ws"),
+         init(np.int8(0), "wz"), init(np.float32(0.1), "ys"), init(np.int8(3), "yz"),
+         init(rng.integers(-100, 100, (6, 6)).astype(np.int8), "Wq"),
+         init(rng.integers(-100, 100, (6, 6)).astype(np.int8), "Wq2")])
+    then_g = helper.make_graph([helper.make_node("Add", ["X", "one"], ["t"], name="then_add")], "then", [],
+                               [_vi("t", F, [2, 3])], [init(np.ones((2, 3), np.float32), "one")])
+    else_g = helper.make_graph([helper.make_node("Mul", ["X", "X"], ["e"], name="else_mul")], "else", [],
+                               [_vi("e", F, [2, 3])])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "X"], ["acc_out"], name="body_add"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond")],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("acc_in", F, [2, 3])],
+        [_vi("cond_out", B, []), _vi("acc_out", F, [2, 3])])
+    seeds["control_flow"] = _model(
+        [helper.make_node("If", ["C"], ["y_if"], then_branch=then_g, else_branch=else_g, name="if"),
+         helper.make_node("Loop", ["M", "", "y_if"], ["Y"], body=body, name="loop")],
+        [_vi("X", F, [2, 3]), _vi("C", B, []), _vi("M", I64, [])], [_vi("Y", F, [2, 3])])
+    seeds["symbolic"] = _model(
+        [helper.make_node("Relu", ["X"], ["r"], name="relu"),
+         helper.make_node("ReduceSum", ["r", "axes"], ["s"], keepdims=1, name="rsum"),
+         helper.make_node("Shape", ["X"], ["shp"], name="shape"),
+         helper.make_node("Expand", ["s", "shp"], ["ex"], name="expand"),
+         helper.make_node("Sub", ["X", "ex"], ["d"], name="sub"),
+         helper.make_node("Reshape", ["d", "flat"], ["Y"], name="reshape")],
+        [_vi("X", F, ["N", "S", 4])], [_vi("Y", F, ["N", None])],
+        [init(np.array([1], np.int64), "axes"), init(np.array([0, -1], np.int64), "flat")])
+    seeds["gather"] = _model(
+        [helper.make_node("Gather", ["table", "I"], ["g"], axis=0, name="gather"),
+         helper.make_node("ReduceMean", ["g"], ["m"], axes=[1], keepdims=0, name="mean"),
+         helper.make_node("Concat", ["m", "m"], ["Y"], axis=-1, name="concat")],
+        [_vi("I", I64, ["B", 3])], [_vi("Y", F, ["B", 8])],
+        [init(_r(rng, 10, 4), "table")], opset=13)
+    for m in seeds.values():
+        onnx.checker.check_model(m)
+    return seeds
+
+
+# --- mutations -------------------------------------------------------------------------------------
+HUGE = [0, -1, -7, 1 << 31, (1 << 62), 1 << 20]
+
+
+def _graphs(g):
+    yield g
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from _graphs(a.g)
+
+
+def _value_infos(g):
+    return [*g.input, *g.output, *g.value_info]
+
+
+def byte_mutation(rng, raw):
+    raw = bytearray(raw)
+    kind = rng.choice(["flip", "truncate", "insert", "delete", "flips"])
+    if kind == "flip":
+        i = int(rng.integers(len(raw)))
+        raw[i] = int(rng.integers(256))
+        return bytes(raw), f"flip byte {i}"
+    if kind == "flips":
+        k = int(rng.integers(2, 9))
+        for _ in range(k):
+            raw[int(rng.integers(len(raw)))] ^= 1 << int(rng.integers(8))
+        return bytes(raw), f"{k} bit flips"
+    if kind == "truncate":
+        n = int(rng.integers(len(raw)))
+        return bytes(raw[:n]), f"truncate to {n}"
+    i, n = int(rng.integers(len(raw))), int(rng.integers(1, 16))
+    if kind == "insert":
+        return bytes(raw[:i] + rng.integers(0, 256, n, dtype=np.uint8).tobytes() + raw[i:]), f"insert {n} at {i}"
+    return bytes(raw[:i] + raw[i + n:]), f"delete {n} at {i}"
+
+
+def _pick(rng, seq):
+    return seq[int(rng.integers(len(seq)))]
+
+
+def _m_attr_value(rng, m, g):
+    nodes = [n for n in g.node if n.attribute]
+    if not nodes:
+        return None
+    n = _pick(rng, nodes)
+    a = _pick(rng, n.attribute)
+    A = onnx.AttributeProto
+    if a.type == A.INT:
+        a.i = _pick(rng, HUGE + [2, 3, -2])
+    elif a.type == A.INTS:
+        k = int(rng.integers(0, 6))
+        del a.ints[:]
+        a.ints.extend(int(_pick(rng, HUGE + [1, 2, 3])) for _ in range(k))
+    elif a.type == A.FLOAT:
+        a.f = float(_pick(rng, [np.nan, np.inf, -np.inf, -1.0, 0.0, 1e30]))
+    elif a.type == A.GRAPH:
+        a.g.ClearField("node")
+    else:
+        a.Clear()
+        a.name = "axis"
+    return f"attribute {a.name} of {n.name} value"
+
+
+def _m_attr_type(rng, m, g):
+    nodes = [n for n in g.node if n.attribute]
+    if not nodes:
+        return None
+    n = _pick(rng, nodes)
+    i = int(rng.integers(len(n.attribute)))
+    name = n.attribute[i].name
+    new = _pick(rng, [helper.make_attribute(name, 1.5), helper.make_attribute(name, "x"),
+                      helper.make_attribute(name, [1.0, 2.0]), helper.make_attribute(name, [b"a", b"b"]),
+                      helper.make_attribute(name, 3), helper.make_attribute(name, [3, 4]),
+                      helper.make_attribute(name, numpy_helper.from_array(np.zeros((2, 2), np.float32))),
+                      helper.make_attribute(name, helper.make_graph([], "empty", [], []))])
+    n.attribute[i].CopyFrom(new)
+    return f"attribute {name} of {n.name} retyped to {new.type}"
+
+
+def _m_extra_attr(rng, m, g):
+    n = _pick(rng, g.node)
+    name = _pick(rng, ["axis", "perm", "kernel_shape", "pads", "group", "bogus", "to", "keepdims", "axes"])
+    n.attribute.append(helper.make_attribute(name, _pick(rng, [7, [1, 0], [9, 9, 9, 9], -3, 2.5])))
+    return f"extra attribute {name} on {n.name}"
+
+
+def _m_dim(rng, m, g):
+    vis = [v for v in _value_infos(g) if v.type.HasField("tensor_type")]
+    if not vis:
+        return None
+    v = _pick(rng, vis)
+    tt = v.type.tensor_type
+    choice = int(rng.integers(5))
+    if choice == 0:
+        tt.ClearField("shape")
+        return f"shape of {v.name} cleared"
+    if choice == 1:
+        tt.shape.dim.add().dim_value = int(_pick(rng, [1, 2, 3]))
+        return f"extra dim on {v.name}"
+    if not tt.shape.dim:
+        return None
+    d = _pick(rng, tt.shape.dim)
+    if choice == 2:
+        d.dim_param = _pick(rng, ["N", "S", "B", "", "weird dim"])
+    else:
+        d.dim_value = int(_pick(rng, HUGE))
+    return f"a dim of {v.name} changed"
+
+
+def _m_elem_type(rng, m, g):
+    what = int(rng.integers(2))
+    t = int(_pick(rng, list(range(0, 27)) + [99, -1]))
+    if what == 0 and g.initializer:
+        init = _pick(rng, g.initializer)
+        init.data_type = t
+        return f"initializer {init.name} elem type {t}"
+    vis = [v for v in _value_infos(g) if v.type.HasField("tensor_type")]
+    if not vis:
+        return None
+    v = _pick(rng, vis)
+    v.type.tensor_type.elem_type = t
+    return f"{v.name} elem type {t}"
+
+
+def _m_initializer(rng, m, g):
+    if not g.initializer:
+        return None
+    init = _pick(rng, g.initializer)
+    choice = int(rng.integers(4))
+    if choice == 0:
+        init.dims.append(int(_pick(rng, [2, 0, 1 << 30])))
+    elif choice == 1:
+        init.raw_data = init.raw_data[: int(rng.integers(len(init.raw_data) + 1))]
+    elif choice == 2:
+        del init.dims[:]
+        init.dims.extend(int(_pick(rng, HUGE)) for _ in range(int(rng.integers(1, 3))))
+    else:
+        vals = numpy_helper.to_array(init)
+        if vals.dtype.kind in "iu":
+            new = np.full(vals.shape, _pick(rng, [-(1 << 40), 1 << 40, -1, 0, 1 << 62]))
+            init.CopyFrom(numpy_helper.from_array(new.astype(vals.dtype, copy=False) if vals.dtype == np.int64
+                                                  else vals, init.name))
+        else:
+            init.CopyFrom(numpy_helper.from_array(np.full(vals.shape, np.nan, vals.dtype), init.name))
+    return f"initializer {init.name} data"
+
+
+def _m_node_input(rng, m, g):
+    n = _pick(rng, g.node)
+    choice = int(rng.integers(5))
+    if choice == 0 and n.input:
+        del n.input[int(rng.integers(len(n.input)))]
+        return f"input dropped from {n.name}"
+    if choice == 1:
+        n.input.append(_pick(rng, ["", "X", "nowhere", n.output[0] if n.output else "z"]))
+        return f"input added to {n.name}"
+    if choice == 2 and n.input:
+        n.input[int(rng.integers(len(n.input)))] = _pick(rng, ["", "nowhere", "Y"])
+        return f"input renamed on {n.name}"
+    if choice == 3 and n.output:
+        n.output[int(rng.integers(len(n.output)))] = _pick(rng, ["", "X", "dup", "Y"])
+        return f"output renamed on {n.name}"
+    if n.output:
+        n.output.append(_pick(rng, ["extra", "", "X"]))
+        return f"output added on {n.name}"
+    return None
+
+
+def _m_duplicate(rng, m, g):
+    choice = int(rng.integers(4))
+    if choice == 0:
+        n = _pick(rng, g.node)
+        g.node.append(copy.deepcopy(n))
+        return f"node {n.name} duplicated"
+    if choice == 1 and len(g.node) > 1:
+        a, b = _pick(rng, g.node), _pick(rng, g.node)
+        if a.output and b.output:
+            b.output[0] = a.output[0]
+            return f"{b.name} writes {a.name}'s output"
+    if choice == 2 and g.input:
+        g.input.append(copy.deepcopy(g.input[0]))
+        return "graph input duplicated"
+    if g.initializer:
+        g.initializer.append(copy.deepcopy(_pick(rng, g.initializer)))
+        if rng.integers(2) and g.input:   # an initializer shadowing an input
+            g.initializer[-1].name = g.input[0].name
+        return "initializer duplicated"
+    return None
+
+
+def _m_opset(rng, m, g):
+    choice = int(rng.integers(4))
+    if choice == 0:
+        m.opset_import[0].version = int(_pick(rng, [0, 1, 6, 7, 11, 99, 10000, -3]))
+        return f"opset {m.opset_import[0].version}"
+    if choice == 1:
+        m.ClearField("opset_import")
+        return "no opset import"
+    if choice == 2:
+        n = _pick(rng, g.node)
+        n.domain = _pick(rng, ["com.microsoft", "ai.onnx.ml", "nowhere", "ai.onnx"])
+        return f"{n.name} domain {n.domain}"
+    m.ir_version = int(_pick(rng, [0, 1, 3, 99, -1]))
+    return f"ir_version {m.ir_version}"
+
+
+def _m_op_type(rng, m, g):
+    n = _pick(rng, g.node)
+    n.op_type = _pick(rng, ["Relu", "Add", "Conv", "MatMul", "Gather", "Reshape", "Loop", "If", "Softmax",
+                            "Transpose", "Concat", "Split", "Slice", "TopK", "Resize", "Pad", "Tile",
+                            "Expand", "Einsum", "QLinearConv", "Scan", "Bogus", "", "LSTM", "Unique"])
+    return f"{n.name} became {n.op_type}"
+
+
+def _m_cycle(rng, m, g):
+    if len(g.node) < 2:
+        n = g.node[0]
+        if n.input and n.output:
+            n.input[0] = n.output[0]
+            return f"{n.name} reads its own output"
+        return None
+    i, j = sorted(int(x) for x in rng.choice(len(g.node), 2, replace=False))
+    a, b = g.node[i], g.node[j]
+    if not a.input or not b.output:
+        return None
+    a.input[int(rng.integers(len(a.input)))] = b.output[0]
+    if rng.integers(2):   # a real cycle and not only a misordering: b also reads a
+        b.input.append(a.output[0]) if not b.input else b.input.__setitem__(0, a.output[0])
+    return f"{a.name} reads {b.name}'s output"
+
+
+def _m_huge_repeat(rng, m, g):
+    choice = int(rng.integers(3))
+    src = g.output[0].name if g.output else None
+    if not src:
+        return None
+    if choice == 0:   # a long chain of cheap nodes
+        k = int(_pick(rng, [200, 1000]))
+        for o in g.output:
+            pass
+        prev = src
+        renamed = src + "_orig"
+        for n in g.node:
+            for idx, out in enumerate(n.output):
+                if out == src:
+                    n.output[idx] = renamed
+        prev = renamed
+        for t in range(k):
+            nxt = src if t == k - 1 else f"rep{t}"
+            g.node.append(helper.make_node(_pick(rng, ["Identity", "Neg", "Relu"]), [prev], [nxt], name=f"rep{t}"))
+            prev = nxt
+        return f"{k} chained nodes"
+    if choice == 1:   # Tile/Expand to a huge size
+        g.initializer.append(numpy_helper.from_array(
+            np.array([int(_pick(rng, [1 << 20, 1 << 31, 1 << 40, 0, -1]))] * 2, np.int64), "huge_shape"))
+        op = _pick(rng, ["Tile", "Expand", "Reshape", "ConstantOfShape"])
+        g.node.append(helper.make_node(op, [src, "huge_shape"] if op != "ConstantOfShape" else ["huge_shape"],
+                                       ["huge_out"], name="huge"))
+        g.output.append(helper.make_empty_tensor_value_info("huge_out"))
+        return f"{op} to a huge shape"
+    for _ in range(int(_pick(rng, [50, 300]))):   # many outputs of the same value
+        g.output.append(copy.deepcopy(g.output[0]))
+    return "the output repeated"
+
+
+def _m_graph_io(rng, m, g):
+    choice = int(rng.integers(4))
+    if choice == 0 and g.input:
+        del g.input[int(rng.integers(len(g.input)))]
+        return "a graph input removed"
+    if choice == 1 and g.output:
+        del g.output[int(rng.integers(len(g.output)))]
+        return "a graph output removed"
+    if choice == 2:
+        g.output.append(helper.make_tensor_value_info(_pick(rng, ["nowhere", "X", ""]), TensorProto.FLOAT, None))
+        return "an unknown graph output"
+    if g.node:
+        del g.node[int(rng.integers(len(g.node)))]
+        return "a node removed"
+    return None
+
+
+STRUCT_MUTATIONS = [_m_attr_value, _m_attr_type, _m_extra_attr, _m_dim, _m_elem_type, _m_initializer,
+                    _m_node_input, _m_duplicate, _m_opset, _m_op_type, _m_cycle, _m_huge_repeat, _m_graph_io]
+
+
+def struct_mutation(rng, model):
+    m = copy.deepcopy(model)
+    done = []
+    try:
+        for _ in range(int(rng.integers(1, 3))):
+            for _try in range(10):
+                graphs = list(_graphs(m.graph))
+                g = _pick(rng, graphs)
+                if not g.node:
+                    continue
+                mut = _pick(rng, STRUCT_MUTATIONS)
+                what = mut(rng, m, g)
+                if what:
+                    done.append(what if g is m.graph else f"{what} (in subgraph {g.name})")
+                    break
+        raw = m.SerializeToString()
+    except Exception:   # onnx refused what we made (an initializer already mangled): flip bytes instead
+        raw, what = byte_mutation(rng, model.SerializeToString())
+        done.append(what)
+    return raw, "; ".join(done) or "none"
+
+
+# --- running a case --------------------------------------------------------------------------------
+NP_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+            "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
+            "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_, "tensor(int16)": np.int16}
+
+
+def make_feeds(rng, sess):
+    feeds = {}
+    for i in sess.get_inputs():
+        dtype = NP_TYPES.get(i.type)
+        if dtype is None:
+            continue   # a type we do not feed here: the run then reports the missing input
+        shape = i.shape if isinstance(i.shape, (list, tuple)) else []
+        dims = [d if isinstance(d, int) and 0 <= d <= 8 else 2 for d in shape]
+        if dtype == np.bool_:
+            v = rng.integers(0, 2, dims).astype(np.bool_)
+        elif np.issubdtype(dtype, np.integer):
+            v = rng.integers(0, 4, dims).astype(dtype)
+        else:
+            v = rng.standard_normal(dims).astype(dtype)
+        feeds[i.name] = v
+    return feeds
+
+
+class CaseTimeout(BaseException):
+    """Raised in the test thread by SIGALRM: a case ran past HANG_SECONDS."""
+
+
+def make_case(case, seeds):
+    """The mutated model of one case, its providers, its RNG for feeds and a description."""
+    rng = np.random.default_rng([BASE_SEED, case])
+    names = sorted(seeds)
+    name = names[case % len(names)]
+    model = seeds[name]
+    if rng.integers(2):
+        raw, what = byte_mutation(rng, model.SerializeToString())
+    else:
+        raw, what = struct_mutation(rng, model)
+    providers = ["NumpyExecutionProvider"] if case % 4 == 3 else None
+    desc = f"case {case} (NNWASM_FUZZ_START={case}): seed model {name!r}, {what}, providers {providers or 'default'}"
+    return raw, providers, rng, desc
+
+
+def run_case(raw, providers, rng):
+    """One case: returns 'ran' or 'refused'; raises whatever nnwasm raised that is not ours."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sess = nnwasm.InferenceSession(raw, providers=providers)
+            feeds = make_feeds(rng, sess)
+            sess.run(None, feeds)
+        return "ran"
+    except nnwasm.NnwasmError:
+        return "refused"
+
+
+def _alarm(signum, frame):
+    raise CaseTimeout()
+
+
+def run_cases(start, count):
+    seeds = seed_models()
+    failures, outcomes, slow = [], {"ran": 0, "refused": 0}, []
+    can_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    old = signal.signal(signal.SIGALRM, _alarm) if can_alarm else None
+    # last resort for a hang in native code that SIGALRM cannot interrupt: dump every stack and exit
+    faulthandler.dump_traceback_later(HANG_SECONDS * 3 + count * 2, exit=True)
+    try:
+        for case in range(start, start + count):
+            t0 = time.perf_counter()
+            if can_alarm:
+                signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+            raw, providers, rng, desc = make_case(case, seeds)
+            try:
+                outcome = run_case(raw, providers, rng)
+                outcomes[outcome] += 1
+            except CaseTimeout:
+                failures.append(f"{desc}: hung (over {HANG_SECONDS} s)\n{traceback.format_exc()}")
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as e:   # noqa: B902 - every non-nnwasm exception is the bug we look for
+                failures.append(f"{desc}: {type(e).__name__} is not an nnwasm error\n"
+                                f"{traceback.format_exc()}")
+            finally:
+                if can_alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            dt = time.perf_counter() - t0
+            if dt > CASE_SECONDS:
+                slow.append(f"{desc}: took {dt:.1f} s (limit {CASE_SECONDS} s)")
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        if can_alarm:
+            signal.signal(signal.SIGALRM, old)
+    return outcomes, failures, slow
+
+
+def test_seed_models_run():
+    rng = np.random.default_rng(0)
+    for name, m in seed_models().items():
+        sess = nnwasm.InferenceSession(m.SerializeToString())
+        out = sess.run(None, make_feeds(rng, sess))
+        assert all(np.all(np.isfinite(o.astype(np.float64))) for o in out), name
+
+
+def test_mutated_models_raise_only_nnwasm_errors():
+    seeds = seed_models()
+    good = nnwasm.InferenceSession(seeds["attention"].SerializeToString())
+    x = np.random.default_rng(3).standard_normal((1, 4, 8)).astype(np.float32)
+    want = good.run(None, {"X": x})[0]
+    t0 = time.perf_counter()
+    outcomes, failures, slow = run_cases(START, CASES)
+    print(f"{CASES} cases in {time.perf_counter() - t0:.1f} s: {outcomes}")
+    assert not failures, f"{len(failures)} of {CASES} cases raised a non-nnwasm error or hung:\n\n" + \
+        "\n\n".join(failures[:10])
+    assert not slow, "\n".join(slow)
+    if CASES >= 100:
+        assert outcomes["refused"] > 0 and outcomes["ran"] > 0, outcomes
+    np.testing.assert_array_equal(good.run(None, {"X": x})[0], want)
