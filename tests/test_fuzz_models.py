@@ -548,3 +548,84 @@ def test_mutated_models_raise_only_nnwasm_errors():
     if CASES >= 100:
         assert outcomes["refused"] > 0 and outcomes["ran"] > 0, outcomes
     np.testing.assert_array_equal(good.run(None, {"X": x})[0], want)
+
+
+# --- regressions: each bug the fuzz found, as its case numbers and as a hand-built model -------------
+FOUND = [49, 227, 230, 821, 1152, 1209, 1285, 1303, 1573, 1946]
+
+
+def test_cases_that_found_bugs():
+    seeds = seed_models()
+    for case in FOUND:
+        raw, providers, rng, desc = make_case(case, seeds)
+        try:
+            run_case(raw, providers, rng)
+        except Exception as e:   # noqa: BLE001
+            pytest.fail(f"{desc}: {type(e).__name__}: {e}")
+
+
+def _one_node(node, inputs, outputs, inits=(), opset=17):
+    return _model([node], inputs, outputs, inits, opset).SerializeToString()
+
+
+def test_attribute_of_the_wrong_type_is_an_invalid_model():
+    F = TensorProto.FLOAT
+    soft = helper.make_node("Softmax", ["X"], ["Y"], name="sm")
+    soft.attribute.append(helper.make_attribute("axis", 1.0))                     # case 1152
+    gemm = helper.make_node("Gemm", ["X", "W"], ["Y"], name="fc")
+    gemm.attribute.append(helper.make_attribute("transB", [1, 1]))                # case 49
+    conv = helper.make_node("Conv", ["X", "W"], ["Y"], name="cv")
+    conv.attribute.append(helper.make_attribute("strides", "x"))                  # case 1573
+    w = numpy_helper.from_array(np.ones((2, 2), np.float32), "W")
+    for node, want in [(soft, "'axis' is of type FLOAT; ai.onnx defines it as INT"),
+                       (gemm, "'transB' is of type INTS; ai.onnx defines it as INT"),
+                       (conv, "'strides' is of type STRING; ai.onnx defines it as INTS")]:
+        model = _one_node(node, [_vi("X", F, [2, 2])], [_vi("Y", F, None)], [w] if node.op_type != "Softmax" else [])
+        with pytest.raises(nnwasm.InvalidModel, match=want):
+            nnwasm.InferenceSession(model)
+
+
+def test_qdq_fusion_skips_nodes_missing_inputs():
+    # cases 227, 230, 821, 1303: a Conv/MatMul/Add/Flatten with too few inputs reached the QDQ fusion
+    F = TensorProto.FLOAT
+    for op in ["Conv", "MatMul", "Add", "Flatten"]:
+        model = _one_node(helper.make_node(op, [], ["Y"], name="short"), [_vi("X", F, [1, 1, 2, 2])],
+                          [_vi("Y", F, None)])
+        for providers in (None, ["NumpyExecutionProvider"]):
+            with pytest.raises(nnwasm.NnwasmError, match="short"):
+                nnwasm.InferenceSession(model, providers=providers)
+
+
+def test_float_gather_indices_are_an_invalid_model():
+    # case 1209: an initializer shadowing the int64 indices input with floats crashed constant folding
+    F = TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.ones((4, 2), np.float32), "T"),
+             numpy_helper.from_array(np.array([0.5, 1.0], np.float32), "I")]
+    model = _one_node(helper.make_node("Gather", ["T", "I"], ["Y"], name="g"), [], [_vi("Y", F, None)], inits)
+    with pytest.raises(nnwasm.InvalidModel, match="'g'.*indices .input 1. are float32; they must be int32 or int64"):
+        nnwasm.InferenceSession(model)
+
+
+def test_attribute_beyond_32_bits_for_a_wasm_kernel_is_refused():
+    # case 1285: Gemm transB = 2**31 reached the plan encoder (struct.error)
+    F = TensorProto.FLOAT
+    w = numpy_helper.from_array(np.ones((2, 2), np.float32), "W")
+    model = _one_node(helper.make_node("Gemm", ["X", "W"], ["Y"], transB=1 << 31, name="fc"),
+                      [_vi("X", F, [2, 2])], [_vi("Y", F, [2, 2])], [w])
+    try:
+        sess = nnwasm.InferenceSession(model)
+        sess.run(None, {"X": np.ones((2, 2), np.float32)})
+    except nnwasm.NnwasmError as e:
+        assert "fc" in str(e), e
+
+
+def test_subgraph_output_shadowing_an_outer_value_is_an_invalid_model():
+    # case 1946: a branch node wrote the outer input X; ONNX (checker and onnxruntime) refuse it
+    F, B = TensorProto.FLOAT, TensorProto.BOOL
+    then_g = helper.make_graph([helper.make_node("Relu", ["X"], ["X"], name="shadow")], "then", [],
+                               [_vi("X", F, [3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["X"], ["n"])], "else", [], [_vi("n", F, [3])])
+    model = _one_node(helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g),
+                      [_vi("X", F, [3]), _vi("c", B, [])], [_vi("Y", F, [3])])
+    with pytest.raises(nnwasm.InvalidModel, match="produces 'X', which is already a value of an enclosing graph"):
+        nnwasm.InferenceSession(model)

@@ -218,6 +218,9 @@ class _Converter:
             if name in local:
                 raise InvalidModel(f"{where}: {node} produces '{name}', which is already a graph input, "
                                    f"an initializer or the output of another node")
+            if name and any(name in s for s in scope[1:]):
+                raise InvalidModel(f"{where}: {node} produces '{name}', which is already a value of an "
+                                   f"enclosing graph (ONNX values are assigned once, subgraphs included)")
             if name:
                 local.add(name)
         return node
