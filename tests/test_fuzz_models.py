@@ -551,7 +551,7 @@ def test_mutated_models_raise_only_nnwasm_errors():
 
 
 # --- regressions: each bug the fuzz found, as its case numbers and as a hand-built model -------------
-FOUND = [49, 227, 230, 821, 1152, 1209, 1285, 1303, 1573, 1946]
+FOUND = [49, 227, 230, 821, 1152, 1209, 1285, 1303, 1573, 1946, 9733, 10108]
 
 
 def test_cases_that_found_bugs():
@@ -628,4 +628,26 @@ def test_subgraph_output_shadowing_an_outer_value_is_an_invalid_model():
     model = _one_node(helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g),
                       [_vi("X", F, [3]), _vi("c", B, [])], [_vi("Y", F, [3])])
     with pytest.raises(nnwasm.InvalidModel, match="produces 'X', which is already a value of an enclosing graph"):
+        nnwasm.InferenceSession(model)
+
+
+def test_empty_pads_on_wasm_mean_the_default():
+    # case 9733: pads = [] (an empty INTS) passed shape inference as zeros but crashed the WASM lowering
+    F = TensorProto.FLOAT
+    w = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "W")
+    node = helper.make_node("Conv", ["X", "W"], ["Y"], name="cv")
+    node.attribute.append(helper.make_attribute("pads", [], attr_type=onnx.AttributeProto.INTS))
+    model = _one_node(node, [_vi("X", F, [1, 1, 5, 5])], [_vi("Y", F, [1, 2, 3, 3])], [w])
+    sess = nnwasm.InferenceSession(model)
+    assert sess.get_provider_assignment()[0][2] == "WasmExecutionProvider"
+    np.testing.assert_allclose(sess.run(None, {"X": np.ones((1, 1, 5, 5), np.float32)})[0], np.full((1, 2, 3, 3), 9.0))
+
+
+def test_identity_without_input_is_refused_not_an_index_error():
+    # case 10108: an Identity with its input dropped reached drop_identities
+    F = TensorProto.FLOAT
+    model = _model([helper.make_node("Identity", [], ["a"], name="idle"),
+                    helper.make_node("Relu", ["a"], ["Y"], name="r")],
+                   [_vi("X", F, [2])], [_vi("Y", F, [2])]).SerializeToString()
+    with pytest.raises(nnwasm.NnwasmError, match="idle"):
         nnwasm.InferenceSession(model)

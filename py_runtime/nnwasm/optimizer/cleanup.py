@@ -34,7 +34,8 @@ def drop_identities(ctx):
         passthrough = node.op_type == "Identity" or (
             node.op_type == "Dropout" and (len(node.outputs) < 2 or not node.outputs[1] or node.outputs[1] not in read)
             and (len(node.inputs) < 3 or not node.inputs[2]))
-        if node.domain == "" and passthrough and node.outputs[0] not in graph_outputs:
+        if (node.domain == "" and passthrough and node.inputs and node.inputs[0] and node.outputs
+                and node.outputs[0] and node.outputs[0] not in graph_outputs):
             rename[node.outputs[0]] = node.inputs[0]
         else:
             keep.append(node)
