@@ -551,7 +551,7 @@ def test_mutated_models_raise_only_nnwasm_errors():
 
 
 # --- regressions: each bug the fuzz found, as its case numbers and as a hand-built model -------------
-FOUND = [49, 227, 230, 821, 1152, 1209, 1285, 1303, 1573, 1946, 9733, 10108]
+FOUND = [49, 227, 230, 821, 1152, 1209, 1285, 1303, 1573, 1946, 9733, 10108, 18243]
 
 
 def test_cases_that_found_bugs():
@@ -651,3 +651,13 @@ def test_identity_without_input_is_refused_not_an_index_error():
                    [_vi("X", F, [2])], [_vi("Y", F, [2])]).SerializeToString()
     with pytest.raises(nnwasm.NnwasmError, match="idle"):
         nnwasm.InferenceSession(model)
+
+
+def test_node_naming_more_outputs_than_its_op_makes_is_refused_on_numpy():
+    # case 18243: a Concat with a second output read as a graph output: KeyError in the numpy provider
+    F = TensorProto.FLOAT
+    model = _model([helper.make_node("Concat", ["X", "X"], ["Y", "Z"], axis=0, name="cat")],
+                   [_vi("X", F, [2])], [_vi("Y", F, [4]), _vi("Z", F, [4])]).SerializeToString()
+    with pytest.raises(nnwasm.NnwasmError, match="cat"):
+        sess = nnwasm.InferenceSession(model, providers=["NumpyExecutionProvider"])
+        sess.run(None, {"X": np.ones(2, np.float32)})
