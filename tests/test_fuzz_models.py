@@ -616,7 +616,7 @@ FOUND = {49: "attribute transB of fc retyped to 6", 227: "shape became Conv",
          1285: "attribute transB of fc value", 1303: "input dropped from flat",
          1573: "attribute strides of conv1 retyped to 7", 1946: "output added on else_mul",
          9733: "attribute pads of conv1 value", 10108: "input dropped from rep582",
-         18243: "output added on concat"}   # case: the mutation that found a bug (kept stable)
+         18243: "output added on concat", 52124: "input renamed on loop"}   # case: the mutation that found a bug (kept stable)
 
 
 def test_cases_that_found_bugs():
@@ -727,3 +727,17 @@ def test_node_naming_more_outputs_than_its_op_makes_is_refused_on_numpy():
     with pytest.raises(nnwasm.NnwasmError, match="cat"):
         sess = nnwasm.InferenceSession(model, providers=["NumpyExecutionProvider"])
         sess.run(None, {"X": np.ones(2, np.float32)})
+
+
+def test_loop_without_trip_count_or_condition_is_refused_not_a_hang():
+    # case 52124: Loop("", "", ...) never ends by ONNX's definition (the body's condition is ignored)
+    F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+    body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
+                              helper.make_node("Add", ["a_in", "a_in"], ["a_out"])], "body",
+                             [_vi("i", I64, []), _vi("c_in", B, []), _vi("a_in", F, [2])],
+                             [_vi("c_out", B, []), _vi("a_out", F, [2])])
+    model = _one_node(helper.make_node("Loop", ["", "", "X"], ["Y"], body=body, name="forever"),
+                      [_vi("X", F, [2])], [_vi("Y", F, [2])])
+    for providers in (None, ["NumpyExecutionProvider"]):
+        with pytest.raises(nnwasm.InvalidModel, match="'forever'.*neither a trip count M nor a condition"):
+            nnwasm.InferenceSession(model, providers=providers)
