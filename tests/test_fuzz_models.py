@@ -616,7 +616,8 @@ FOUND = {49: "attribute transB of fc retyped to 6", 227: "shape became Conv",
          1285: "attribute transB of fc value", 1303: "input dropped from flat",
          1573: "attribute strides of conv1 retyped to 7", 1946: "output added on else_mul",
          9733: "attribute pads of conv1 value", 10108: "input dropped from rep582",
-         18243: "output added on concat", 52124: "input renamed on loop"}   # case: the mutation that found a bug (kept stable)
+         18243: "output added on concat", 52124: "input renamed on loop",
+         63992: "Expand to a huge shape (in subgraph body)"}   # case: the mutation that found a bug (kept stable)
 
 
 def test_cases_that_found_bugs():
@@ -741,3 +742,21 @@ def test_loop_without_trip_count_or_condition_is_refused_not_a_hang():
     for providers in (None, ["NumpyExecutionProvider"]):
         with pytest.raises(nnwasm.InvalidModel, match="'forever'.*neither a trip count M nor a condition"):
             nnwasm.InferenceSession(model, providers=providers)
+
+
+def test_movement_to_an_empty_output_does_not_crash_the_wasm_tables():
+    # case 63992: an output axis of size 0 gave an empty gather table; merging it raised IndexError
+    # (in a Loop body, where the capability check reached the tables)
+    from nnwasm.wasm.lower.tables import fits
+    assert fits([[0, 3], []]) == "an empty output (a dim of 0)"
+    assert fits([[], [0, 1]]) == "an empty output (a dim of 0)"
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    cases = [("Slice", ["X", "s", "e", "a"], [numpy_helper.from_array(np.array(v, np.int64), n)
+                                              for n, v in (("s", [1]), ("e", [1]), ("a", [1]))], (2, 0)),
+             ("Expand", ["X", "shape"], [numpy_helper.from_array(np.array([0, 2, 3], np.int64), "shape")], (0, 2, 3)),
+             ("Tile", ["X", "reps"], [numpy_helper.from_array(np.array([0, 1], np.int64), "reps")], (0, 3))]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for op, ins, inits, want in cases:
+        model = _one_node(helper.make_node(op, ins, ["Y"], name="empty"), [_vi("X", F, [2, 3])],
+                          [_vi("Y", F, None)], inits)
+        assert nnwasm.InferenceSession(model).run(None, {"X": x})[0].shape == want, op
