@@ -29,6 +29,7 @@ START = int(os.environ.get("NNWASM_FUZZ_START", "0"))
 CASE_SECONDS = 5.0      # a case slower than this is a bug
 HANG_SECONDS = 20       # SIGALRM interrupts a case stuck in Python code
 BASE_SEED = 20260823
+MAX_EDITS = int(os.environ.get("NNWASM_FUZZ_EDITS", "2"))   # protobuf edits per structure-mutated case
 
 
 def _r(rng, *shape):
@@ -343,11 +344,14 @@ def _m_opset(rng, m, g):
     return f"ir_version {m.ir_version}"
 
 
+OP_TYPES = ["Relu", "Add", "Conv", "MatMul", "Gather", "Reshape", "Loop", "If", "Softmax", "Transpose", "Concat",
+            "Split", "Slice", "TopK", "Resize", "Pad", "Tile", "Expand", "Einsum", "QLinearConv", "Scan", "Bogus",
+            "", "LSTM", "Unique"]
+
+
 def _m_op_type(rng, m, g):
     n = _pick(rng, g.node)
-    n.op_type = _pick(rng, ["Relu", "Add", "Conv", "MatMul", "Gather", "Reshape", "Loop", "If", "Softmax",
-                            "Transpose", "Concat", "Split", "Slice", "TopK", "Resize", "Pad", "Tile",
-                            "Expand", "Einsum", "QLinearConv", "Scan", "Bogus", "", "LSTM", "Unique"])
+    n.op_type = _pick(rng, OP_TYPES)
     return f"{n.name} became {n.op_type}"
 
 
@@ -455,14 +459,22 @@ STRUCT_MUTATIONS = [_m_attr_value, _m_attr_type, _m_extra_attr, _m_dim, _m_elem_
 
 # Added after the first bugs were found: drawn from a second RNG stream of the case, so the cases of
 # FOUND keep the mutations they had.
-EXTRA_MUTATIONS = [_m_value_type, _m_constant]
+def _m_any_op_type(rng, m, g):
+    """A node becomes any ai.onnx op nnwasm registers (its inputs and attributes kept)."""
+    from nnwasm.ops import registry
+    n = _pick(rng, g.node)
+    n.op_type = _pick(rng, sorted({t for d, t in registry.op_types() if d == ""}))
+    return f"{n.name} became {n.op_type}"
+
+
+EXTRA_MUTATIONS = [_m_value_type, _m_constant, _m_any_op_type]
 
 
 def struct_mutation(rng, model, extra_rng=None):
     m = copy.deepcopy(model)
     done = []
     try:
-        for _ in range(int(rng.integers(1, 3))):
+        for _ in range(int(rng.integers(1, MAX_EDITS + 1))):
             for _try in range(10):
                 graphs = list(_graphs(m.graph))
                 g = _pick(rng, graphs)
@@ -617,7 +629,8 @@ FOUND = {49: "attribute transB of fc retyped to 6", 227: "shape became Conv",
          1573: "attribute strides of conv1 retyped to 7", 1946: "output added on else_mul",
          9733: "attribute pads of conv1 value", 10108: "input dropped from rep582",
          18243: "output added on concat", 52124: "input renamed on loop",
-         63992: "Expand to a huge shape (in subgraph body)"}   # case: the mutation that found a bug (kept stable)
+         63992: "Expand to a huge shape (in subgraph body)"}
+# found with every registered op in OP_TYPES (before _m_any_op_type): Shape as a graph output (17553)   # case: the mutation that found a bug (kept stable)
 
 
 def test_cases_that_found_bugs():
@@ -760,3 +773,13 @@ def test_movement_to_an_empty_output_does_not_crash_the_wasm_tables():
         model = _one_node(helper.make_node(op, ins, ["Y"], name="empty"), [_vi("X", F, [2, 3])],
                           [_vi("Y", F, None)], inits)
         assert nnwasm.InferenceSession(model).run(None, {"X": x})[0].shape == want, op
+
+
+def test_graph_output_folded_for_the_input_shapes():
+    # found by the fuzz (case 17553 with every registered op type): Shape of a symbolic input as a graph
+    # output is folded once the input shapes are known; run() looked for it in the unshaped graph (KeyError)
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    model = _one_node(helper.make_node("Shape", ["X"], ["Y"]), [_vi("X", F, ["N", 4])], [_vi("Y", I64, [2])])
+    sess = nnwasm.InferenceSession(model)
+    for n in (3, 5):
+        np.testing.assert_array_equal(sess.run(None, {"X": np.zeros((n, 4), np.float32)})[0], [n, 4])
