@@ -630,7 +630,8 @@ FOUND = {49: "attribute transB of fc retyped to 6", 227: "shape became Conv",
          9733: "attribute pads of conv1 value", 10108: "input dropped from rep582",
          18243: "output added on concat", 52124: "input renamed on loop",
          63992: "Expand to a huge shape (in subgraph body)"}
-# found with every registered op in OP_TYPES (before _m_any_op_type): Shape as a graph output (17553)   # case: the mutation that found a bug (kept stable)
+# found with every registered op in OP_TYPES and NNWASM_FUZZ_EDITS=4 (hunting modes; see the tests below):
+# Shape as a graph output (17553), a CastLike with one input (131445), a zero output scale (136492)   # case: the mutation that found a bug (kept stable)
 
 
 def test_cases_that_found_bugs():
@@ -783,3 +784,44 @@ def test_graph_output_folded_for_the_input_shapes():
     sess = nnwasm.InferenceSession(model)
     for n in (3, 5):
         np.testing.assert_array_equal(sess.run(None, {"X": np.zeros((n, 4), np.float32)})[0], [n, 4])
+
+
+def test_castlike_with_one_input_is_refused_not_an_index_error():
+    # case 131445 (hunting mode): drop_noop_casts read the missing second input of a CastLike; that case
+    # reproduces in test_hunting_mode_cases_that_found_bugs, this lone node is refused either way
+    F = TensorProto.FLOAT
+    model = _one_node(helper.make_node("CastLike", ["X"], ["Y"], name="cl"), [_vi("X", F, [2])], [_vi("Y", F, [2])])
+    for providers in (None, ["NumpyExecutionProvider"]):
+        with pytest.raises(nnwasm.NnwasmError, match="cl"):
+            nnwasm.InferenceSession(model, providers=providers).run(None, {"X": np.ones(2, np.float32)})
+
+
+def test_zero_output_scale_of_a_wasm_qlinear_op_is_refused():
+    # case 136492 (hunting mode, bit flips in the QDQ seed): y_scale 0 divided by zero in the WASM lowering
+    m = seed_models()["qdq"]
+    for t in m.graph.initializer:
+        if t.name == "ys":
+            t.CopyFrom(numpy_helper.from_array(np.float32(0), "ys"))
+    try:
+        sess = nnwasm.InferenceSession(m.SerializeToString())
+        sess.run(None, {"X": np.ones((2, 6), np.float32)})
+    except nnwasm.NnwasmError as e:
+        assert "scale" in str(e), e
+
+
+def test_hunting_mode_cases_that_found_bugs(monkeypatch):
+    """The cases found with every registered op type in OP_TYPES (and more edits), rerun that way."""
+    import sys
+    from nnwasm.ops import registry
+    me = sys.modules[__name__]
+    monkeypatch.setattr(me, "OP_TYPES", sorted({t for d, t in registry.op_types() if d == ""}))
+    seeds = seed_models()
+    for case, edits, mutation in [(17553, 2, "concat became Shape"), (131445, 4, "mean became CastLike"),
+                                  (136492, 4, "bit flips")]:
+        monkeypatch.setattr(me, "MAX_EDITS", edits)
+        raw, providers, rng, desc = make_case(case, seeds)
+        assert mutation in desc, desc
+        try:
+            run_case(raw, providers, rng)
+        except Exception as e:   # noqa: BLE001
+            pytest.fail(f"{desc}: {type(e).__name__}: {e}")
