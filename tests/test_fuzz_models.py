@@ -825,3 +825,17 @@ def test_hunting_mode_cases_that_found_bugs(monkeypatch):
             run_case(raw, providers, rng)
         except Exception as e:   # noqa: BLE001
             pytest.fail(f"{desc}: {type(e).__name__}: {e}")
+
+
+def test_node_arity_is_checked_at_load():
+    # case 313981 (hunting with wider feeds): a Conv left without output reached fuse_batch_norm (IndexError);
+    # every ai.onnx node's input and output counts are now checked against onnx's schemas at load
+    F = TensorProto.FLOAT
+    w = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "W")
+    for node, want in [(helper.make_node("Conv", ["X"], ["Y"], name="c1"), "'c1' has 1 inputs; ai.onnx's Conv takes 2 to 3"),
+                       (helper.make_node("Conv", ["X", "W"], [], name="c0"), "'c0' has 0 outputs; ai.onnx's Conv takes 1"),
+                       (helper.make_node("Relu", ["X", "X"], ["Y"], name="r2"), "'r2' has 2 inputs; ai.onnx's Relu takes 1"),
+                       (helper.make_node("Concat", ["X"], ["Y", "Z"], axis=0, name="c2"), "'c2' has 2 outputs")]:
+        model = _one_node(node, [_vi("X", F, [1, 1, 5, 5])], [_vi("Y", F, None)], [w])
+        with pytest.raises(nnwasm.InvalidModel, match=want):
+            nnwasm.InferenceSession(model)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .. import dtypes, ir
 from ..errors import InvalidArgument, InvalidModel, Unsupported
+from .arity import ARITY
 from .attr_types import ATTRIBUTE_TYPES
 from .messages import AttributeProto as A
 from .messages import parse_model_proto
@@ -197,6 +198,13 @@ class _Converter:
             # Models of ai.onnx.ml ops only may omit ai.onnx; one that uses it must import it.
             raise InvalidModel(f"{where}: {node} uses domain '{domain or 'ai.onnx'}', for which the model "
                                f"imports no opset")
+        if domain == "" and node.op_type in ARITY:
+            lo_i, hi_i, lo_o, hi_o = ARITY[node.op_type]
+            for what, count, lo, hi in (("inputs", len(node.inputs), lo_i, hi_i),
+                                        ("outputs", len(node.outputs), lo_o, hi_o)):
+                if count < lo or (hi is not None and count > hi):
+                    bounds = str(lo) if lo == hi else f"{lo} or more" if hi is None else f"{lo} to {hi}"
+                    raise InvalidModel(f"{where}: {node} has {count} {what}; ai.onnx's {node.op_type} takes {bounds}")
         for name in node.inputs:
             if name and not any(name in s for s in scope):
                 raise InvalidModel(f"{where}: {node} reads '{name}', which is not a graph input, an initializer "
