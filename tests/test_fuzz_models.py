@@ -839,3 +839,16 @@ def test_node_arity_is_checked_at_load():
         model = _one_node(node, [_vi("X", F, [1, 1, 5, 5])], [_vi("Y", F, None)], [w])
         with pytest.raises(nnwasm.InvalidModel, match=want):
             nnwasm.InferenceSession(model)
+
+
+def test_the_watchdog_reports_hangs_and_slow_cases(monkeypatch):
+    import sys
+    me = sys.modules[__name__]
+    monkeypatch.setattr(me, "HANG_SECONDS", 1)
+    monkeypatch.setattr(me, "CASE_SECONDS", 0.2)
+    monkeypatch.setattr(me, "run_case", lambda raw, providers, rng: time.sleep(0.3 if rng.integers(2) else 5) or "ran")
+    t0 = time.perf_counter()
+    outcomes, failures, slow = run_cases(0, 4)
+    assert time.perf_counter() - t0 < 8
+    assert failures and all("hung (over 1 s)" in f and "NNWASM_FUZZ_START=" in f for f in failures), failures
+    assert len(slow) == 4 and all("limit 0.2 s" in s for s in slow), slow
