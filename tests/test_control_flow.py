@@ -431,7 +431,7 @@ def test_malformed_control_nodes_are_invalid_models():
     x = rand(3)
     two_outs = branch("two", [helper.make_node("Relu", ["X"], ["a"]), helper.make_node("Tanh", ["X"], ["b"])],
                       [vi("a", F, [3]), vi("b", F, [3])])
-    one_out = branch("one", [helper.make_node("Relu", ["X"], ["c"])], [vi("c", F, [3])])
+    one_out = branch("one", [helper.make_node("Relu", ["X"], ["r"])], [vi("r", F, [3])])   # not "c": the If reads an outer "c"
     bad_body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
                                  [vi("cond_in", B, [])], [vi("cond_out", B, [])])
     sbody = helper.make_graph([helper.make_node("Add", ["s", "t"], ["s2"])], "sbody",

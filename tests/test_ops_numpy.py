@@ -328,10 +328,15 @@ def test_infer_runs_without_numpy():
 F32, I64 = dtypes.FLOAT32, dtypes.INT64
 
 
+def _is_index(op_type, k):
+    """Gather's indices are int64 here: shape inference refuses float indices."""
+    return op_type in ("Gather", "GatherElements", "GatherND") and k == 1
+
+
 def infer(op_type, in_shapes, attrs=None, consts=None, opset=17, n_out=1, dtype=F32):
     node = ir.Node(op_type, [f"i{k}" if s != "-" else "" for k, s in enumerate(in_shapes)],
                    [f"o{k}" for k in range(n_out)], name="n", attrs=attrs or {}, opset=opset)
-    vis = [None if s == "-" else ir.ValueInfo(f"i{k}", I64 if consts and k in consts else dtype,
+    vis = [None if s == "-" else ir.ValueInfo(f"i{k}", I64 if consts and k in consts or _is_index(op_type, k) else dtype,
                                               None if s is None else tuple(s))
            for k, s in enumerate(in_shapes)]
     cs = [tensor_data(np.array(consts[k], dtype=np.int64)) if consts and k in consts else None

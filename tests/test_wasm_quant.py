@@ -477,6 +477,10 @@ def test_qlinear_conv_without_output_zero_point_and_missing_scale():
     assert got[0].dtype == np.uint8
     bad = model([helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "", "w_z", "y_s"], ["Y"])], {"X": x},
                 {"Y": TensorProto.UINT8}, inits, opset=10)
+    with pytest.raises(nnwasm.InvalidModel, match="QLinearConv.* has 7 inputs; ai.onnx's QLinearConv takes 8 to 9"):
+        nnwasm.InferenceSession(bad)
+    bad = model([helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "", "w_z", "y_s", ""], ["Y"])], {"X": x},
+                {"Y": TensorProto.UINT8}, inits, opset=10)
     with pytest.raises(nnwasm.InvalidModel, match="input 4 is required"):
         nnwasm.InferenceSession(bad)
 

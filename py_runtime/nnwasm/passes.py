@@ -56,7 +56,12 @@ def infer_shapes(graph, input_shapes=None, outer=None):
             raise
         except Exception as e:  # a bug or an unforeseen attribute: report it against the node
             raise InvalidModel(f"shape inference failed for {node}: {type(e).__name__}: {e}") from e
-        folded = op.fold(node, ins, consts) if op.fold is not None else None
+        try:
+            folded = op.fold(node, ins, consts) if op.fold is not None else None
+        except NnwasmError:
+            raise
+        except Exception as e:  # constants that contradict the node (e.g. float Gather indices)
+            raise InvalidModel(f"constant folding failed for {node}: {type(e).__name__}: {e}") from e
         if folded and all(t is not None for name, t in zip(node.outputs, folded) if name):
             # The node goes; graph outputs it made are served from the initializers by the session.
             graph.initializers.update((name, t) for name, t in zip(node.outputs, folded) if name)

@@ -205,6 +205,7 @@ class _Prepared:
     """A graph specialised to concrete input shapes, partitioned and compiled."""
 
     def __init__(self, graph, providers):
+        self.graph = graph   # its initializers hold the graph outputs folded for these shapes
         self.fallback_reasons = {}
         self.parts = partition(graph, providers, self.fallback_reasons)
         self.runners = [p.provider.compile(p, graph) for p in self.parts]
@@ -492,6 +493,8 @@ class InferenceSession:
         for n in names:
             if n in env:
                 out.append(env[n])
+            elif n in prepared.graph.initializers:   # an output folded for these shapes (Shape of an input)
+                out.append(prepared.graph.initializers[n])
             else:   # a graph output that is an initializer
                 out.append(self._graph.initializers[n])
         return out

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from .. import dtypes, ir
 from ..errors import InvalidArgument, InvalidModel, Unsupported
+from .arity import ARITY
+from .attr_types import ATTRIBUTE_TYPES
 from .messages import AttributeProto as A
 from .messages import parse_model_proto
 from .tensors import sparse_tensor_data, tensor_data
@@ -196,6 +198,13 @@ class _Converter:
             # Models of ai.onnx.ml ops only may omit ai.onnx; one that uses it must import it.
             raise InvalidModel(f"{where}: {node} uses domain '{domain or 'ai.onnx'}', for which the model "
                                f"imports no opset")
+        if domain == "" and node.op_type in ARITY:
+            lo_i, hi_i, lo_o, hi_o = ARITY[node.op_type]
+            for what, count, lo, hi in (("inputs", len(node.inputs), lo_i, hi_i),
+                                        ("outputs", len(node.outputs), lo_o, hi_o)):
+                if count < lo or (hi is not None and count > hi):
+                    bounds = str(lo) if lo == hi else f"{lo} or more" if hi is None else f"{lo} to {hi}"
+                    raise InvalidModel(f"{where}: {node} has {count} {what}; ai.onnx's {node.op_type} takes {bounds}")
         for name in node.inputs:
             if name and not any(name in s for s in scope):
                 raise InvalidModel(f"{where}: {node} reads '{name}', which is not a graph input, an initializer "
@@ -204,6 +213,11 @@ class _Converter:
             if not a.name or a.name in node.attrs:
                 raise InvalidModel(f"{where}: {node} has an unnamed or repeated attribute '{a.name or ''}'")
             try:
+                if domain == "" and a.name in ATTRIBUTE_TYPES and not a.ref_attr_name:
+                    kind = a.type or _infer_type(a)
+                    if kind not in ATTRIBUTE_TYPES[a.name]:
+                        raise _BadAttribute(f"is of type {_TYPE_NAMES.get(kind, kind)}; ai.onnx defines it as "
+                                            f"{' or '.join(sorted(_TYPE_NAMES[t] for t in ATTRIBUTE_TYPES[a.name]))}")
                 node.attrs[a.name] = self.attribute(a, scope, depth)
             except _BadAttribute as e:
                 raise InvalidModel(f"{where}: {node}, attribute '{a.name}' {e}") from None
@@ -212,6 +226,9 @@ class _Converter:
             if name in local:
                 raise InvalidModel(f"{where}: {node} produces '{name}', which is already a graph input, "
                                    f"an initializer or the output of another node")
+            if name and any(name in s for s in scope[1:]):
+                raise InvalidModel(f"{where}: {node} produces '{name}', which is already a value of an "
+                                   f"enclosing graph (ONNX values are assigned once, subgraphs included)")
             if name:
                 local.add(name)
         return node
@@ -264,6 +281,11 @@ class _Converter:
         if kind == A.SPARSE_TENSORS:
             return [sparse_tensor_data(s, d) for s in a.sparse_tensors]
         raise _BadAttribute(f"has an unknown type {kind}")
+
+
+_TYPE_NAMES = {getattr(A, n): n for n in ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS",
+                                           "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO",
+                                           "TYPE_PROTOS")}
 
 
 class _BadAttribute(Exception):

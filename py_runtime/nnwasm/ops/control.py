@@ -110,6 +110,9 @@ def static_trip_count(node, consts, body):
 def infer_loop(node, inputs, consts, scope):
     if len(node.inputs) < 2:
         S.fail(node, "needs inputs M and cond (either may be the empty name)")
+    if not node.inputs[0] and not node.inputs[1]:
+        # ONNX: with neither, the body's condition output is ignored and the loop never ends
+        S.fail(node, "has neither a trip count M nor a condition: it would never end")
     if node.inputs[0]:
         _scalar_check(node, inputs[0], "M", INT64)
     if node.inputs[1]:

@@ -193,7 +193,7 @@ def _check_indices(node, idx, n, what="indices"):
 
 
 def infer_gather(node, inputs, consts):
-    data, idx = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    data, idx = S.need(node, inputs, 0), S.need_index(node, inputs, 1)
     ds, is_ = S.shape(data), S.shape(idx)
     if ds is None or is_ is None:
         return [(data.dtype, None)]
@@ -212,7 +212,7 @@ def gather(node, data, idx):
 
 
 def infer_gather_elements(node, inputs, consts):
-    data, idx = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    data, idx = S.need(node, inputs, 0), S.need_index(node, inputs, 1)
     ds, is_ = S.shape(data), S.shape(idx)
     if ds is not None and is_ is not None and len(ds) != len(is_):
         S.fail(node, f"data shape {list(ds)} and indices shape {list(is_)} differ in rank")
@@ -234,7 +234,7 @@ def gather_elements(node, data, idx):
 
 
 def infer_gather_nd(node, inputs, consts):
-    data, idx = S.need(node, inputs, 0), S.need(node, inputs, 1)
+    data, idx = S.need(node, inputs, 0), S.need_index(node, inputs, 1)
     ds, is_ = S.shape(data), S.shape(idx)
     b = node.attr("batch_dims", 0)
     if ds is None or is_ is None or not S.known(is_[-1]):

@@ -29,6 +29,14 @@ def need(node, inputs, i):
     return vi
 
 
+def need_index(node, inputs, i, what="indices"):
+    """ValueInfo of a required int32/int64 index input; InvalidModel if its type is another."""
+    vi = need(node, inputs, i)
+    if vi.dtype is not None and getattr(vi.dtype, "name", None) not in ("int32", "int64"):
+        fail(node, f"{what} (input {i}) are {vi.dtype.name}; they must be int32 or int64")
+    return vi
+
+
 def shape(vi):
     return None if vi is None or vi.shape is None else tuple(vi.shape)
 

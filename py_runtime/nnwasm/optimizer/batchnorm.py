@@ -57,8 +57,9 @@ def _scaled_weight(ctx, w, s_shape, s):
 def fuse_batch_norm(ctx):
     g, r, n = ctx.graph, Readers(ctx.graph), 0
     for node in list(g.nodes):
-        if node.domain != "" or node.op_type not in ("Conv", "ConvTranspose", "Gemm") or not is_f32(g, node.outputs[0]):
-            continue
+        if (node.domain != "" or node.op_type not in ("Conv", "ConvTranspose", "Gemm") or len(node.inputs) < 2
+                or not node.outputs or not node.outputs[0] or not is_f32(g, node.outputs[0])):
+            continue   # a node missing inputs or outputs is left for shape inference to refuse
         bn = r.only(node.outputs[0])
         if bn is None or bn.op_type != "BatchNormalization" or bn.domain != "":
             continue

@@ -34,7 +34,8 @@ def drop_identities(ctx):
         passthrough = node.op_type == "Identity" or (
             node.op_type == "Dropout" and (len(node.outputs) < 2 or not node.outputs[1] or node.outputs[1] not in read)
             and (len(node.inputs) < 3 or not node.inputs[2]))
-        if node.domain == "" and passthrough and node.outputs[0] not in graph_outputs:
+        if (node.domain == "" and passthrough and node.inputs and node.inputs[0] and node.outputs
+                and node.outputs[0] and node.outputs[0] not in graph_outputs):
             rename[node.outputs[0]] = node.inputs[0]
         else:
             keep.append(node)
@@ -79,9 +80,10 @@ def drop_noop_casts(ctx):
     nodes, rename, count = list(g.nodes), {}, 0
     for k, node in enumerate(nodes):
         src = g.values.get(node.inputs[0]) if node.inputs else None
-        if node.domain != "" or node.op_type not in ("Cast", "CastLike") or src is None or src.dtype is None:
+        if (node.domain != "" or node.op_type not in ("Cast", "CastLike") or src is None or src.dtype is None
+                or not node.outputs or not node.outputs[0]):
             continue
-        like = g.values.get(node.inputs[1]) if node.op_type == "CastLike" else None
+        like = g.values.get(node.inputs[1]) if node.op_type == "CastLike" and len(node.inputs) > 1 else None
         to = node.attr("to") if node.op_type == "Cast" else like.dtype.onnx if like and like.dtype else None
         if src.dtype.onnx != to:
             continue

@@ -87,7 +87,7 @@ def _qparams(G, node):
 
 
 def _dq_input_type(G, node):
-    x = node.inputs[0]
+    x = _in(node, 0)
     if x in G.inits:
         return G.inits[x].dtype.name
     q = G.producer.get(x)
@@ -195,7 +195,7 @@ class _Rewriter:
 
 def _conv(R, node):
     G = R.G
-    x, w, b = _dq(G, node.inputs[0]), _dq(G, node.inputs[1]), _in(node, 2)
+    x, w, b = _dq(G, _in(node, 0)), _dq(G, _in(node, 1)), _in(node, 2)
     if not x or not w or x[1][3] is not None or w[0].inputs[0] not in G.inits:
         return
     if w[1][3] not in (None, 0, -len(G.inits[w[0].inputs[0]].shape)):
@@ -215,7 +215,7 @@ def _conv(R, node):
 
 def _matmul(R, node):
     G = R.G
-    a, w = _dq(G, node.inputs[0]), _dq(G, node.inputs[1])
+    a, w = _dq(G, _in(node, 0)), _dq(G, _in(node, 1))
     if not a or not w or a[1][3] is not None:
         return
     if w[1][3] is not None:      # per-column scales of a 2-D constant B only
@@ -246,7 +246,7 @@ def _gemm(R, node):
     G = R.G
     if node.attr("transA", 0) or node.attr("beta", 1.0) != 1.0:
         return
-    a, w, c = _dq(G, node.inputs[0]), _dq(G, node.inputs[1]), _in(node, 2)
+    a, w, c = _dq(G, _in(node, 0)), _dq(G, _in(node, 1)), _in(node, 2)
     if not a or not w or a[1][3] is not None or w[0].inputs[0] not in G.inits:
         return
     tb = node.attr("transB", 0)
@@ -276,7 +276,7 @@ def _gemm(R, node):
 
 def _add(R, node):
     G = R.G
-    a, b = _dq(G, node.inputs[0]), _dq(G, node.inputs[1])
+    a, b = _dq(G, _in(node, 0)), _dq(G, _in(node, 1))
     if not a or not b or a[1][3] is not None or b[1][3] is not None or a[1][2] != b[1][2]:
         return
     tail = _tail_q(G, node.outputs[0])
@@ -291,7 +291,7 @@ def _add(R, node):
 
 def _mover(R, node):
     G = R.G
-    x = _dq(G, node.inputs[0])
+    x = _dq(G, _in(node, 0))
     q = G.only_user(node.outputs[0])
     if not x or not _std(q, "QuantizeLinear"):
         return
@@ -305,8 +305,10 @@ def _mover(R, node):
 
 def _matmul_integer(R, node):
     G = R.G
+    if len(node.inputs) < 2:
+        return
     cast = G.only_user(node.outputs[0])
-    if not _std(cast, "Cast") or cast.attr("to") != 1:
+    if not _std(cast, "Cast") or cast.attr("to") != 1 or not cast.outputs:
         return
     mul = G.only_user(cast.outputs[0])
     if not _std(mul, "Mul"):
@@ -336,7 +338,7 @@ def fuse_qdq(ctx):
     R = _Rewriter(graph)
     for node in list(graph.nodes):
         fuse = FUSIONS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-        if fuse is not None and id(node) not in R.drop:
+        if fuse is not None and node.outputs and node.outputs[0] and id(node) not in R.drop:
             fuse(R, node)
     if not R.replace:
         return 0

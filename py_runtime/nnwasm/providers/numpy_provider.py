@@ -3,7 +3,7 @@ at a time. It is the fallback for what the WASM provider can't run, and the refe
 kernels are tested against. numpy is imported only when a partition of it is compiled, so a
 model that runs entirely on WASM never imports numpy (Pyodide has none)."""
 from .. import dtypes
-from ..errors import FallbackUnavailable, InvalidArgument, NnwasmError
+from ..errors import FallbackUnavailable, InvalidArgument, InvalidModel, NnwasmError
 from ..ir import implicit_inputs, subgraphs
 from ..ops.control import numpy_refusal
 from ..ops.registry import lookup
@@ -59,6 +59,9 @@ class _NumpyRunner:
                 raise
             except Exception as e:
                 raise InvalidArgument(f"{node} failed in NumpyExecutionProvider: {type(e).__name__}: {e}") from e
+            if any(node.outputs[len(outs):]):
+                raise InvalidModel(f"{node} names {len(node.outputs)} outputs {node.outputs}; {node.op_type} "
+                                   f"produces {len(outs)}")
             for name, arr in zip(node.outputs, outs):
                 if name:
                     vals[name] = arr

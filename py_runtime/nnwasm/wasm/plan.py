@@ -7,6 +7,7 @@ placed by a greedy first-fit over their live ranges (a value lives from the op t
 the last op that reads it; partition inputs from before the first op, outputs past the last), so
 memory is reused as in onnxruntime's and XNNPACK's planners.
 """
+import numbers
 import struct
 
 from ..errors import Unsupported
@@ -89,6 +90,13 @@ class PlanBuilder:
         missing = set(OPS[op].args) ^ set(args)
         if missing:
             raise AssertionError(f"{op}: arguments {sorted(missing)} do not match ops.def")
+        spec = OPS[op]
+        for arg, kind in zip(spec.args, spec.kinds):
+            v = args[arg]
+            if kind == "i" and (not isinstance(v, numbers.Integral) or not -(1 << 31) <= v < (1 << 32)):
+                raise PlanArgumentError(f"kernel {op}'s argument {arg} = {v!r} is not a 32-bit integer")
+            if kind == "f" and not isinstance(v, numbers.Real):
+                raise PlanArgumentError(f"kernel {op}'s argument {arg} = {v!r} is not a number")
 
     # --- layout and encoding ------------------------------------------------------------
     def finish(self, max_arena):
@@ -138,6 +146,11 @@ class PlanBuilder:
         plan += blob
         io = {n: where[n] for n in self.inputs + self.outputs}
         return plan, arena, io
+
+
+class PlanArgumentError(Exception):
+    """A lowering computed a kernel argument that the plan cannot encode (an attribute or a dim
+    beyond 32 bits); the provider turns it into Unsupported naming the node."""
 
 
 def _encode(ops, where):

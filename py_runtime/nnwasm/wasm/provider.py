@@ -2,6 +2,7 @@
 the checks every kernel needs; a partition compiles to one plan, loaded once, run in one call.
 Control flow (If/Loop/Scan with bodies that run on WASM) and tiny integer nodes computed on the
 host split a partition into steps (wasm/control.py)."""
+from ..errors import Unsupported
 from ..host import get_host
 from ..ir import subgraphs
 from ..ops.registry import lookup
@@ -10,7 +11,7 @@ from ..profiling import node_label
 from ..tensor import numel
 from .control import compile_nodes, control_refusal, host_op_refusal
 from .lowering import LOWERINGS, lowering_key
-from .plan import PlanBuilder
+from .plan import PlanArgumentError, PlanBuilder
 from .runner import PlanOp, WasmRunner
 
 
@@ -79,7 +80,10 @@ class WasmExecutionProvider:
         ops = []
         for node in nodes:
             if id(node) not in b.fused:
-                LOWERINGS[lowering_key(node)][1](node, b)
+                try:
+                    LOWERINGS[lowering_key(node)][1](node, b)
+                except PlanArgumentError as e:
+                    raise Unsupported(f"{node}: {e}") from None
                 ops += [PlanOp(node_label(node), node.op_type, kernel) for kernel, _ in b.ops[len(ops):]]
         plan, arena, io = b.finish(MAX_ARENA_BYTES)
         return b, plan, arena, io, ops

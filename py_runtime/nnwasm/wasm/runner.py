@@ -40,7 +40,10 @@ class WasmRunner:
             status = host.call("nnw_plan_load", full, len(plan), self.arena, arena_bytes, status_at)
             if status:
                 bad = struct.unpack("<i", host.read(status_at, 4))[0]
-                raise KernelError(f"kernels.wasm refused the plan: {STATUS.get(status, status)} (op {bad})")
+                n_init = struct.unpack_from("<8i", plan)[5]
+                which = (f", {self.ops[bad - n_init].node} ({self.ops[bad - n_init].kernel})"
+                         if 0 <= bad - n_init < len(self.ops or ()) else "")
+                raise KernelError(f"kernels.wasm refused the plan: {STATUS.get(status, status)} (op {bad}{which})")
             # The weights now live in the arena; keep only the header and op words.
             head = struct.unpack_from("<8i", plan)
             ops_end = 4 * (8 + head[5] + head[6])

@@ -17,9 +17,7 @@ def _geometry(node, g):
     else:
         kernel = list(node.attr("kernel_shape"))
     spatial = len(x) - 2
-    strides = list(node.attr("strides", [1] * spatial))
-    dil = list(node.attr("dilations", [1] * spatial))
-    pads = list(node.attr("pads", [0] * (2 * spatial)))
+    strides, dil, pads = (list(v) for v in window_params(node, spatial, kernel))   # empty lists: defaults
     auto = node.attr("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         pads = [0] * (2 * spatial)

@@ -18,7 +18,7 @@ def gemm_args(node, b):
     """gemm's arguments but y and the clamp (Gemm and com.microsoft FusedGemm)."""
     a, w = node.inputs[:2]
     c = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
-    ta, tb = node.attr("transA", 0), node.attr("transB", 0)
+    ta, tb = int(bool(node.attr("transA", 0))), int(bool(node.attr("transB", 0)))   # any non-zero: transposed
     sa, sw = b.shape(a), b.shape(w)
     m, k = (sa[1], sa[0]) if ta else sa
     n = sw[0] if tb else sw[1]

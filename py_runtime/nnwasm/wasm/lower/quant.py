@@ -7,6 +7,7 @@ operator: the requantization multipliers x_scale * w_scale / y_scale (float32, a
 computes them) become a small constant tensor, and the output zero point and clamp bounds plan
 integers, so the kernels never see ONNX attributes. Zero points and int32 biases are read where
 they live (a runtime scalar such as DynamicQuantizeLinear's output works too)."""
+import math
 import struct
 from array import array
 
@@ -16,6 +17,7 @@ from ...tensor import TensorData, numel
 from .common import f32_tensor
 from .conv import _check_window, _window
 from .packed import float_epilogue
+from ..plan import PlanArgumentError
 
 U8, I8, I16, I32, F32 = (BY_NAME[n] for n in ("uint8", "int8", "int16", "int32", "float32"))
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -128,6 +130,8 @@ def _out_params(g, y_zp, dtype):
 
 def _multipliers(scales_a, scales_b, y_scale, alpha=1.0):
     """float32 x_scale * w_scale[i] (* alpha) / y_scale, one per channel."""
+    if y_scale is not None and not (y_scale > 0 and math.isfinite(y_scale)):
+        raise PlanArgumentError(f"the output scale {y_scale} is not a positive finite number")
     out = []
     for sa in scales_a:
         for sb in scales_b:

@@ -72,6 +72,8 @@ def _product(a, c):
 
 
 def fits(tables):
+    if any(len(t) == 0 for t in tables):
+        return "an empty output (a dim of 0)"
     return None if merge(tables) is not None else "more than 6 dims after merging"
 
 
