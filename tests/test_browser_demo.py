@@ -77,6 +77,19 @@ def watched_page(page):
     return page
 
 
+def _expect_first_result(page, label="espresso"):
+    """Waits for the first top-1; on a timeout, fails with what the page shows and logged (its
+    status line, error box, console errors and timeline marks), to tell a hang from a slow load."""
+    try:
+        expect(page.locator("#top1")).to_have_text(label, timeout=BOOT_TIMEOUT_MS)
+    except AssertionError as e:
+        seen = page.evaluate("""() => ({status: document.getElementById("status").textContent,
+            error: document.getElementById("error").textContent,
+            marks: performance.getEntriesByType("mark").map((m) => [m.name, Math.round(m.startTime)]),
+            pending: performance.getEntriesByType("resource").filter((r) => !r.responseEnd).map((r) => r.name)})""")
+        raise AssertionError(f"no first result: {seen}, page errors {page.errors}") from e
+
+
 def _longest_frame_gap_during_boot(page):
     """(longest time between two painted frames up to the end of the boot, boot end), in ms
     since the navigation started."""
@@ -111,7 +124,7 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
     """The default page: the committed plan file on kernels.wasm, no Python at all."""
     page = watched_page
     page.goto(demo_server.url)
-    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    _expect_first_result(page)
     expect(page.locator("#error")).to_be_hidden()
     expect(page.locator("#predictions li")).to_have_count(5)
     expect(page.locator("#path")).to_contain_text("efficientnet-lite0.nnwp: a plan file")
@@ -145,7 +158,7 @@ def test_demo_plan_in_the_proxy_worker(watched_page, demo_server):
     """/demo/?proxy: the plan session lives in the proxy worker, which still boots no Python."""
     page = watched_page
     page.goto(demo_server.url + "?proxy")
-    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    _expect_first_result(page)
     expect(page.locator("#error")).to_be_hidden()
     assert page.errors == []
     paths = [urlparse(u).path for u in page.requests]
@@ -159,7 +172,7 @@ def test_demo_onnx_through_pyodide(watched_page, demo_server):
     page keeps painting meanwhile, and the top-1 is the plan's."""
     page = watched_page
     page.goto(demo_server.url + "?onnx")
-    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    _expect_first_result(page)
     expect(page.locator("#error")).to_be_hidden()
     expect(page.locator("#path")).to_contain_text("efficientnet-lite0.onnx: an ONNX model")
     expect(page.locator("#providers li").first).to_contain_text("WasmExecutionProvider")
@@ -193,7 +206,7 @@ def test_demo_without_the_worker(watched_page, demo_server):
     page = watched_page
     page.context.route("**/dist/web/nnwasm-web.json", _without_snapshot)
     page.goto(demo_server.url + "?onnx&noproxy")
-    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    _expect_first_result(page)
     expect(page.locator("#error")).to_be_hidden()
     page.click("#bench")
     expect(page.locator("#status")).to_have_text("Timed 10 runs.", timeout=60_000)
@@ -213,7 +226,7 @@ def test_demo_without_the_worker(watched_page, demo_server):
 def test_demo_classifies_picked_and_dropped_files(watched_page, demo_server):
     page = watched_page
     page.goto(demo_server.url)
-    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    _expect_first_result(page)
 
     cat = _onnxruntime_top1(ASSETS / "chelsea.png")
     page.set_input_files("#file", str(ASSETS / "chelsea.png"))
@@ -246,11 +259,11 @@ def test_demo_opens_an_onnx_model(watched_page, demo_server):
     the photo on screen as the plan did."""
     page = watched_page
     page.goto(demo_server.url)
-    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    _expect_first_result(page)
     assert _pyodide_requests(page) == []
     page.locator("#top1").evaluate("e => { e.textContent = '…'; }")  # so the check below sees a new result
     page.set_input_files("#model-file", str(ASSETS / "efficientnet-lite0.onnx"))
-    expect(page.locator("#top1")).to_have_text("espresso", timeout=BOOT_TIMEOUT_MS)
+    _expect_first_result(page)
     expect(page.locator("#path")).to_contain_text("efficientnet-lite0.onnx: an ONNX model")
     expect(page.locator("#status")).to_contain_text("efficientnet-lite0.onnx is loaded")
     expect(page.locator("#error")).to_be_hidden()

@@ -12,6 +12,7 @@ The optimizer levels must agree: test_optimizer_levels_agree runs every passing 
 ORT_DISABLE_ALL and compares with the default level's (ORT_ENABLE_ALL) results.
 """
 import collections
+import contextlib
 
 import numpy as np
 import pytest
@@ -55,17 +56,31 @@ def outcomes(cases):
     return result
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts(request):
+    """Prints the pass counts of both provider lists into the test run's output (CI's log)."""
+    yield
+    got = request.session.__dict__.get("_nnwasm_backend_counts")
+    if not got:
+        return
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print("\nONNX backend suite (tests/backend_suite.py, 2024 cases): " + "; ".join(got))
+
+
 def test_the_suite_has_2024_cases(cases):
     assert len(cases) == 2024, len(cases)   # onnx 1.23.2; another onnx: check the counts and the manifest
     assert len({c.name for c in cases}) == len(cases)
 
 
 @pytest.mark.parametrize("lst", list(backend_suite.PROVIDER_LISTS))
-def test_every_failure_is_in_the_manifest(outcomes, manifest, lst):
+def test_every_failure_is_in_the_manifest(outcomes, manifest, lst, request):
     got = outcomes[lst]
     counts = collections.Counter(o[0] for o in got.values())
     print(f"\nONNX backend suite, providers {lst}: {dict(counts)}"
           + (f", {sum(1 for o in got.values() if o[2])} passing with WASM nodes" if lst == "default" else ""))
+    request.session.__dict__.setdefault("_nnwasm_backend_counts", []).append(
+        f"providers {lst}: {counts['pass']} pass, {counts['fail']} listed in conformance_manifest.txt")
     bad = {k: v[1] for k, v in got.items() if v[0] == "fail" and (k, lst) not in manifest}
     assert not bad, ("unexpected failures (fix them, or list them in tests/conformance_manifest.txt with the reason):\n"
                      + "\n".join(f"{k}: {v}" for k, v in sorted(bad.items())))
