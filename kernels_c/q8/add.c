@@ -51,9 +51,8 @@ void nnw_run_q8_add(const int32_t *args, uint8_t *arena) {
       v128_t za = wasm_i16x8_splat((int16_t)p.a_zp), zb = wasm_i16x8_splat((int16_t)p.b_zp);
       int u8 = p.dtype == NNW_U8;
       for (; e + 8 <= bc.d[0]; e += 8, y += 8) {
-        const uint8_t *pa = a + off[0] + e, *pb = b + off[1] + e;
-        v128_t xa = wasm_i16x8_sub(u8 ? wasm_u16x8_load8x8(pa) : wasm_i16x8_load8x8(pa), za);
-        v128_t xb = wasm_i16x8_sub(u8 ? wasm_u16x8_load8x8(pb) : wasm_i16x8_load8x8(pb), zb);
+        v128_t xa = nnw_q8_load8_sub(a + off[0] + e, p.dtype, za);
+        v128_t xb = nnw_q8_load8_sub(b + off[1] + e, p.dtype, zb);
         v128_t lo = wasm_f32x4_add(wasm_f32x4_mul(va, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(xa))),
                                    wasm_f32x4_mul(vb, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(xb))));
         v128_t hi = wasm_f32x4_add(wasm_f32x4_mul(va, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(xa))),

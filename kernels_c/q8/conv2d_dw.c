@@ -57,7 +57,7 @@ static void dw_plane(const struct q8_conv *p, const uint8_t *xc, const uint8_t *
     else
       for (; ix < whole; ix += 8) wasm_v128_store(dst + ix, wasm_i16x8_sub(wasm_i16x8_load8x8(src + ix), vz));
     if (ix < lim) { /* the row's last 1..7 columns, zeros past n */
-      v128_t v = wasm_i16x8_sub(p->x_dtype == NNW_U8 ? wasm_u16x8_load8x8(src + ix) : wasm_i16x8_load8x8(src + ix), vz);
+      v128_t v = nnw_q8_load8_sub(src + ix, p->x_dtype, vz);
       wasm_v128_store(dst + ix, wasm_v128_and(v, wasm_i16x8_lt(ramp, wasm_i16x8_splat((int16_t)(n - ix)))));
       ix = n;
     }

@@ -20,10 +20,7 @@ static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_z
     int32_t zp = nnw_q8_get(w_zp, p->w_dtype, (size_t)i * (size_t)p->w_zp_s), q = 0;
     uint32_t *out = apack + (size_t)i * (size_t)kp;
     v128_t vz = wasm_i16x8_splat((int16_t)zp);
-    for (; 2 * q + 8 <= k; q += 4) {
-      v128_t v = p->w_dtype == NNW_U8 ? wasm_u16x8_load8x8(row + 2 * q) : wasm_i16x8_load8x8(row + 2 * q);
-      wasm_v128_store(out + q, wasm_i16x8_sub(v, vz));
-    }
+    for (; 2 * q + 8 <= k; q += 4) wasm_v128_store(out + q, nnw_q8_load8_sub(row + 2 * q, p->w_dtype, vz));
     for (; q < kp; q++) {
       uint16_t lo = (uint16_t)(nnw_q8_get(row, p->w_dtype, (size_t)(2 * q)) - zp);
       uint16_t hi = 2 * q + 1 < k ? (uint16_t)(nnw_q8_get(row, p->w_dtype, (size_t)(2 * q + 1)) - zp) : 0;
@@ -40,18 +37,7 @@ static void pack_x(const struct q8_conv *p, const uint8_t *x, size_t n, int32_t 
     int16_t *out = panel + (size_t)q * 2 * NR;
     const uint8_t *r0 = x + (size_t)(2 * q) * n + j0, *r1 = 2 * q + 1 < k ? r0 + n : NULL;
     if (nb == NR) {
-      v128_t v0, v1;
-      if (p->x_dtype == NNW_U8) {
-        v0 = wasm_u16x8_load8x8(r0);
-        v1 = r1 ? wasm_u16x8_load8x8(r1) : vz;
-      } else {
-        v0 = wasm_i16x8_load8x8(r0);
-        v1 = r1 ? wasm_i16x8_load8x8(r1) : vz;
-      }
-      v0 = wasm_i16x8_sub(v0, vz);
-      v1 = wasm_i16x8_sub(v1, vz);
-      wasm_v128_store(out, wasm_i16x8_shuffle(v0, v1, 0, 8, 1, 9, 2, 10, 3, 11));
-      wasm_v128_store(out + 8, wasm_i16x8_shuffle(v0, v1, 4, 12, 5, 13, 6, 14, 7, 15));
+      nnw_q8_pair_row8(out, r0, r1, p->x_dtype, vz);
       continue;
     }
     for (int32_t c = 0; c < NR; c++) {

@@ -31,10 +31,7 @@ static void pack_a(const struct nnw_q8_gemm *g, int32_t kp, uint32_t *apack) {
     /* 8 bytes widen to the 8 int16 of 4 pairs, which little-endian are the 4 packed words */
     if (g->a_dtype == NNW_U8 || g->a_dtype == NNW_I8) {
       v128_t vz = wasm_i16x8_splat((int16_t)zp);
-      for (; 2 * p + 8 <= g->k; p += 4) {
-        v128_t v = g->a_dtype == NNW_U8 ? wasm_u16x8_load8x8(row + 2 * p) : wasm_i16x8_load8x8(row + 2 * p);
-        wasm_v128_store(out + p, wasm_i16x8_sub(v, vz));
-      }
+      for (; 2 * p + 8 <= g->k; p += 4) wasm_v128_store(out + p, nnw_q8_load8_sub(row + 2 * p, g->a_dtype, vz));
     }
 #endif
     for (; p < kp; p++) {
@@ -58,20 +55,8 @@ static void pack_panel(const struct nnw_q8_gemm *g, int32_t j0, int32_t nb, int3
     const uint8_t *r1 = 2 * p + 1 < g->k ? r0 + g->ldb : NULL;
 #ifdef __wasm_simd128__
     if (nb == NR) {
-      v128_t z = wasm_v128_load(zp), z2 = wasm_v128_load(zp + 4);
-      v128_t vz = wasm_i16x8_narrow_i32x4(z, z2);
-      v128_t v0, v1;
-      if (g->b_dtype == NNW_U8) {
-        v0 = wasm_u16x8_load8x8(r0);
-        v1 = r1 ? wasm_u16x8_load8x8(r1) : vz;
-      } else {
-        v0 = wasm_i16x8_load8x8(r0);
-        v1 = r1 ? wasm_i16x8_load8x8(r1) : vz;
-      }
-      v0 = wasm_i16x8_sub(v0, vz);
-      v1 = wasm_i16x8_sub(v1, vz);
-      wasm_v128_store(out, wasm_i16x8_shuffle(v0, v1, 0, 8, 1, 9, 2, 10, 3, 11));
-      wasm_v128_store(out + 8, wasm_i16x8_shuffle(v0, v1, 4, 12, 5, 13, 6, 14, 7, 15));
+      v128_t vz = wasm_i16x8_narrow_i32x4(wasm_v128_load(zp), wasm_v128_load(zp + 4));
+      nnw_q8_pair_row8(out, r0, r1, g->b_dtype, vz);
       continue;
     }
 #endif

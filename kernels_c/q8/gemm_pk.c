@@ -25,10 +25,7 @@ static void pack_a(const uint8_t *a, int32_t dtype, int32_t zp, int32_t m, int32
     int32_t kk = 0;
 #ifdef __wasm_simd128__
     v128_t vz = wasm_i16x8_splat((int16_t)zp);
-    for (; kk + 8 <= k; kk += 8) {
-      v128_t v = dtype == NNW_U8 ? wasm_u16x8_load8x8(row + kk) : wasm_i16x8_load8x8(row + kk);
-      wasm_v128_store(out + kk, wasm_i16x8_sub(v, vz));
-    }
+    for (; kk + 8 <= k; kk += 8) wasm_v128_store(out + kk, nnw_q8_load8_sub(row + kk, dtype, vz));
 #endif
     for (; kk < k; kk++) out[kk] = (int16_t)(nnw_q8_get(row, dtype, (size_t)kk) - zp);
     for (; kk < kp; kk++) out[kk] = 0;

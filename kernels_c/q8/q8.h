@@ -31,6 +31,23 @@ static inline const uint8_t *nnw_q8_at(const uint8_t *arena, int32_t t) {
 
 /* round half to even (the default rounding mode) and saturate into [lo, hi] after adding zp;
  * NaN goes to lo. The clamp happens in float so the conversion never overflows. */
+#ifdef __wasm_simd128__
+#include <wasm_simd128.h>
+
+/* 8 values of dtype (uint8 or int8) at p, widened to int16, minus vz */
+static inline v128_t nnw_q8_load8_sub(const uint8_t *p, int32_t dtype, v128_t vz) {
+  return wasm_i16x8_sub(dtype == NNW_U8 ? wasm_u16x8_load8x8(p) : wasm_i16x8_load8x8(p), vz);
+}
+
+/* One row of an int16 panel of 8 columns: out[2c + h] = row_h[c] - vz[c] for rows r0, r1 (r1
+ * NULL: zeros), the pairs (k, k+1) of each column interleaved for i32x4.dot_i16x8. */
+static inline void nnw_q8_pair_row8(int16_t *out, const uint8_t *r0, const uint8_t *r1, int32_t dtype, v128_t vz) {
+  v128_t v0 = nnw_q8_load8_sub(r0, dtype, vz), v1 = r1 ? nnw_q8_load8_sub(r1, dtype, vz) : wasm_i16x8_splat(0);
+  wasm_v128_store(out, wasm_i16x8_shuffle(v0, v1, 0, 8, 1, 9, 2, 10, 3, 11));
+  wasm_v128_store(out + 8, wasm_i16x8_shuffle(v0, v1, 4, 12, 5, 13, 6, 14, 7, 15));
+}
+#endif
+
 static inline int32_t nnw_q8_round_sat(float v, int32_t zp, int32_t lo, int32_t hi) {
   float r = nearbyintf(v) + (float)zp;
   if (!(r >= (float)lo)) return lo;
