@@ -80,6 +80,17 @@ export class PlanFileWatcher {
   }
 }
 
+/** The weights' place in a plan (its 32-byte header in `head`, a DataView; planLength: the whole
+ * plan's bytes): {arenaBytes, weightsBytes, weightsOffset, opsEnd, sane}. sane: the header adds up
+ * so that the weights can sit at the arena's start, right after the ops (PlanSession's block). */
+export function weightsLayout(head, planLength) {
+  const arenaBytes = head.getUint32(8, true), weightsBytes = head.getUint32(12, true);
+  const weightsOffset = head.getUint32(16, true), opsEnd = 4 * (8 + head.getUint32(20, true) + head.getUint32(24, true));
+  const sane = opsEnd <= weightsOffset && weightsOffset % 16 === 0 && weightsOffset + weightsBytes <= planLength &&
+               weightsBytes <= arenaBytes;
+  return { arenaBytes, weightsBytes, weightsOffset, opsEnd, sane };
+}
+
 function refuse(why) {
   const error = new Error(`nnwasm: not a valid .nnwp plan file: ${why}`);
   error.name = "InvalidModel"; // as CPython's nnwasm names a bad model

@@ -5,7 +5,7 @@
 // after nnw_plan_load. The file is checked as one given as bytes is (PlanSession.create gets the
 // prefix, the file's length and its checksum). A file whose header does not add up, or weights
 // kernels.wasm has no memory for, are kept in JS whole, for the usual path to check and refuse.
-import { crc32 } from "./plan-file.mjs";
+import { crc32, weightsLayout } from "./plan-file.mjs";
 import { loadKernels } from "./plan-session.mjs";
 
 const HEADER_BYTES = 32; // the file's header, and the plan's
@@ -71,7 +71,7 @@ export class PlanReceiver {
   }
 
   // The layout from the file's header and the plan's, once both are in; false if they do not add
-  // up as PlanSession's #load requires to place the weights in the arena.
+  // up as PlanSession's #load requires to place the weights in the arena (weightsLayout).
   #findLayout() {
     if (this.#received < HEADER_BYTES) return null;
     const head = concat(this.#early, HEADER_BYTES);
@@ -80,11 +80,8 @@ export class PlanReceiver {
     if (this.#received < planAt + HEADER_BYTES) return null;
     const upToPlan = concat(this.#early, planAt + HEADER_BYTES);
     const plan = new DataView(upToPlan.buffer, upToPlan.byteOffset + planAt, HEADER_BYTES);
-    const arenaBytes = plan.getUint32(8, true), weightsBytes = plan.getUint32(12, true);
-    const weightsOffset = plan.getUint32(16, true), opsEnd = 4 * (8 + plan.getUint32(20, true) + plan.getUint32(24, true));
-    const sane = opsEnd <= weightsOffset && weightsOffset % 16 === 0 && weightsOffset + weightsBytes <= planBytes &&
-                 weightsBytes <= arenaBytes && weightsBytes > 0;
-    if (!sane) return false;
+    const { arenaBytes, weightsBytes, weightsOffset, sane } = weightsLayout(plan, planBytes);
+    if (!sane || weightsBytes === 0) return false; // (no weights: nothing to place)
     const prefixEnd = planAt + weightsOffset;
     return { planAt, weightsOffset, prefixEnd, weightsEnd: prefixEnd + weightsBytes, blockBytes: weightsOffset + arenaBytes };
   }

@@ -4,7 +4,7 @@
 // mirrors); feeds are checked with the Python session's wording, so errors read the same.
 import { env, resolveKernelsURL } from "./env.mjs";
 import { loadBytes, toURL } from "./load-bytes.mjs";
-import { parsePlanFile } from "./plan-file.mjs";
+import { parsePlanFile, weightsLayout } from "./plan-file.mjs";
 import { Trace } from "./profiling.mjs";
 import { Tensor, typedArrayFor } from "./tensor.mjs";
 
@@ -212,11 +212,7 @@ export class PlanSession {
   // `plan` is the plan up to its weights (planLength is the whole plan's).
   #load(plan, planLength, arenaBytes, received) {
     const k = this.k;
-    const head = new DataView(plan.buffer, plan.byteOffset, 32);
-    const weightsBytes = head.getUint32(12, true), weightsOffset = head.getUint32(16, true);
-    const opsEnd = 4 * (8 + head.getUint32(20, true) + head.getUint32(24, true));
-    const sane = opsEnd <= weightsOffset && weightsOffset % 16 === 0 && weightsOffset + weightsBytes <= planLength &&
-                 weightsBytes <= arenaBytes;
+    const { weightsBytes, weightsOffset, opsEnd, sane } = weightsLayout(new DataView(plan.buffer, plan.byteOffset, 32), planLength);
     let statusAt = 0, planBytes;
     this.owned = received ? [received.block] : []; // what release() frees
     try {
