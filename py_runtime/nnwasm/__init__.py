@@ -30,6 +30,14 @@ package_name = "nnwasm"
 cuda_version = ""   # no CUDA (onnxruntime's CPU packages say "" too)
 
 
+def _plan_session_class():
+    from .plan_session import PlanSession   # for .nnwp files only
+    return PlanSession
+
+
+InferenceSession._plan_session_class = staticmethod(_plan_session_class)
+
+
 def compile_plan(model, input_shapes=None, sess_options=None):
     """.nnwp plan file bytes for a model whose nodes all run on WASM (plan_compile.py)."""
     from .plan_compile import compile_plan as compile_

@@ -213,12 +213,15 @@ class _Prepared:
 
 
 class InferenceSession:
+    # .nnwp plan files (recognised by their magic) get a PlanSession: same API, no ONNX. PlanSession
+    # subclasses this class, so this module does not import it: __init__.py sets _plan_session_class
+    # to a function importing plan_session.py at the first plan file (an ONNX session in Pyodide
+    # never compiles it).
+    _plan_session_class = None
+
     def __new__(cls, path_or_bytes=None, *args, **kwargs):
-        # .nnwp plan files (recognised by their magic) get a PlanSession: same API, no ONNX.
-        # plan_session.py is imported for them only (an ONNX session in Pyodide never compiles it).
         if cls is InferenceSession and _starts_with_plan_magic(path_or_bytes):
-            from .plan_session import PlanSession
-            return super().__new__(PlanSession)
+            return super().__new__(InferenceSession._plan_session_class())
         return super().__new__(cls)
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
