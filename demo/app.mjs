@@ -57,7 +57,12 @@ async function fetchOk(url) {
 
 const fetchJSON = async (url) => (await fetchOk(url)).json();
 const fetchBytes = async (url) => new Uint8Array(await (await fetchOk(url)).arrayBuffer());
-const fetchBlob = async (url) => (await fetchOk(url)).blob();
+// Through arrayBuffer(): in headless Chromium under load, blob() of the preloaded photo failed now
+// and then with "TypeError: Failed to fetch" though its download had ended well (2 page loads in 50).
+const fetchBlob = async (url) => {
+  const response = await fetchOk(url);
+  return new Blob([await response.arrayBuffer()], { type: response.headers.get("content-type") ?? "" });
+};
 
 function softmax(logits) {
   const max = logits.reduce((a, b) => Math.max(a, b), -Infinity);

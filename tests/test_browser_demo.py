@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 import imagenet_fixture
@@ -71,6 +72,7 @@ def watched_page(page):
     probe installed."""
     page.requests, page.errors = [], []
     page.context.on("request", lambda r: page.requests.append(r.url))
+    page.context.on("requestfailed", lambda r: page.errors.append(f"request failed: {r.url}: {r.failure}"))
     page.on("console", lambda m: page.errors.append(f"console: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: page.errors.append(f"uncaught: {e}"))
     page.add_init_script(FRAME_PROBE)
@@ -80,9 +82,11 @@ def watched_page(page):
 def _expect_first_result(page, label="espresso"):
     """Waits for the first top-1; on a timeout, fails with what the page shows and logged (its
     status line, error box, console errors and timeline marks), to tell a hang from a slow load."""
-    try:
-        expect(page.locator("#top1")).to_have_text(label, timeout=BOOT_TIMEOUT_MS)
-    except AssertionError as e:
+    try:   # the top-1, or an error shown (then fail at once, below)
+        page.wait_for_function("document.getElementById('top1').textContent !== '…' || "
+                               "!document.getElementById('error').hidden", polling=100, timeout=BOOT_TIMEOUT_MS)
+        expect(page.locator("#top1")).to_have_text(label, timeout=1000)
+    except (AssertionError, PlaywrightTimeoutError) as e:
         seen = page.evaluate("""() => ({status: document.getElementById("status").textContent,
             error: document.getElementById("error").textContent,
             marks: performance.getEntriesByType("mark").map((m) => [m.name, Math.round(m.startTime)]),

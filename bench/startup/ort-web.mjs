@@ -36,7 +36,9 @@ async function prepare(blob, recipe) {
 async function main() {
   const recipe = checkRecipe(await (await fetchOk(RECIPE_URL)).json());
   const labels = fetchOk(new URL(recipe.labels, RECIPE_URL)).then((r) => r.json());
-  const input = fetchOk("/demo/assets/coffee.png").then((r) => r.blob()).then((b) => prepare(b, recipe));
+  // as demo/app.mjs's fetchBlob: through arrayBuffer(), as blob() of the preload failed now and then
+  const input = fetchOk("/demo/assets/coffee.png").then(async (r) => new Blob([await r.arrayBuffer()], { type: "image/png" }))
+    .then((b) => prepare(b, recipe));
   const t0 = performance.now();
   const session = await ort.InferenceSession.create(new URL(recipe.model, RECIPE_URL).href, { executionProviders: ["wasm"] });
   state.timings.createMs = performance.now() - t0;
