@@ -11,6 +11,16 @@
 
 /* dw_pairs reads up to 2 np + 7 - kw (stride 1) or 2 np + 14 - kw (stride 2) columns past the
  * span: DW_PAIR_SLACK, a narrower plane than dw_rows' DW_SLACK */
+/* Keeps clang from unrolling the loop that follows (as conv/conv2d_dw_c4.c's NNW_ROLLED): Cranelift
+ * emits a basic block's loads first and its arithmetic where results are needed, so dw_pairs'
+ * 3x3 taps unrolled loaded all 12 vectors at once and spilled them and the weights; one block per
+ * kernel row, under NNW_HINT_SPLAT_BY_SHUFFLE (the wasmtime host's hint). */
+#if defined(__clang__)
+#define Q8_ROLLED _Pragma("clang loop unroll(disable)")
+#else
+#define Q8_ROLLED
+#endif
+
 enum { DW_CHUNK = 64, DW_TAPS = 25, DW_PAIRS = 24, DW_PAIR_SLACK = 16 };
 
 /* acc[i] += pl[(ox0 + i) * sw] * wv for i < nb, 8 lanes at a time (reads stay in the slack) */
@@ -177,8 +187,9 @@ static void dw_rows(const struct q8_conv *p, const int16_t *plane, int32_t pw, c
  * the 3x3 case, so the tap loops unroll. */
 static inline __attribute__((always_inline)) void dw_pairs_body(
     const struct q8_conv *p, const int16_t *plane, int32_t pw, const v128_t *wp, int32_t KH,
-    int32_t NP, v128_t vb, v128_t vs, const struct nnw_q8_rq *rq, uint8_t *yc, const uint8_t *y_end) {
-  int u8 = p->y_dtype == NNW_U8, s2 = p->sw == 2;
+    int32_t NP, int s2, int rolled, v128_t vb, v128_t vs, const struct nnw_q8_rq *rq, uint8_t *yc,
+    const uint8_t *y_end) {
+  int u8 = p->y_dtype == NNW_U8;
   ptrdiff_t step = (ptrdiff_t)p->dh * pw, b_off = s2 ? 8 : 1;
   for (int32_t oy = 0; oy < p->oh; oy++) {
     const int16_t *row = plane + (size_t)(oy * p->sh) * (size_t)pw;
@@ -186,11 +197,20 @@ static inline __attribute__((always_inline)) void dw_pairs_body(
     for (int32_t ox0 = 0; ox0 < p->ow; ox0 += 8) {
       const int16_t *a = row + (s2 ? 2 * ox0 : ox0);
       v128_t sa = vb, sb = vb;
-      for (int32_t ky = 0; ky < KH; ky++, a += step)
-        for (int32_t j = 0; j < NP; j++) {
-          sa = wasm_i32x4_add(sa, wasm_i32x4_dot_i16x8(wasm_v128_load(a + 2 * j), wp[ky * NP + j]));
-          sb = wasm_i32x4_add(sb, wasm_i32x4_dot_i16x8(wasm_v128_load(a + b_off + 2 * j), wp[ky * NP + j]));
-        }
+      if (rolled) {
+        Q8_ROLLED /* one block per kernel row: see Q8_ROLLED */
+        for (int32_t ky = 0; ky < KH; ky++, a += step)
+          for (int32_t j = 0; j < NP; j++) {
+            sa = wasm_i32x4_add(sa, wasm_i32x4_dot_i16x8(wasm_v128_load(a + 2 * j), wp[ky * NP + j]));
+            sb = wasm_i32x4_add(sb, wasm_i32x4_dot_i16x8(wasm_v128_load(a + b_off + 2 * j), wp[ky * NP + j]));
+          }
+      } else {
+        for (int32_t ky = 0; ky < KH; ky++, a += step)
+          for (int32_t j = 0; j < NP; j++) {
+            sa = wasm_i32x4_add(sa, wasm_i32x4_dot_i16x8(wasm_v128_load(a + 2 * j), wp[ky * NP + j]));
+            sb = wasm_i32x4_add(sb, wasm_i32x4_dot_i16x8(wasm_v128_load(a + b_off + 2 * j), wp[ky * NP + j]));
+          }
+      }
       v128_t q = nnw_q8_rq_pack(nnw_q8_rq4(rq, sa, vs), nnw_q8_rq4(rq, sb, vs), u8);
       if (!s2) q = wasm_i8x16_shuffle(q, q, 0, 4, 1, 5, 2, 6, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15);
       if ((size_t)(y_end - (yr + ox0)) >= 8) {
@@ -217,10 +237,15 @@ static void dw_pairs(const struct q8_conv *p, const int16_t *plane, int32_t pw, 
     }
   struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
   v128_t vb = wasm_i32x4_splat((int32_t)bv), vs = wasm_f32x4_splat(sv);
-  if (p->kh == 3 && np == 2)
-    dw_pairs_body(p, plane, pw, wp, 3, 2, vb, vs, &rq, yc, y_end);
+  int rolled = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
+  if (p->kh == 3 && np == 2 && !rolled)
+    dw_pairs_body(p, plane, pw, wp, 3, 2, p->sw == 2, 0, vb, vs, &rq, yc, y_end);
+  else if (p->kh == 3 && np == 2 && p->sw == 2)
+    dw_pairs_body(p, plane, pw, wp, 3, 2, 1, 1, vb, vs, &rq, yc, y_end);
+  else if (p->kh == 3 && np == 2)
+    dw_pairs_body(p, plane, pw, wp, 3, 2, 0, 1, vb, vs, &rq, yc, y_end);
   else
-    dw_pairs_body(p, plane, pw, wp, p->kh, np, vb, vs, &rq, yc, y_end);
+    dw_pairs_body(p, plane, pw, wp, p->kh, np, p->sw == 2, 0, vb, vs, &rq, yc, y_end);
 }
 #endif
 
