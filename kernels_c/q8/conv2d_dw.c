@@ -237,6 +237,15 @@ static void dw_pairs(const struct q8_conv *p, const int16_t *plane, int32_t pw, 
                      int32_t wz, uint32_t bv, float sv, uint8_t *yc, const uint8_t *y_end) {
   int32_t np = (p->kw + 1) / 2;
   v128_t wp[DW_PAIRS];
+  if (p->kh == 3 && p->kw == 3) { /* the 9 taps as int16 by vector: (w0,w1) (w2,0) (w3,w4) (w5,0) (w6,w7) (w8,0) */
+    v128_t b = wasm_v128_load64_zero(wc), vz = wasm_i16x8_splat((int16_t)wz);
+    v128_t w = wasm_i16x8_sub(p->w_dtype == NNW_U8 ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b), vz);
+    v128_t w8 = wasm_i16x8_replace_lane(wasm_i16x8_splat(0), 0, (int16_t)(nnw_q8_get(wc, p->w_dtype, 8) - wz));
+    v128_t t = wasm_i16x8_shuffle(w, w8, 0, 1, 2, 9, 3, 4, 5, 9), u = wasm_i16x8_shuffle(w, w8, 6, 7, 8, 9, 9, 9, 9, 9);
+    wp[0] = wasm_i32x4_shuffle(t, t, 0, 0, 0, 0), wp[1] = wasm_i32x4_shuffle(t, t, 1, 1, 1, 1);
+    wp[2] = wasm_i32x4_shuffle(t, t, 2, 2, 2, 2), wp[3] = wasm_i32x4_shuffle(t, t, 3, 3, 3, 3);
+    wp[4] = wasm_i32x4_shuffle(u, u, 0, 0, 0, 0), wp[5] = wasm_i32x4_shuffle(u, u, 1, 1, 1, 1);
+  } else
   for (int32_t ky = 0; ky < p->kh; ky++)
     for (int32_t j = 0; j < np; j++) {
       const uint8_t *w = wc + (size_t)ky * (size_t)p->kw;
