@@ -318,6 +318,9 @@ void test_q8_conv2d(void) {
       {2, 16, 3, 7, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, U8, 1},
       {1, 7, 1, 9, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 0},
       {1, 2, 3, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      /* conv2d.c's im2col at stride 2 by 16-byte shuffles (wide rows, both pads, an odd width) */
+      {1, 3, 9, 70, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
+      {1, 2, 5, 69, 4, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, I8, I8, I8, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
 }
