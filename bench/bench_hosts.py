@@ -39,6 +39,7 @@ MODELS = {   # name -> the .onnx (relative to ~/.cache/nnwasm) or a ready plan
     "efficientnet_b0": "zoo/efficientnet_b0.onnx",
     "bert_tiny": "zoo/bert_tiny.onnx",
     "vit_tiny": "zoo/vit_tiny.onnx",
+    "mobilenet_v2_int8_qdq": "bench/mobilenet_v2_int8_qdq.onnx",
 }
 DEFAULT = ["efficientnet_lite0", "mobilenet_v2", "squeezenet1_1", "bert", "mobilenet_v3_small", "bert_tiny"]
 

@@ -11,6 +11,16 @@
 
 /* dw_pairs reads up to 2 np + 7 - kw (stride 1) or 2 np + 14 - kw (stride 2) columns past the
  * span: DW_PAIR_SLACK, a narrower plane than dw_rows' DW_SLACK */
+/* Keeps clang from unrolling the loop that follows (as conv/conv2d_dw_c4.c's NNW_ROLLED): Cranelift
+ * emits a basic block's loads first and its arithmetic where results are needed, so dw_pairs'
+ * 3x3 taps unrolled loaded all 12 vectors at once and spilled them and the weights; one block per
+ * kernel row, under NNW_HINT_SPLAT_BY_SHUFFLE (the wasmtime host's hint). */
+#if defined(__clang__)
+#define Q8_ROLLED _Pragma("clang loop unroll(disable)")
+#else
+#define Q8_ROLLED
+#endif
+
 enum { DW_CHUNK = 64, DW_TAPS = 25, DW_PAIRS = 24, DW_PAIR_SLACK = 16 };
 
 /* acc[i] += pl[(ox0 + i) * sw] * wv for i < nb, 8 lanes at a time (reads stay in the slack) */
@@ -66,6 +76,40 @@ static void dw_plane(const struct q8_conv *p, const uint8_t *xc, const uint8_t *
   }
   (void)x_end;
 }
+
+#ifdef __wasm_simd128__
+/* dw_plane's common case, checked by the caller for the channel: every row's ceil8(n) columns
+ * (lim8) fit in the row and in x, so each row is whole vectors and one last vector masked to its
+ * last = n - (lim8 - 8) columns, with no per-row bounds arithmetic: on 7x7 and 14x14 planes that
+ * arithmetic had made the plane copy cost 60 % as much as the taps. */
+static void dw_plane_vec(const struct q8_conv *p, const uint8_t *xc, int32_t rows, int32_t lim8,
+                         int32_t xz, int32_t last, int32_t pw, int16_t *plane) {
+  /* Cranelift kept vz in a stack slot, reloaded at the top of the vector loop and stored back
+   * at its back edge: a store-to-load chain of ~6 cycles an iteration (the copy of a 112x112
+   * channel cost 5x V8's). Counted loops over bumped pointers let clang unroll them by 4, one
+   * round trip per 4 vectors: wasmtime's large-plane depthwise 1.81 -> 1.21 ms. */
+  v128_t vz = wasm_i16x8_splat((int16_t)xz);
+  v128_t mask = wasm_i16x8_lt(wasm_i16x8_make(0, 1, 2, 3, 4, 5, 6, 7), wasm_i16x8_splat((int16_t)last));
+  int16_t *dst = plane + (size_t)p->pt * (size_t)pw + p->pl;
+  const uint8_t *src = xc;
+  int32_t nv = lim8 / 8 - 1; /* whole vectors before the masked one */
+  if (p->x_dtype == NNW_U8) {
+    for (int32_t iy = 0; iy < rows; iy++, src += p->wd, dst += pw) {
+      const uint8_t *s = src;
+      int16_t *d = dst;
+      for (int32_t k = 0; k < nv; k++, s += 8, d += 8) wasm_v128_store(d, wasm_i16x8_sub(wasm_u16x8_load8x8(s), vz));
+      wasm_v128_store(d, wasm_v128_and(wasm_i16x8_sub(wasm_u16x8_load8x8(s), vz), mask));
+    }
+  } else {
+    for (int32_t iy = 0; iy < rows; iy++, src += p->wd, dst += pw) {
+      const uint8_t *s = src;
+      int16_t *d = dst;
+      for (int32_t k = 0; k < nv; k++, s += 8, d += 8) wasm_v128_store(d, wasm_i16x8_sub(wasm_i16x8_load8x8(s), vz));
+      wasm_v128_store(d, wasm_v128_and(wasm_i16x8_sub(wasm_i16x8_load8x8(s), vz), mask));
+    }
+  }
+}
+#endif
 
 /* One channel's outputs, DW_CHUNK columns of int32 sums at a time: 8 columns with all taps in
  * registers (extmul) at stride 1 or 2, else one tap at a time (dw_tap). Any output dtype. */
@@ -152,8 +196,9 @@ static void dw_rows(const struct q8_conv *p, const int16_t *plane, int32_t pw, c
  * the 3x3 case, so the tap loops unroll. */
 static inline __attribute__((always_inline)) void dw_pairs_body(
     const struct q8_conv *p, const int16_t *plane, int32_t pw, const v128_t *wp, int32_t KH,
-    int32_t NP, v128_t vb, v128_t vs, const struct nnw_q8_rq *rq, uint8_t *yc, const uint8_t *y_end) {
-  int u8 = p->y_dtype == NNW_U8, s2 = p->sw == 2;
+    int32_t NP, int s2, int rolled, v128_t vb, v128_t vs, const struct nnw_q8_rq *rq, uint8_t *yc,
+    const uint8_t *y_end) {
+  int u8 = p->y_dtype == NNW_U8;
   ptrdiff_t step = (ptrdiff_t)p->dh * pw, b_off = s2 ? 8 : 1;
   for (int32_t oy = 0; oy < p->oh; oy++) {
     const int16_t *row = plane + (size_t)(oy * p->sh) * (size_t)pw;
@@ -161,11 +206,20 @@ static inline __attribute__((always_inline)) void dw_pairs_body(
     for (int32_t ox0 = 0; ox0 < p->ow; ox0 += 8) {
       const int16_t *a = row + (s2 ? 2 * ox0 : ox0);
       v128_t sa = vb, sb = vb;
-      for (int32_t ky = 0; ky < KH; ky++, a += step)
-        for (int32_t j = 0; j < NP; j++) {
-          sa = wasm_i32x4_add(sa, wasm_i32x4_dot_i16x8(wasm_v128_load(a + 2 * j), wp[ky * NP + j]));
-          sb = wasm_i32x4_add(sb, wasm_i32x4_dot_i16x8(wasm_v128_load(a + b_off + 2 * j), wp[ky * NP + j]));
-        }
+      if (rolled) {
+        Q8_ROLLED /* one block per kernel row: see Q8_ROLLED */
+        for (int32_t ky = 0; ky < KH; ky++, a += step)
+          for (int32_t j = 0; j < NP; j++) {
+            sa = wasm_i32x4_add(sa, wasm_i32x4_dot_i16x8(wasm_v128_load(a + 2 * j), wp[ky * NP + j]));
+            sb = wasm_i32x4_add(sb, wasm_i32x4_dot_i16x8(wasm_v128_load(a + b_off + 2 * j), wp[ky * NP + j]));
+          }
+      } else {
+        for (int32_t ky = 0; ky < KH; ky++, a += step)
+          for (int32_t j = 0; j < NP; j++) {
+            sa = wasm_i32x4_add(sa, wasm_i32x4_dot_i16x8(wasm_v128_load(a + 2 * j), wp[ky * NP + j]));
+            sb = wasm_i32x4_add(sb, wasm_i32x4_dot_i16x8(wasm_v128_load(a + b_off + 2 * j), wp[ky * NP + j]));
+          }
+      }
       v128_t q = nnw_q8_rq_pack(nnw_q8_rq4(rq, sa, vs), nnw_q8_rq4(rq, sb, vs), u8);
       if (!s2) q = wasm_i8x16_shuffle(q, q, 0, 4, 1, 5, 2, 6, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15);
       if ((size_t)(y_end - (yr + ox0)) >= 8) {
@@ -183,6 +237,15 @@ static void dw_pairs(const struct q8_conv *p, const int16_t *plane, int32_t pw, 
                      int32_t wz, uint32_t bv, float sv, uint8_t *yc, const uint8_t *y_end) {
   int32_t np = (p->kw + 1) / 2;
   v128_t wp[DW_PAIRS];
+  if (p->kh == 3 && p->kw == 3) { /* the 9 taps as int16 by vector: (w0,w1) (w2,0) (w3,w4) (w5,0) (w6,w7) (w8,0) */
+    v128_t b = wasm_v128_load64_zero(wc), vz = wasm_i16x8_splat((int16_t)wz);
+    v128_t w = wasm_i16x8_sub(p->w_dtype == NNW_U8 ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b), vz);
+    v128_t w8 = wasm_i16x8_replace_lane(wasm_i16x8_splat(0), 0, (int16_t)(nnw_q8_get(wc, p->w_dtype, 8) - wz));
+    v128_t t = wasm_i16x8_shuffle(w, w8, 0, 1, 2, 9, 3, 4, 5, 9), u = wasm_i16x8_shuffle(w, w8, 6, 7, 8, 9, 9, 9, 9, 9);
+    wp[0] = wasm_i32x4_shuffle(t, t, 0, 0, 0, 0), wp[1] = wasm_i32x4_shuffle(t, t, 1, 1, 1, 1);
+    wp[2] = wasm_i32x4_shuffle(t, t, 2, 2, 2, 2), wp[3] = wasm_i32x4_shuffle(t, t, 3, 3, 3, 3);
+    wp[4] = wasm_i32x4_shuffle(u, u, 0, 0, 0, 0), wp[5] = wasm_i32x4_shuffle(u, u, 1, 1, 1, 1);
+  } else
   for (int32_t ky = 0; ky < p->kh; ky++)
     for (int32_t j = 0; j < np; j++) {
       const uint8_t *w = wc + (size_t)ky * (size_t)p->kw;
@@ -192,10 +255,15 @@ static void dw_pairs(const struct q8_conv *p, const int16_t *plane, int32_t pw, 
     }
   struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
   v128_t vb = wasm_i32x4_splat((int32_t)bv), vs = wasm_f32x4_splat(sv);
-  if (p->kh == 3 && np == 2)
-    dw_pairs_body(p, plane, pw, wp, 3, 2, vb, vs, &rq, yc, y_end);
+  int rolled = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
+  if (p->kh == 3 && np == 2 && !rolled)
+    dw_pairs_body(p, plane, pw, wp, 3, 2, p->sw == 2, 0, vb, vs, &rq, yc, y_end);
+  else if (p->kh == 3 && np == 2 && p->sw == 2)
+    dw_pairs_body(p, plane, pw, wp, 3, 2, 1, 1, vb, vs, &rq, yc, y_end);
+  else if (p->kh == 3 && np == 2)
+    dw_pairs_body(p, plane, pw, wp, 3, 2, 0, 1, vb, vs, &rq, yc, y_end);
   else
-    dw_pairs_body(p, plane, pw, wp, p->kh, np, vb, vs, &rq, yc, y_end);
+    dw_pairs_body(p, plane, pw, wp, p->kh, np, p->sw == 2, 0, vb, vs, &rq, yc, y_end);
 }
 #endif
 
@@ -225,6 +293,10 @@ void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena) {
   const uint8_t *x_end = arena + p->x + (size_t)p->n * (size_t)p->c * in_plane;
   const uint8_t *y_end = arena + p->y + (size_t)p->n * (size_t)p->c * out_plane * (size_t)ysize;
   memset(plane, 0, 2 * (size_t)span_h * (size_t)pw);
+  /* dw_plane_vec's case: rows (of the image inside the span) of n columns, ceil8(n) inside a row */
+  int32_t rows = p->h < span_h - p->pt ? p->h : span_h - p->pt, cap = pw - p->pl;
+  int32_t n_cols = p->wd < cap ? p->wd : cap, lim8 = (n_cols + 7) / 8 * 8;
+  int vec_ok = rows > 0 && n_cols > 0 && lim8 <= cap;
   for (int32_t b = 0; b < p->n; b++)
     for (int32_t ch = 0; ch < p->c; ch++) {
       size_t bc = (size_t)b * (size_t)p->c + (size_t)ch;
@@ -233,7 +305,13 @@ void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena) {
       uint32_t bv = bias ? (uint32_t)bias[ch] : 0;
       float sv = scale ? scale[(size_t)ch * (size_t)p->scale_s] : 0.0f;
       uint8_t *yc = arena + p->y + bc * out_plane * (size_t)ysize;
-      dw_plane(p, arena + p->x + bc * in_plane, x_end, xz, span_h, pw, plane);
+      const uint8_t *xc = arena + p->x + bc * in_plane;
+#ifdef __wasm_simd128__
+      if (vec_ok && (size_t)(x_end - (xc + (size_t)(rows - 1) * (size_t)p->wd)) >= (size_t)lim8)
+        dw_plane_vec(p, xc, rows, lim8, xz, n_cols - (lim8 - 8), pw, plane);
+      else
+#endif
+        dw_plane(p, xc, x_end, xz, span_h, pw, plane);
 #ifdef __wasm_simd128__
       if (pairs) {
         dw_pairs(p, plane, pw, wc, wz, bv, sv, yc, y_end);
@@ -244,4 +322,5 @@ void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena) {
     }
   (void)y_end;
   (void)pairs;
+  (void)vec_ok;
 }

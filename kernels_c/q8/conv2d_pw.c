@@ -12,19 +12,35 @@
 #ifdef __wasm_simd128__
 enum { MR = 4, NR = 8 };
 
-/* apack[i*kp + p] = (w[i][2p] - wz_i) | (w[i][2p+1] - wz_i) << 16, 0 past k */
+/* The weights as int16 pairs: w16(i, q) = (w[i][2q] - wz_i) | (w[i][2q+1] - wz_i) << 16, 0 past k,
+ * row after row (apack[i*kp + q]); blocked (for tile4_shuffle): rows in blocks of MR interleaved
+ * pair by pair, apack[(i/MR*kp + q)*MR + i%MR], then the last m % MR rows as before, so a tile's MR
+ * pairs of step q are one v128. */
 static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
-                   int32_t kp, uint32_t *apack) {
+                   int32_t kp, int blocked, uint32_t *apack) {
+  int32_t m4 = blocked ? p->m / MR * MR : 0;
   for (int32_t i = 0; i < p->m; i++) {
     const uint8_t *row = w + (size_t)i * (size_t)k;
     int32_t zp = nnw_q8_get(w_zp, p->w_dtype, (size_t)i * (size_t)p->w_zp_s), q = 0;
-    uint32_t *out = apack + (size_t)i * (size_t)kp;
+    size_t at = i < m4 ? (size_t)(i / MR) * (size_t)kp * MR + (size_t)(i % MR) : (size_t)i * (size_t)kp;
+    size_t step = i < m4 ? MR : 1;
+    uint32_t *out = apack + at;
     v128_t vz = wasm_i16x8_splat((int16_t)zp);
-    for (; 2 * q + 8 <= k; q += 4) wasm_v128_store(out + q, nnw_q8_load8_sub(row + 2 * q, p->w_dtype, vz));
+    for (; 2 * q + 8 <= k; q += 4) {
+      v128_t v = nnw_q8_load8_sub(row + 2 * q, p->w_dtype, vz);
+      if (step == 1) {
+        wasm_v128_store(out + q, v);
+      } else {
+        wasm_v128_store32_lane(out + (size_t)q * MR, v, 0);
+        wasm_v128_store32_lane(out + (size_t)(q + 1) * MR, v, 1);
+        wasm_v128_store32_lane(out + (size_t)(q + 2) * MR, v, 2);
+        wasm_v128_store32_lane(out + (size_t)(q + 3) * MR, v, 3);
+      }
+    }
     for (; q < kp; q++) {
       uint16_t lo = (uint16_t)(nnw_q8_get(row, p->w_dtype, (size_t)(2 * q)) - zp);
       uint16_t hi = 2 * q + 1 < k ? (uint16_t)(nnw_q8_get(row, p->w_dtype, (size_t)(2 * q + 1)) - zp) : 0;
-      out[q] = (uint32_t)lo | (uint32_t)hi << 16;
+      out[(size_t)q * step] = (uint32_t)lo | (uint32_t)hi << 16;
     }
   }
 }
@@ -85,6 +101,48 @@ static void tile4(const uint32_t *a, int32_t kp, const int16_t *panel, const v12
   put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, scale[3]), nnw_q8_rq4(rq, c31, scale[3]), u8));
 }
 
+/* tile4 under NNW_HINT_SPLAT_BY_SHUFFLE (wasmtime), on the blocked weights: one v128 load and
+ * four i32x4 shuffles a step (Cranelift: pshufd, where its load-splat is a scalar load, a movd and
+ * a broadcast), the sums from zero with the bias added after the loop, and the output stage's
+ * constants loaded only then: with tile4's shape (bias-initialised sums, the constants held in
+ * registers from the caller) Cranelift spilled and reloaded three to six sums every k step, which
+ * made MobileNetV2's pointwise convs 2x V8's time. The same int32 sums (they wrap: any order
+ * gives the same bits) and the same output stage: the same bytes as tile4. */
+static void tile4_shuffle(
+    const uint32_t *a, int32_t kp, const int16_t *panel, const int32_t *bias, const float *scale,
+    size_t scale_s, const struct nnw_q8_rq *rq, int u8, uint8_t *y, size_t n, int32_t nb) {
+  v128_t c00 = wasm_i32x4_splat(0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  v128_t c30 = c00, c31 = c00;
+  for (int32_t q = 0; q < kp; q++, panel += 2 * NR, a += MR) {
+    v128_t bl = wasm_v128_load(panel), bh = wasm_v128_load(panel + 8), v = wasm_v128_load(a);
+    v128_t v0 = wasm_i32x4_shuffle(v, v, 0, 0, 0, 0), v1 = wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
+    v128_t v2 = wasm_i32x4_shuffle(v, v, 2, 2, 2, 2), v3 = wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
+    c00 = wasm_i32x4_add(c00, wasm_i32x4_dot_i16x8(v0, bl));
+    c01 = wasm_i32x4_add(c01, wasm_i32x4_dot_i16x8(v0, bh));
+    c10 = wasm_i32x4_add(c10, wasm_i32x4_dot_i16x8(v1, bl));
+    c11 = wasm_i32x4_add(c11, wasm_i32x4_dot_i16x8(v1, bh));
+    c20 = wasm_i32x4_add(c20, wasm_i32x4_dot_i16x8(v2, bl));
+    c21 = wasm_i32x4_add(c21, wasm_i32x4_dot_i16x8(v2, bh));
+    c30 = wasm_i32x4_add(c30, wasm_i32x4_dot_i16x8(v3, bl));
+    c31 = wasm_i32x4_add(c31, wasm_i32x4_dot_i16x8(v3, bh));
+  }
+  /* the output stage's constants loaded here, after the loop, not held across it; the bias too
+   * (int32 sums wrap: the same sums in any order) */
+  if (bias) {
+    v128_t b0 = wasm_i32x4_splat(bias[0]), b1 = wasm_i32x4_splat(bias[1]);
+    v128_t b2 = wasm_i32x4_splat(bias[2]), b3 = wasm_i32x4_splat(bias[3]);
+    c00 = wasm_i32x4_add(c00, b0), c01 = wasm_i32x4_add(c01, b0), c10 = wasm_i32x4_add(c10, b1);
+    c11 = wasm_i32x4_add(c11, b1), c20 = wasm_i32x4_add(c20, b2), c21 = wasm_i32x4_add(c21, b2);
+    c30 = wasm_i32x4_add(c30, b3), c31 = wasm_i32x4_add(c31, b3);
+  }
+  v128_t s0 = wasm_f32x4_splat(scale[0]), s1 = wasm_f32x4_splat(scale[scale_s]);
+  v128_t s2 = wasm_f32x4_splat(scale[2 * scale_s]), s3 = wasm_f32x4_splat(scale[3 * scale_s]);
+  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, s0), nnw_q8_rq4(rq, c01, s0), u8));
+  put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, s1), nnw_q8_rq4(rq, c11, s1), u8));
+  put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, s2), nnw_q8_rq4(rq, c21, s2), u8));
+  put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, s3), nnw_q8_rq4(rq, c31, s3), u8));
+}
+
 /* one row (the rows past the last multiple of MR) */
 static void tile1(const uint32_t *a, int32_t kp, const int16_t *panel, v128_t bias, v128_t scale,
                   const struct nnw_q8_rq *rq, int u8, uint8_t *y, int32_t nb) {
@@ -108,18 +166,26 @@ void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x,
   uint32_t *apack = (uint32_t *)(void *)scratch;
   int16_t *panel = (int16_t *)(void *)(apack + (size_t)p->m * (size_t)kp);
   struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
-  pack_w(p, arena + p->w, w_zp, k, kp, apack);
+  int shuffle = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
+  pack_w(p, arena + p->w, w_zp, k, kp, shuffle, apack);
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     int32_t nb = n - j0 < NR ? (int32_t)(n - j0) : NR;
     pack_x(p, x, n, (int32_t)j0, nb, k, kp, xz, panel);
     int32_t i0 = 0;
     for (; i0 + MR <= p->m; i0 += MR) {
+      const uint32_t *a = apack + (size_t)i0 * (size_t)kp;
+      uint8_t *y4 = y + (size_t)i0 * n + j0;
+      if (shuffle) {
+        tile4_shuffle(a, kp, panel, bias ? bias + i0 : NULL, scale + (size_t)i0 * (size_t)p->scale_s,
+                      (size_t)p->scale_s, &rq, u8, y4, n, nb);
+        continue;
+      }
       v128_t vb[MR], vs[MR];
       for (int r = 0; r < MR; r++) {
         vb[r] = wasm_i32x4_splat(bias ? bias[i0 + r] : 0);
         vs[r] = wasm_f32x4_splat(scale[(size_t)(i0 + r) * (size_t)p->scale_s]);
       }
-      tile4(apack + (size_t)i0 * (size_t)kp, kp, panel, vb, vs, &rq, u8, y + (size_t)i0 * n + j0, n, nb);
+      tile4(a, kp, panel, vb, vs, &rq, u8, y4, n, nb);
     }
     for (; i0 < p->m; i0++)
       tile1(apack + (size_t)i0 * (size_t)kp, kp, panel, wasm_i32x4_splat(bias ? bias[i0] : 0),

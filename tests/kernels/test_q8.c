@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "internal.h"
 #include "tests.h"
 
 enum { U8 = 2, I8 = 3, I32 = 6, F32 = 1 };
@@ -316,8 +317,20 @@ void test_q8_conv2d(void) {
       {1, 33, 4, 6, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, I8, 1},
       {2, 16, 3, 7, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, U8, 1},
       {1, 7, 1, 9, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 0},
+      {1, 2, 3, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      /* conv2d.c's im2col at stride 2 by 16-byte shuffles (wide rows, both pads, an odd width) */
+      {1, 3, 9, 70, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
+      {1, 2, 5, 69, 4, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, I8, I8, I8, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
+}
+
+/* the same cases with wasmtime's host hint (conv2d_pw.c's tile4_shuffle on blocked weights): the
+ * reference is exact, so both variants give the same bits */
+void test_q8_conv2d_hinted(void) {
+  nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
+  test_q8_conv2d();
+  nnw_host_hints = 0;
 }
 
 /* ---- q8_quantize, q8_dequantize, q8_dyn_quantize, q8_add -------------------------------- */

@@ -49,5 +49,6 @@ void test_q8_conv2d(void);
 void test_q8_quantize(void);
 void test_q8_add(void);
 void test_q8_hostile(void);
+void test_q8_conv2d_hinted(void);
 
 #endif
