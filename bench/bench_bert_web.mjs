@@ -36,20 +36,18 @@ async function session({ dir, kind, file, kernels }, profiling = false) {
   return [s, feeds(dir, Tensor)];
 }
 
-/** {"kernel (op type)": ms a run}: each node's median over 11 profiled runs (a mean let one
- * preempted op inflate its total on a loaded machine) */
+/** {"kernel (op type)": ms a run}: each plan op's median over 11 profiled runs (a mean let one
+ * preempted op inflate its total on a loaded machine); every run records the plan's ops in order */
 async function topOps(r) {
+  const RUNS = 11;
   const [s, f] = await session(r, true);
-  for (let i = 0; i < 11; i++) await s.run(f);
-  const durs = {}, keyOf = {};
-  for (const e of (await s.endProfiling()).filter((x) => x.args?.kernel)) {
-    (durs[e.name] ??= []).push(e.dur / 1000);
-    keyOf[e.name] = `${e.args.kernel} (${e.args.op_name})`;
-  }
-  const by = {};
-  for (const [name, d] of Object.entries(durs)) {
-    d.sort((a, b) => a - b);
-    by[keyOf[name]] = (by[keyOf[name]] ?? 0) + d[Math.floor((d.length - 1) / 2)] * d.length / 11;
+  for (let i = 0; i < RUNS; i++) await s.run(f);
+  const ev = (await s.endProfiling()).filter((x) => x.args?.kernel);
+  const per = ev.length / RUNS, by = {};
+  for (let i = 0; i < per; i++) {
+    const d = Array.from({ length: RUNS }, (_, run) => ev[run * per + i].dur / 1000).sort((a, b) => a - b);
+    const key = `${ev[i].args.kernel} (${ev[i].args.op_name})`;
+    by[key] = (by[key] ?? 0) + d[(RUNS - 1) >> 1];
   }
   return by;
 }
