@@ -6,7 +6,7 @@
 //   node bench/bench_bert_web.mjs DIR seconds RUNNER...
 //   RUNNER: ort:NAME (DIR/NAME.onnx) | LABEL=PLAN.nnwp[@KERNELS.wasm] | NAME (DIR/NAME.nnwp)
 // e.g. node bench/bench_bert_web.mjs ~/.cache/nnwasm/bench-bert 20 ort:bert bert ort:bert_int8 bert_int8
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
@@ -15,7 +15,8 @@ const INPUTS = ["input_ids", "attention_mask", "token_type_ids"];
 const KERNELS = resolve(import.meta.dirname, "../py_runtime/nnwasm/kernels.wasm");
 
 function feeds(dir, T) {
-  return Object.fromEntries(INPUTS.map((n) => {
+  // the inputs whose .bin the ref dir holds (bench/'s bert_4l has no token_type_ids)
+  return Object.fromEntries(INPUTS.filter((n) => existsSync(join(dir, "bert.ref", `${n}.bin`))).map((n) => {
     const b = readFileSync(join(dir, "bert.ref", `${n}.bin`));
     return [n, new T("int64", new BigInt64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)), [1, 128])];
   }));
@@ -35,14 +36,18 @@ async function session({ dir, kind, file, kernels }, profiling = false) {
   return [s, feeds(dir, Tensor)];
 }
 
-/** {"kernel (op type)": ms a run} over 10 profiled runs */
+/** {"kernel (op type)": ms a run}: each plan op's median over 11 profiled runs (a mean let one
+ * preempted op inflate its total on a loaded machine); every run records the plan's ops in order */
 async function topOps(r) {
+  const RUNS = 11;
   const [s, f] = await session(r, true);
-  for (let i = 0; i < 10; i++) await s.run(f);
-  const by = {};
-  for (const e of (await s.endProfiling()).filter((x) => x.args?.kernel)) {
-    const key = `${e.args.kernel} (${e.args.op_name})`;
-    by[key] = (by[key] ?? 0) + e.dur / 10 / 1000;
+  for (let i = 0; i < RUNS; i++) await s.run(f);
+  const ev = (await s.endProfiling()).filter((x) => x.args?.kernel);
+  const per = ev.length / RUNS, by = {};
+  for (let i = 0; i < per; i++) {
+    const d = Array.from({ length: RUNS }, (_, run) => ev[run * per + i].dur / 1000).sort((a, b) => a - b);
+    const key = `${ev[i].args.kernel} (${ev[i].args.op_name})`;
+    by[key] = (by[key] ?? 0) + d[(RUNS - 1) >> 1];
   }
   return by;
 }

@@ -35,6 +35,7 @@ MODELS = {   # name -> the .onnx (relative to ~/.cache/nnwasm) or a ready plan
     "resnet50": "bench-conv/resnet50.onnx",
     "bert": "bench-bert/bert.onnx",
     "bert_4l": "bench/bert_4l.onnx",
+    "bert_4l_int8_dynamic": "bench/bert_4l_int8_dynamic.onnx",
     "mobilenet_v3_small": "zoo/mobilenet_v3_small.onnx",
     "efficientnet_b0": "zoo/efficientnet_b0.onnx",
     "bert_tiny": "zoo/bert_tiny.onnx",

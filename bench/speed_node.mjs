@@ -177,12 +177,17 @@ async function handle(c) {
     await s.startProfiling();
     for (let i = 0; i < c.runs; i++) await runtimes.nnwasm.run();
     const events = await s.endProfiling();
+    // each plan op's median over the runs, not its mean: on a loaded machine one preempted op in
+    // one of a few runs had added its whole time slice to the mean (the 17:45 report's BERT
+    // profile summed to 36 ms a run against an 18.7 ms median). Every run records the ops in order.
+    const ev = events.filter((e) => e.args?.kernel), per = ev.length / c.runs;
     const ops = {}, nodes = {};
-    for (const e of events) {
-      if (!e.args?.kernel) continue;
+    for (let i = 0; i < per; i++) {
+      const d = Array.from({ length: c.runs }, (_, run) => ev[run * per + i].dur / 1000).sort((a, b) => a - b);
+      const ms = d[(c.runs - 1) >> 1], e = ev[i];
       const key = `${e.args.op_name} ${e.args.kernel}`;
-      ops[key] = (ops[key] ?? 0) + e.dur / 1000 / c.runs;
-      nodes[e.name] = (nodes[e.name] ?? 0) + e.dur / 1000 / c.runs;
+      ops[key] = (ops[key] ?? 0) + ms;
+      nodes[e.name] = (nodes[e.name] ?? 0) + ms;
     }
     const top = Object.entries(nodes).sort((a, b) => b[1] - a[1]).slice(0, 10);
     return { ops, nodes: Object.fromEntries(top) };

@@ -396,6 +396,41 @@ void test_q8_quantize(void) {
     }
     free(arena);
   }
+  /* quotients at and next to halves (the SIMD loop's x * (1 / scale) must round as x / scale),
+   * past the clamp bounds, and scales whose reciprocal is not a normal float */
+  {
+    enum { M = 8 * 400 };
+    static float hx[M];
+    static const float scales[] = {1.0f, 0.0371f, 3.3e-3f, 7.77f, 1e-39f, 3e38f, 0.1f};
+    for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++)
+      for (int dt = U8; dt <= I8; dt++) {
+        float sc = scales[si];
+        for (int i = 0; i < M; i++) {
+          float h = ((float)(i / 8 - 200) + 0.5f) * sc * (i % 8 < 7 ? 1.0f : 1.37f);
+          int ulps = i % 8 - 3; /* h moved by -3 .. 3 ulp */
+          for (; ulps > 0; ulps--) h = nextafterf(h, INFINITY);
+          for (; ulps < 0; ulps++) h = nextafterf(h, -INFINITY);
+          hx[i] = h;
+        }
+        uint64_t bytes[4] = {4 * M, 4, 1, M};
+        int32_t off[4];
+        uint32_t arena_bytes = layout(bytes, 4, dt == I8, off);
+        uint8_t *arena = arena_new(arena_bytes);
+        uint8_t z = dt == I8 ? (uint8_t)(int8_t)-3 : 131;
+        memcpy(arena + off[0], hx, sizeof hx);
+        memcpy(arena + off[1], &sc, 4);
+        arena[off[2]] = z;
+        int32_t q[] = {off[0], off[1], off[2], off[3], dt, M, 1, 1};
+        if (run_op(NNW_OP_Q8_QUANTIZE, q, 8, arena, arena_bytes) == NNW_OK) {
+          size_t bad = 0;
+          int32_t zz = qget(&z, dt, 0);
+          for (int i = 0; i < M; i++)
+            bad += qget(arena + off[3], dt, (size_t)i) != round_sat(hx[i] / sc, zz, qlo(dt), qhi(dt));
+          expect(bad == 0, "q8_quantize near halves, scale %g dt%d: %zu wrong", sc, dt, bad);
+        }
+        free(arena);
+      }
+  }
   /* dynamic: the range [min(x,0), max(x,0)] onto [0, 255] */
   for (int sign = -1; sign <= 1; sign++) {
     float v[37];
