@@ -98,6 +98,7 @@ struct nnw_epilogue {
  * may pick between variants that compute the very same sums in the same order, so outputs stay
  * bit-identical across hosts; only speed differs. 0 (the default) suits V8. */
 #define NNW_HINT_SPLAT_BY_SHUFFLE 1 /* Cranelift (wasmtime): a load-splat costs it 3 instructions */
+#define NNW_HINT_HOISTS_LOADS 2     /* Cranelift: a block's loads come first, so keep blocks small */
 extern int32_t nnw_host_hints;
 
 void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,

@@ -26,6 +26,16 @@ static inline uint64_t nnw_conv2d_dw_row_floats(int32_t ow, int32_t kw, int32_t 
   return (uint64_t)sw * (((uint64_t)ow + 3) / 4 * 4 + (uint64_t)(kw - 1) * (uint64_t)dw / (uint64_t)sw);
 }
 
+/* Keeps clang from unrolling the loop that follows (conv2d_dw*.c). Cranelift (wasmtime) emits a
+ * basic block's loads first, in order, and its arithmetic where the results are needed, so an
+ * unrolled window holds all its loaded pixels at once and spills; a rolled loop is one block per
+ * pass. */
+#if defined(__clang__)
+#define NNW_ROLLED _Pragma("clang loop unroll(disable)")
+#else
+#define NNW_ROLLED
+#endif
+
 void nnw_conv2d_dw(const struct nnw_conv2d *p, const float *x, const float *wt, const float *bias,
                    float *y, float *scratch);
 

@@ -161,9 +161,9 @@ void test_matmul(void) {
                 1 + (int)(rng_u32() % 12), (int)(rng_u32() % 2), (int)(rng_u32() % 2));
 }
 
-/* conv2d, matmul and attention (all on nnw_gemm_nn) again with wasmtime's host hint set */
+/* conv2d, matmul and attention (all on nnw_gemm_nn) again with wasmtime's host hints set */
 void test_host_hints(void) {
-  nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
+  nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE | NNW_HINT_HOISTS_LOADS;
   test_conv2d();
   test_matmul();
   test_attention();
