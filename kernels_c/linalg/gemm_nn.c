@@ -188,6 +188,9 @@ void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs
    * still fits in L2, instead of 8-column blocks on which the copy cost more than it saved. */
   int hinted = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) && nnw_pack_a_rows(k) >= MR;
   if (hinted && nc < PACK_MIN_COLS) nc = PACK_MIN_COLS;
+  /* hinted: one column block when the whole of B fits in L2 with room (the copy of A per block
+   * then happens once) */
+  if (hinted && (size_t)k * n * 4 <= 4 * B_BLOCK_BYTES) nc = n;
   for (int32_t j0 = 0; j0 < n; j0 += nc) {
     int32_t j1 = n - j0 < nc ? n : j0 + nc;
     int32_t i = 0;

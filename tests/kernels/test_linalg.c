@@ -90,11 +90,12 @@ void test_gemm(void) {
       {1, 1, 1, 0, 0, 4, 1, 1, -I, I},
       {33, 70, 65, 0, 0, 1, 1, 1, -I, I},
       {10, 21, 19, 1, 1, 2, -1, 1, -I, I},
-      {8, 37, 1024, 0, 0, 2, 1, 1, -I, I}, /* the packed variant: blocks of 32 columns from k = 1024 */
+      {8, 37, 1024, 0, 0, 2, 1, 1, -I, I}, /* the packed variant (one block: B <= 512 KiB) */
       {8, 45, 1025, 0, 0, 1, 1, 1, -I, I},
       {6, 53, 8192, 0, 0, 1, 1, 1, -I, I}, /* its largest k (pack_a.h's buffer) */
       {5, 40, 8193, 0, 0, 1, 1, 1, -I, I}, /* and one past it */
-      {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* several column blocks, packed, 2x16 tiles */
+      {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* packed, 2x16 tiles, one column block (B <= 512 KiB) */
+      {9, 1100, 130, 0, 0, 1, 1, 1, -I, I}, /* several column blocks, packed */
       {7, 61, 33, 1, 0, 1, 1, 1, -I, I},   /* packed from a transposed A (strided rows) */
       {12, 4, 7, 0, 0, 0, 1, 0, -I, I},
   };
