@@ -96,6 +96,11 @@ void test_gemm(void) {
       {5, 40, 8193, 0, 0, 1, 1, 1, -I, I}, /* and one past it */
       {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* packed, 2x16 tiles, one column block (B <= 512 KiB) */
       {9, 1100, 130, 0, 0, 1, 1, 1, -I, I}, /* several column blocks, packed */
+      /* packed, n = 1 mod 4: the last column as a vector down four rows, every C mode */
+      {8, 49, 33, 0, 0, 1, 2, -1, -1, 1},
+      {7, 41, 20, 1, 0, 2, 0.5f, 1.5f, -I, I},
+      {5, 37, 64, 0, 1, 3, 1, 1, 0, I},
+      {4, 33, 9, 0, 0, 4, -1, 2, -I, I},
       {7, 61, 33, 1, 0, 1, 1, 1, -I, I},   /* packed from a transposed A (strided rows) */
       {12, 4, 7, 0, 0, 0, 1, 0, -I, I},
   };
