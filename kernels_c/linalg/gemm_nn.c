@@ -153,9 +153,21 @@ static NNW_ALWAYS_INLINE void tile_wide(int h, int32_t k, const float *pa, const
     acc[1][2] = v4_madd(acc[1][2], av1, b2);
     acc[1][3] = v4_madd(acc[1][3], av1, b3);
   }
-  for (int r = 0; r < 2; r++)
-    for (int v = 0; v < 4; v++)
-      v4_store(y + (i + 2 * h + r) * ldy + j + 4 * v, epilogue(acc[r][v], i + 2 * h + r, j + 4 * v, ep));
+  for (int r = 0; r < 2; r++) {
+    int32_t row = i + 2 * h + r;
+    float *yr = y + row * ldy + j;
+    if (ep->c != NULL && ep->c_cs == 0) {
+      /* a conv's bias: epilogue()'s arithmetic with the row's one splat of C made once (between
+       * the stores to y, which may alias C, clang had kept all four; each costs Cranelift 3
+       * instructions) */
+      v4 alpha = v4_set1(ep->alpha), cv = v4_load1(ep->c + row * ep->c_rs), beta = v4_set1(ep->beta);
+      v4 lo = v4_set1(ep->lo), hi = v4_set1(ep->hi);
+      for (int v = 0; v < 4; v++)
+        v4_store(yr + 4 * v, v4_clamp(v4_madd(v4_mul(acc[r][v], alpha), cv, beta), lo, hi));
+    } else {
+      for (int v = 0; v < 4; v++) v4_store(yr + 4 * v, epilogue(acc[r][v], row, j + 4 * v, ep));
+    }
+  }
 }
 
 /* One column j of the four packed rows, as a vector down the rows: a k step is one v128 load of

@@ -101,6 +101,7 @@ void test_gemm(void) {
       {7, 41, 20, 1, 0, 2, 0.5f, 1.5f, -I, I},
       {5, 37, 64, 0, 1, 3, 1, 1, 0, I},
       {4, 33, 9, 0, 0, 4, -1, 2, -I, I},
+      {6, 40, 24, 0, 0, 3, 1.5f, -0.5f, -2, 2}, /* 2x16 tiles with a bias column (a conv's) */
       {7, 61, 33, 1, 0, 1, 1, 1, -I, I},   /* packed from a transposed A (strided rows) */
       {12, 4, 7, 0, 0, 0, 1, 0, -I, I},
   };
