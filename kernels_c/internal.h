@@ -98,6 +98,7 @@ struct nnw_epilogue {
  * may pick between variants that compute the very same sums in the same order, so outputs stay
  * bit-identical across hosts; only speed differs. 0 (the default) suits V8. */
 #define NNW_HINT_SPLAT_BY_SHUFFLE 1 /* Cranelift (wasmtime): a load-splat costs it 3 instructions */
+#define NNW_HINT_HOISTS_LOADS 2     /* Cranelift: a block's loads come first, so keep blocks small */
 extern int32_t nnw_host_hints;
 
 void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
@@ -106,5 +107,15 @@ void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs
 
 /* y = softmax (log_: log-softmax) of the len floats at x (reduce/softmax.c); y may equal x */
 void nnw_softmax_row(const float *x, float *y, int32_t len, int log_);
+
+/* Keeps clang from unrolling the loop that follows (conv/conv2d_dw*.c, q8/conv2d_dw.c). Cranelift
+ * (wasmtime) emits a basic block's loads first, in order, and its arithmetic where the results are
+ * needed, so an unrolled window holds all its loaded pixels (and weights) at once and spills; a
+ * rolled loop is one block per pass. Used under the wasmtime host's hints. */
+#if defined(__clang__)
+#define NNW_ROLLED _Pragma("clang loop unroll(disable)")
+#else
+#define NNW_ROLLED
+#endif
 
 #endif

@@ -66,7 +66,7 @@ int nnw_plan_run_ops(const uint8_t *plan, uint8_t *arena, int32_t first, int32_t
 /* Tells kernels which of their equivalent variants suit the host's compiler (bits of
  * NNW_HINT_*, internal.h; 0, the default, suits V8). Variants compute the same sums in the same
  * order: outputs are bit-identical whatever the hints; only speed differs. The wasmtime host
- * sets NNW_HINT_SPLAT_BY_SHUFFLE once after _initialize. */
+ * sets NNW_HINT_SPLAT_BY_SHUFFLE | NNW_HINT_HOISTS_LOADS once after _initialize. */
 void nnw_set_host_hints(int32_t hints);
 
 /* Bytes of scratch conv2d needs for these parameters (0 when the chosen algorithm needs none).

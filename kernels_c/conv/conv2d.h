@@ -26,6 +26,7 @@ static inline uint64_t nnw_conv2d_dw_row_floats(int32_t ow, int32_t kw, int32_t 
   return (uint64_t)sw * (((uint64_t)ow + 3) / 4 * 4 + (uint64_t)(kw - 1) * (uint64_t)dw / (uint64_t)sw);
 }
 
+
 void nnw_conv2d_dw(const struct nnw_conv2d *p, const float *x, const float *wt, const float *bias,
                    float *y, float *scratch);
 

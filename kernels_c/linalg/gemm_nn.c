@@ -153,9 +153,43 @@ static NNW_ALWAYS_INLINE void tile_wide(int h, int32_t k, const float *pa, const
     acc[1][2] = v4_madd(acc[1][2], av1, b2);
     acc[1][3] = v4_madd(acc[1][3], av1, b3);
   }
-  for (int r = 0; r < 2; r++)
-    for (int v = 0; v < 4; v++)
-      v4_store(y + (i + 2 * h + r) * ldy + j + 4 * v, epilogue(acc[r][v], i + 2 * h + r, j + 4 * v, ep));
+  for (int r = 0; r < 2; r++) {
+    int32_t row = i + 2 * h + r;
+    float *yr = y + row * ldy + j;
+    if (ep->c != NULL && ep->c_cs == 0) {
+      /* a conv's bias: epilogue()'s arithmetic with the row's one splat of C made once (between
+       * the stores to y, which may alias C, clang had kept all four; each costs Cranelift 3
+       * instructions) */
+      v4 alpha = v4_set1(ep->alpha), cv = v4_load1(ep->c + row * ep->c_rs), beta = v4_set1(ep->beta);
+      v4 lo = v4_set1(ep->lo), hi = v4_set1(ep->hi);
+      for (int v = 0; v < 4; v++)
+        v4_store(yr + 4 * v, v4_clamp(v4_madd(v4_mul(acc[r][v], alpha), cv, beta), lo, hi));
+    } else {
+      for (int v = 0; v < 4; v++) v4_store(yr + 4 * v, epilogue(acc[r][v], row, j + 4 * v, ep));
+    }
+  }
+}
+
+/* One column j of the four packed rows, as a vector down the rows: a k step is one v128 load of
+ * A, a load-splat of B and one multiply and add, where tile_packed(1) recomputing four columns
+ * took four shuffles and four of each (a 49-wide conv output, 7x7, ends in one such column: 14% of
+ * the time of EfficientNet-Lite0's 7x7 convs went to that tile in wasmtime). Lane r sums the
+ * same products in the same order as tile(); the epilogue is tile()'s, lane for lane. */
+static NNW_ALWAYS_INLINE void tile_column(int32_t k, const float *pa, const float *b,
+                                          ptrdiff_t ldb, float *y, ptrdiff_t ldy, int32_t i,
+                                          int32_t j, const struct nnw_epilogue *ep) {
+  v4 acc = v4_set1(0.0f);
+  const float *bp = b + j;
+  for (int32_t kk = 0; kk < k; kk++, pa += MR, bp += ldb) acc = v4_madd(acc, v4_load(pa), v4_load1(bp));
+  v4 r = v4_mul(acc, v4_set1(ep->alpha));
+  if (ep->c != NULL) {
+    const float *c = ep->c + i * ep->c_rs + j * ep->c_cs;
+    float t[4] = {c[0], c[ep->c_rs], c[2 * ep->c_rs], c[3 * ep->c_rs]};
+    r = v4_madd(r, v4_load(t), v4_set1(ep->beta));
+  }
+  float out[4];
+  v4_store(out, v4_clamp(r, v4_set1(ep->lo), v4_set1(ep->hi)));
+  for (int q = 0; q < MR; q++) y[(i + q) * ldy + j] = out[q];
 }
 
 /* row_block for four rows of A packed in nnw_pack_a_buf (n >= 4: narrower goes to tile_scalar) */
@@ -172,7 +206,8 @@ static void row_block_packed(int32_t k, int32_t j0, int32_t j1, const float *b,
     tile_packed(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
     j += 4;
   }
-  if (j < j1) tile_packed(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j1 - 4, ep); /* overlaps: same values */
+  if (j + 1 == j1) tile_column(k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
+  else if (j < j1) tile_packed(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j1 - 4, ep); /* overlaps: same values */
 }
 
 void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
@@ -188,6 +223,9 @@ void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs
    * still fits in L2, instead of 8-column blocks on which the copy cost more than it saved. */
   int hinted = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) && nnw_pack_a_rows(k) >= MR;
   if (hinted && nc < PACK_MIN_COLS) nc = PACK_MIN_COLS;
+  /* hinted: one column block when the whole of B fits in L2 with room (the copy of A per block
+   * then happens once) */
+  if (hinted && (size_t)k * n * 4 <= 4 * B_BLOCK_BYTES) nc = n;
   for (int32_t j0 = 0; j0 < n; j0 += nc) {
     int32_t j1 = n - j0 < nc ? n : j0 + nc;
     int32_t i = 0;

@@ -11,15 +11,6 @@
 
 /* dw_pairs reads up to 2 np + 7 - kw (stride 1) or 2 np + 14 - kw (stride 2) columns past the
  * span: DW_PAIR_SLACK, a narrower plane than dw_rows' DW_SLACK */
-/* Keeps clang from unrolling the loop that follows (as conv/conv2d_dw_c4.c's NNW_ROLLED): Cranelift
- * emits a basic block's loads first and its arithmetic where results are needed, so dw_pairs'
- * 3x3 taps unrolled loaded all 12 vectors at once and spilled them and the weights; one block per
- * kernel row, under NNW_HINT_SPLAT_BY_SHUFFLE (the wasmtime host's hint). */
-#if defined(__clang__)
-#define Q8_ROLLED _Pragma("clang loop unroll(disable)")
-#else
-#define Q8_ROLLED
-#endif
 
 enum { DW_CHUNK = 64, DW_TAPS = 25, DW_PAIRS = 24, DW_PAIR_SLACK = 16 };
 
@@ -207,7 +198,7 @@ static inline __attribute__((always_inline)) void dw_pairs_body(
       const int16_t *a = row + (s2 ? 2 * ox0 : ox0);
       v128_t sa = vb, sb = vb;
       if (rolled) {
-        Q8_ROLLED /* one block per kernel row: see Q8_ROLLED */
+        NNW_ROLLED /* one block per kernel row (internal.h): the 3x3 taps unrolled loaded 12 vectors at once */
         for (int32_t ky = 0; ky < KH; ky++, a += step)
           for (int32_t j = 0; j < NP; j++) {
             sa = wasm_i32x4_add(sa, wasm_i32x4_dot_i16x8(wasm_v128_load(a + 2 * j), wp[ky * NP + j]));

@@ -86,6 +86,16 @@ static void conv_case(const struct conv_case *t) {
       /* Winograd's transforms round more: 2e-5 of the sum of |terms| (measured up to 2e-6) */
       check_close(name, at(arena, off[3]), want, mag, yn, 1e-6,
                   strcmp(algo_name(scratch, t, oh, ow), "winograd") ? 1e-6 : 2e-5);
+    if (nnw_host_hints == 0) {
+      /* wasmtime's variants (all host hints: depthwise rows rolled, GEMMs packed): the same bits */
+      float *first = malloc(4 * yn);
+      memcpy(first, at(arena, off[3]), 4 * yn);
+      nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE | NNW_HINT_HOISTS_LOADS;
+      if (run_op(NNW_OP_CONV2D, args, NNW_CONV2D_NARGS, arena, arena_bytes) == NNW_OK)
+        expect(memcmp(first, at(arena, off[3]), 4 * yn) == 0, "%s: host hints changed the result", name);
+      nnw_host_hints = 0;
+      free(first);
+    }
     free(arena);
   }
   free(x);
@@ -145,6 +155,12 @@ void test_conv2d(void) {
       {1, 5, 8, 3, 5, 3, 3, 2, 2, 1, 1, 1, 0, 0, 1, 5, 1, -I, I},
       {1, 6, 5, 2, 6, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 6, 1, -I, I},
       {2, 3, 12, 17, 6, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 3, 1, -I, I},
+      /* rows of 12 and more outputs at every kernel and stride (the rolled variant's 3-vector
+       * pass, then 8, 4 and the overlapping tail) */
+      {1, 3, 9, 30, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3, 1, -I, I},
+      {1, 2, 7, 26, 2, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 2, 1, 0, 6},
+      {1, 2, 8, 57, 4, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 2, 1, -I, I},
+      {1, 3, 5, 47, 3, 3, 3, 1, 1, 1, 1, 0, 1, 2, 0, 3, 1, -I, I},
       /* im2col: stride-2 stem, groups, dilations, asymmetric pads, 1x1 with stride or crop */
       {1, 3, 16, 16, 8, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0, 6},
       {1, 3, 23, 21, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 6}, /* odd widths, vector gather */

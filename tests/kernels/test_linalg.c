@@ -90,11 +90,18 @@ void test_gemm(void) {
       {1, 1, 1, 0, 0, 4, 1, 1, -I, I},
       {33, 70, 65, 0, 0, 1, 1, 1, -I, I},
       {10, 21, 19, 1, 1, 2, -1, 1, -I, I},
-      {8, 37, 1024, 0, 0, 2, 1, 1, -I, I}, /* the packed variant: blocks of 32 columns from k = 1024 */
+      {8, 37, 1024, 0, 0, 2, 1, 1, -I, I}, /* the packed variant (one block: B <= 512 KiB) */
       {8, 45, 1025, 0, 0, 1, 1, 1, -I, I},
       {6, 53, 8192, 0, 0, 1, 1, 1, -I, I}, /* its largest k (pack_a.h's buffer) */
       {5, 40, 8193, 0, 0, 1, 1, 1, -I, I}, /* and one past it */
-      {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* several column blocks, packed, 2x16 tiles */
+      {9, 300, 40, 0, 0, 1, 1, 1, -I, I},  /* packed, 2x16 tiles, one column block (B <= 512 KiB) */
+      {9, 1100, 130, 0, 0, 1, 1, 1, -I, I}, /* several column blocks, packed */
+      /* packed, n = 1 mod 4: the last column as a vector down four rows, every C mode */
+      {8, 49, 33, 0, 0, 1, 2, -1, -1, 1},
+      {7, 41, 20, 1, 0, 2, 0.5f, 1.5f, -I, I},
+      {5, 37, 64, 0, 1, 3, 1, 1, 0, I},
+      {4, 33, 9, 0, 0, 4, -1, 2, -I, I},
+      {6, 40, 24, 0, 0, 3, 1.5f, -0.5f, -2, 2}, /* 2x16 tiles with a bias column (a conv's) */
       {7, 61, 33, 1, 0, 1, 1, 1, -I, I},   /* packed from a transposed A (strided rows) */
       {12, 4, 7, 0, 0, 0, 1, 0, -I, I},
   };
@@ -161,9 +168,9 @@ void test_matmul(void) {
                 1 + (int)(rng_u32() % 12), (int)(rng_u32() % 2), (int)(rng_u32() % 2));
 }
 
-/* conv2d, matmul and attention (all on nnw_gemm_nn) again with wasmtime's host hint set */
+/* conv2d, matmul and attention (all on nnw_gemm_nn) again with wasmtime's host hints set */
 void test_host_hints(void) {
-  nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE;
+  nnw_host_hints = NNW_HINT_SPLAT_BY_SHUFFLE | NNW_HINT_HOISTS_LOADS;
   test_conv2d();
   test_matmul();
   test_attention();

@@ -24,7 +24,10 @@ from ..errors import KernelError
 from . import HostBase
 
 _MAX_ARGS = 16
-HINT_SPLAT_BY_SHUFFLE = 1   # NNW_HINT_SPLAT_BY_SHUFFLE of kernels_c/internal.h
+# kernels_c/internal.h's NNW_HINT_*: the variants Cranelift compiles best (docs/wasmtime.md)
+HINT_SPLAT_BY_SHUFFLE = 1   # A packed k-major, lanes by pshufd, in the GEMMs
+HINT_HOISTS_LOADS = 2       # small blocks: depthwise kernel rows kept rolled
+HINTS = HINT_SPLAT_BY_SHUFFLE | HINT_HOISTS_LOADS
 
 
 class WasmtimeHost(HostBase):
@@ -52,7 +55,7 @@ class WasmtimeHost(HostBase):
         if "_initialize" in self._funcs:
             self._funcs["_initialize"](self.store)
         if "nnw_set_host_hints" in self._funcs:   # kernels_c/hints.c: Cranelift's variants
-            self.call("nnw_set_host_hints", HINT_SPLAT_BY_SHUFFLE)
+            self.call("nnw_set_host_hints", HINTS)
         # wasmtime's own finalizers fail once the interpreter is tearing down; close first.
         # (atexit runs this after the plans' weakref finalizers, which were registered later.)
         atexit.register(self.close)

@@ -1,0 +1,88 @@
+"""Per-op minima of builds of kernels.wasm in both hosts at once: wasmtime (CPython, with the
+host's hints) and V8 (Node, ab_ops_hosts.mjs, no hints). Each plan op runs alone
+(nnw_plan_run_ops), builds interleaved op by op; the minima are summed by class (the kernel;
+conv2d split into dw<k>s<stride>@<output size> / pw / other, "_big" above 14x14 outputs).
+
+    python bench/ab_ops_hosts.py PLAN A.wasm [B.wasm ...] [--seconds 15] [--ops]
+
+Minima, not medians: on a shared machine a preempted op shows as a slow median, not a slow
+kernel (docs/wasmtime.md). --ops also prints every op's minima.
+"""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "py_runtime"))
+CONV = {"oh": 10, "kh": 12, "sh": 14, "group": 20}   # conv2d's argument indices (ops.def)
+
+
+def classes(pf):
+    words = struct.unpack(f"<{len(pf.plan) // 4}i", pf.plan)
+    out, at = [], 8 + words[5]
+    for op in pf.ops:
+        n = words[at + 1]
+        a, at = words[at + 2:at + 2 + n], at + 2 + n
+        k = op.kernel
+        if k == "conv2d":
+            if a[CONV["group"]] > 1:
+                k += f":dw{a[CONV['kh']]}s{a[CONV['sh']]}@{a[CONV['oh']]}"
+            else:
+                k += ":pw" if a[CONV["kh"]] == 1 else ":other"
+                k += "_big" if a[CONV["oh"]] > 14 else ""
+        out.append(k)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("plan")
+    ap.add_argument("wasms", nargs="+")
+    ap.add_argument("--seconds", type=float, default=15)
+    ap.add_argument("--ops", action="store_true")
+    args = ap.parse_args()
+    os.environ["NNWASM_WASMTIME_CACHE"] = "0"   # each build compiled here, with the host's config
+    from nnwasm import planfile
+    from nnwasm.host.wasmtime_host import WasmtimeHost
+    from nnwasm.wasm.runner import WasmRunner
+    node = subprocess.Popen(["node", str(ROOT / "bench" / "ab_ops_hosts.mjs"), args.plan, str(args.seconds),
+                             *args.wasms], stdout=subprocess.PIPE, text=True)
+    pf = planfile.read(Path(args.plan).read_bytes())
+    runners = [WasmRunner(WasmtimeHost(Path(w).read_bytes()), pf.plan, pf.arena_bytes, [], [], pf.ops)
+               for w in args.wasms]
+    for _ in range(5):
+        for r in runners:
+            r.host.call("nnw_plan_run", r.plan, r.arena)
+    best = [[float("inf")] * len(pf.ops) for _ in runners]
+    end, rounds = time.perf_counter() + args.seconds, 0
+    while time.perf_counter() < end or rounds < 5:
+        for i in range(len(pf.ops)):
+            for b, r in enumerate(runners):
+                t = time.perf_counter()
+                r.host.call("nnw_plan_run_ops", r.plan, r.arena, i, 1)
+                best[b][i] = min(best[b][i], (time.perf_counter() - t) * 1e3)
+        rounds += 1
+    js = [[m for m, _ in ops] for ops in json.loads(node.communicate()[0])]
+    cls = classes(pf)
+    names = sorted(set(cls), key=lambda c: -sum(best[0][i] for i, k in enumerate(cls) if k == c))
+    print(f"{'minima, ms':22s}" + "".join(f"  {Path(w).name[:18]:>18s} wasmtime / V8  ratio" for w in args.wasms))
+    for c in ["total"] + names:
+        idx = [i for i, k in enumerate(cls) if c in ("total", k)]
+        row = f"{c:22s}"
+        for b in range(len(args.wasms)):
+            a, v = sum(best[b][i] for i in idx), sum(js[b][i] for i in idx)
+            row += f"  {a:18.3f} / {v:7.3f}  {a / max(v, 1e-9):5.2f}"
+        print(row)
+    if args.ops:
+        for i, op in enumerate(pf.ops):
+            print(i, cls[i], " ".join(f"{best[b][i]:.3f}/{js[b][i]:.3f}" for b in range(len(args.wasms))), op.node)
+    print(f"({rounds} rounds in wasmtime)")
+
+
+if __name__ == "__main__":
+    main()
