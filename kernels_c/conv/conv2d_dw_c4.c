@@ -14,7 +14,7 @@
 #define NNW_ALWAYS_INLINE inline
 #endif
 
-/* NNW_ROLLED (conv2d.h) on block4's kernel rows: unrolled, its 3x3 loop held 27 loaded pixels
+/* NNW_ROLLED (internal.h) on block4's kernel rows: unrolled, its 3x3 loop held 27 loaded pixels
  * at once in Cranelift and spilled most of them. One block per kernel row: depthwise layers
  * 0.81x the time in wasmtime, unchanged in V8 (bench/ab_kernels.py). */
 /* Measured in V8 against conv2d_dw.c (GFLOP/s, EfficientNet-Lite0's layers): this wins on rows
