@@ -3,36 +3,12 @@
 // CPython's) and the same refusals as the file given as bytes; a failed download or a refused file
 // leaves later sessions working. Fixtures: tests/test_plan_runner_js.py (NNWASM_PLAN_FIXTURES).
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
+import { InferenceSession } from "../../web/nnwasm.mjs";
 import { crc32 } from "../../web/plan-file.mjs";
 import { receivedPlans } from "../../web/plan-receiver.mjs";
-
-const dir = process.env.NNWASM_PLAN_FIXTURES;
-const fixtures = dir ? JSON.parse(readFileSync(join(dir, "fixtures.json"), "utf8")) : null;
-const skip = fixtures ? false : "NNWASM_PLAN_FIXTURES is not set: run `pytest tests/test_plan_runner_js.py`";
-if (process.env.NNWASM_DIST_URL) env.distURL = process.env.NNWASM_DIST_URL;
-env.pyodideIndexURL = "/nonexistent-pyodide/";
-
-const ARRAYS = { float32: Float32Array, int64: BigInt64Array };
-const bytesOf = (path) => new Uint8Array(readFileSync(path));
-
-function feedsOf(entry) {
-  return Object.fromEntries(Object.entries(entry.inputs).map(([name, v]) => {
-    const b = bytesOf(v.path);
-    return [name, new Tensor(v.dtype, new ARRAYS[v.dtype](b.buffer, b.byteOffset, b.byteLength / ARRAYS[v.dtype].BYTES_PER_ELEMENT), v.shape)];
-  }));
-}
-
-function assertBitIdentical(out, entry) {
-  for (const [name, want] of Object.entries(entry.outputs)) {
-    const got = new Uint8Array(out[name].data.buffer, out[name].data.byteOffset, out[name].data.byteLength);
-    assert.deepEqual(got, bytesOf(want.path), `output '${name}'`);
-  }
-}
+import { assertBitIdentical, bytesOf, feedsOf, fixtures, skip } from "./plan-fixtures.mjs";
 
 // path -> {body, pieces (bytes a write), declared (Content-Length, default the body's)}
 const files = new Map();

@@ -2,8 +2,6 @@
 // CPython's nnwasm (wasmtime) on the same plan, every refusal of the format before anything runs,
 // and never a Pyodide boot. Fixtures come from tests/test_plan_runner_js.py (NNWASM_PLAN_FIXTURES).
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import zlib from "node:zlib";
 import { describe, test } from "node:test";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
@@ -13,39 +11,7 @@ import { warmUpKernels } from "../../web/plan-session.mjs";
 import { bootCount } from "../../web/pyodide-boot.mjs";
 import { stopProxyWorker } from "../../web/proxy-session.mjs";
 import { readTrace } from "./trace.mjs";
-
-const dir = process.env.NNWASM_PLAN_FIXTURES;
-const fixtures = dir ? JSON.parse(readFileSync(join(dir, "fixtures.json"), "utf8")) : null;
-const skip = fixtures ? false : "NNWASM_PLAN_FIXTURES is not set: run `pytest tests/test_plan_runner_js.py`";
-if (process.env.NNWASM_DIST_URL) env.distURL = process.env.NNWASM_DIST_URL;
-// Were Pyodide ever asked for, it would fail: plan files must not need it.
-env.pyodideIndexURL = "/nonexistent-pyodide/";
-
-const ARRAYS = { float32: Float32Array, int64: BigInt64Array };
-const bytesOf = (path) => new Uint8Array(readFileSync(path));
-
-function feedsOf(entry) {
-  const feeds = {};
-  for (const [name, v] of Object.entries(entry.inputs)) {
-    const b = bytesOf(v.path);
-    feeds[name] = new Tensor(v.dtype, new ARRAYS[v.dtype](b.buffer, b.byteOffset, b.byteLength / ARRAYS[v.dtype].BYTES_PER_ELEMENT), v.shape);
-  }
-  return feeds;
-}
-
-function assertBitIdentical(out, entry, names = Object.keys(entry.outputs)) {
-  assert.deepEqual(Object.keys(out).sort(), [...names].sort());
-  for (const name of names) {
-    const want = entry.outputs[name];
-    assert.equal(out[name].type, want.dtype);
-    assert.deepEqual([...out[name].dims], want.shape);
-    const got = new Uint8Array(out[name].data.buffer, out[name].data.byteOffset, out[name].data.byteLength);
-    const ref = bytesOf(want.path);
-    assert.equal(got.length, ref.length);
-    const differ = got.findIndex((b, i) => b !== ref[i]);
-    assert.equal(differ, -1, `output '${name}' differs from CPython's at byte ${differ}`);
-  }
-}
+import { assertBitIdentical, bytesOf, feedsOf, fixtures, skip } from "./plan-fixtures.mjs";
 
 /** The file's parts, to put together again with changes (and a correct or given checksum). */
 function parts(bytes) {
