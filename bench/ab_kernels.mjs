@@ -4,25 +4,16 @@
 //   node bench/ab_kernels.mjs PLAN SECONDS MATCH A.wasm B.wasm ...
 // prints one JSON line: {"ms": [median per build], "match_ms": [...], "runs": n}: match_ms sums
 // the per-op medians of the ops whose node name contains MATCH (each op timed alone), or null.
-import { readFileSync } from "node:fs";
-import { parsePlanFile } from "../web/plan-file.mjs";
+import { loadPlanOnBuilds } from "./plan_builds.mjs";
 
 const [planPath, secondsArg, match, ...wasms] = process.argv.slice(2);
-const { plan, arenaBytes, io } = parsePlanFile(new Uint8Array(readFileSync(planPath)));
-const builds = [], opRuns = [];
-for (const file of wasms) {
-  const imports = { env: { emscripten_notify_memory_growth: () => {} } };
-  const { instance } = await WebAssembly.instantiate(readFileSync(file), imports);
-  const k = instance.exports;
-  k._initialize?.();
-  const p = k.nnw_malloc(plan.length), arena = k.nnw_malloc(arenaBytes), status = k.nnw_malloc(4);
-  new Uint8Array(k.memory.buffer, p, plan.length).set(plan);
-  if (k.nnw_plan_load(p, plan.length, arena, arenaBytes, status)) throw new Error(`${file} refused the plan`);
-  // the memory plan reuses inputs' space once read: zero them (valid ids, too) before each run
-  const zero = () => io.inputs.forEach((v) => new Uint8Array(k.memory.buffer, arena + v.offset, v.nbytes).fill(0));
-  builds.push(() => (zero(), k.nnw_plan_run(p, arena)));
-  opRuns.push((i) => k.nnw_plan_run_ops(p, arena, i, 1));
-}
+const { io, builds: loaded } = await loadPlanOnBuilds(planPath, wasms);
+// the memory plan reuses inputs' space once read: zero them (valid ids, too) before each run
+const builds = loaded.map(({ k, arena, run }) => () => {
+  io.inputs.forEach((v) => new Uint8Array(k.memory.buffer, arena + v.offset, v.nbytes).fill(0));
+  return run();
+});
+const opRuns = loaded.map((b) => b.op);
 const picked = match ? io.ops.map((op, i) => (op.node.includes(match) ? i : -1)).filter((i) => i >= 0) : [];
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const times = builds.map(() => []);

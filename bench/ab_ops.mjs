@@ -6,13 +6,13 @@
 // each "_big" above 14x14 outputs. --input: raw bytes of the plan's first input (default: the
 // arena as loaded). --ops: also every op's median per build.
 import { readFileSync } from "node:fs";
-import { parsePlanFile } from "../web/plan-file.mjs";
+import { loadPlanOnBuilds } from "./plan_builds.mjs";
 
 const args = process.argv.slice(2);
 const flag = (name) => { const i = args.indexOf(name); return i < 0 ? null : args.splice(i, name === "--ops" ? 1 : 2)[1] ?? true; };
 const input = flag("--input"), showOps = flag("--ops");
 const [planPath, secs, ...wasms] = args;
-const { plan, arenaBytes, io } = parsePlanFile(new Uint8Array(readFileSync(planPath)));
+const { io, plan, builds } = await loadPlanOnBuilds(planPath, wasms);
 const words = new Int32Array(plan.buffer, plan.byteOffset, plan.length >> 2);
 // conv2d / q8_conv2d argument indices (ops.def): oh, kh, group
 const CONV = { conv2d: { oh: 10, kh: 12, group: 20 }, q8_conv2d: { oh: 16, kh: 18, group: 26 } };
@@ -22,16 +22,9 @@ for (let i = 0, at = 8 + words[5]; i < io.ops.length; i++) {
   at += 2 + n;
   classes.push(!c ? k : `${k}:${a[c.group] > 1 ? "dw" : a[c.kh] === 1 ? "pw" : "other"}${a[c.oh] > 14 ? "_big" : ""}`);
 }
-const builds = [];
-for (const file of wasms) {
-  const { instance } = await WebAssembly.instantiate(readFileSync(file), { env: { emscripten_notify_memory_growth: () => {} } });
-  const k = instance.exports;
-  k._initialize?.();
-  const p = k.nnw_malloc(plan.length), arena = k.nnw_malloc(arenaBytes), status = k.nnw_malloc(4);
-  new Uint8Array(k.memory.buffer, p, plan.length).set(plan);
-  if (k.nnw_plan_load(p, plan.length, arena, arenaBytes, status)) throw new Error(`${file} refused the plan`);
-  if (input) new Uint8Array(k.memory.buffer, arena + io.inputs[0].offset, io.inputs[0].nbytes).set(readFileSync(input));
-  builds.push({ run: () => k.nnw_plan_run(p, arena), op: (i) => k.nnw_plan_run_ops(p, arena, i, 1) });
+if (input) {
+  const bytes = readFileSync(input);
+  for (const { k, arena } of builds) new Uint8Array(k.memory.buffer, arena + io.inputs[0].offset, io.inputs[0].nbytes).set(bytes);
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const warmEnd = performance.now() + 4000;

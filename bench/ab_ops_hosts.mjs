@@ -1,21 +1,10 @@
 // The V8 half of ab_ops_hosts.py: each plan op run alone (nnw_plan_run_ops) for each build of
 // kernels.wasm, builds interleaved op by op; prints [build][op] = [min ms, median ms] as JSON.
 //   node bench/ab_ops_hosts.mjs PLAN SECONDS A.wasm [B.wasm ...]
-import { readFileSync } from "node:fs";
-import { parsePlanFile } from "../web/plan-file.mjs";
+import { loadPlanOnBuilds } from "./plan_builds.mjs";
 
 const [planPath, secs, ...wasms] = process.argv.slice(2);
-const { plan, arenaBytes, io } = parsePlanFile(new Uint8Array(readFileSync(planPath)));
-const builds = [];
-for (const file of wasms) {
-  const { instance } = await WebAssembly.instantiate(readFileSync(file), { env: { emscripten_notify_memory_growth: () => {} } });
-  const k = instance.exports;
-  k._initialize?.();
-  const p = k.nnw_malloc(plan.length), arena = k.nnw_malloc(arenaBytes), status = k.nnw_malloc(4);
-  new Uint8Array(k.memory.buffer, p, plan.length).set(plan);
-  if (k.nnw_plan_load(p, plan.length, arena, arenaBytes, status)) throw new Error(`${file} refused the plan`);
-  builds.push({ run: () => k.nnw_plan_run(p, arena), op: (i) => k.nnw_plan_run_ops(p, arena, i, 1) });
-}
+const { io, builds } = await loadPlanOnBuilds(planPath, wasms);
 const warmEnd = performance.now() + 4000;   // V8 tiers up in the background
 for (let i = 0; i < 30 || performance.now() < warmEnd; i++) builds.forEach((b) => b.run());
 const times = builds.map(() => io.ops.map(() => []));
