@@ -307,31 +307,34 @@ def long_model(n_ops=160, size=256):
     return _model(nodes, [_vi("X", [size, size])], [_vi("Y", [size, size])], [numpy_helper.from_array(w, "W")])
 
 
-@pytest.mark.parametrize("providers", [["WasmExecutionProvider"], ["NumpyExecutionProvider"]])
-def test_terminate_from_another_thread_stops_a_long_run(providers):
-    sess = nnwasm.InferenceSession(long_model(), providers=providers)
-    x = rand(256, 256)
-    full = sess.run(None, {"X": x}, nnwasm.RunOptions())[0]
-    # The flag is set a tenth of a whole run into the run. On a loaded machine a run can be over
-    # before that (when the run taken as "whole" was a slow one), so up to five tries, each timed
-    # by the last run; a terminate that never stops a run fails them all.
+def _terminated_midway(sess, feeds):
+    """(seconds until RunTerminated, seconds of the whole run before it, the RunOptions that stopped
+    it), with RunOptions.terminate set from another thread a tenth of a whole run into a run. On a
+    loaded machine a run can be over before that (when the run taken as "whole" was a slow one), so
+    up to five tries, each timed by the last run; a terminate that never stops a run fails them all."""
     for _ in range(5):
         t0 = time.perf_counter()
-        sess.run(None, {"X": x}, nnwasm.RunOptions())
+        sess.run(None, feeds, nnwasm.RunOptions())
         whole = time.perf_counter() - t0
         ro = nnwasm.RunOptions()
         stopper = threading.Timer(whole / 10, lambda: setattr(ro, "terminate", True))
         stopper.start()
         t0 = time.perf_counter()
         try:
-            sess.run(None, {"X": x}, ro)
+            sess.run(None, feeds, ro)
         except nnwasm.RunTerminated:
-            stopped = time.perf_counter() - t0
-            break
+            return time.perf_counter() - t0, whole, ro
         finally:
             stopper.join()
-    else:
-        pytest.fail("RunOptions.terminate, set from another thread, stopped none of five runs")
+    pytest.fail("RunOptions.terminate, set from another thread, stopped none of five runs")
+
+
+@pytest.mark.parametrize("providers", [["WasmExecutionProvider"], ["NumpyExecutionProvider"]])
+def test_terminate_from_another_thread_stops_a_long_run(providers):
+    sess = nnwasm.InferenceSession(long_model(), providers=providers)
+    x = rand(256, 256)
+    full = sess.run(None, {"X": x}, nnwasm.RunOptions())[0]
+    stopped, whole, ro = _terminated_midway(sess, {"X": x})
     assert stopped < whole * 0.8, (stopped, whole)
     ro.terminate = False   # the session is still usable, and its results unchanged
     assert np.array_equal(sess.run(None, {"X": x}, ro)[0], full)
@@ -569,18 +572,8 @@ def test_plan_session_has_the_same_api_where_it_applies():
 def test_plan_session_terminate_from_another_thread():
     model = long_model(n_ops=160)
     sess = nnwasm.InferenceSession(nnwasm.compile_plan(model))
-    x = rand(256, 256)
-    t0 = time.perf_counter()
-    sess.run(None, {"X": x}, nnwasm.RunOptions())
-    whole = time.perf_counter() - t0
-    ro = nnwasm.RunOptions()
-    stopper = threading.Timer(whole / 10, lambda: setattr(ro, "terminate", True))
-    stopper.start()
-    t0 = time.perf_counter()
-    with pytest.raises(nnwasm.RunTerminated):
-        sess.run(None, {"X": x}, ro)
-    assert time.perf_counter() - t0 < whole * 0.8
-    stopper.join()
+    stopped, whole, _ = _terminated_midway(sess, {"X": rand(256, 256)})
+    assert stopped < whole * 0.8, (stopped, whole)
 
 
 @pytest.mark.parametrize("option", ["add_initializer", "by_name", "optimized_model_filepath"])
