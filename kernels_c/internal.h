@@ -105,8 +105,6 @@ void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs
                  const float *b, ptrdiff_t ldb, float *y, ptrdiff_t ldy,
                  const struct nnw_epilogue *ep);
 
-/* y = softmax (log_: log-softmax) of the len floats at x (reduce/softmax.c); y may equal x */
-void nnw_softmax_row(const float *x, float *y, int32_t len, int log_);
 
 /* Keeps clang from unrolling the loop that follows (conv/conv2d_dw*.c, q8/conv2d_dw.c). Cranelift
  * (wasmtime) emits a basic block's loads first, in order, and its arithmetic where the results are

@@ -102,7 +102,7 @@ static inline v4 exp_scores(v4 x) {
   return v4_select_nonneg(v4_add(x, v4_set1(87.3f)), e, v4_set1(0.0f));
 }
 
-/* softmax of one row of scores in place (nnw_softmax_row's passes with exp_scores) */
+/* softmax of one row of scores in place (reduce/softmax.c's row passes, with exp_scores) */
 static void softmax_scores(float *x, int32_t len) {
   int32_t i = 0;
   v4 mv = v4_set1(-INFINITY);

@@ -19,8 +19,9 @@ int nnw_validate_softmax(const int32_t *v, uint32_t arena_bytes) {
 
 static float exp_nonpos(float x) { return v4_lane0(v4_exp_nonpos(v4_set1(x))); }
 
-/* one contiguous row (inner == 1); also attention's (linalg/attention.c) */
-void nnw_softmax_row(const float *x, float *y, int32_t len, int log_) {
+/* one contiguous row (inner == 1); y may equal x. (linalg/attention.c's scores have their own, with
+ * a cheaper exp.) */
+static void softmax_row(const float *x, float *y, int32_t len, int log_) {
   int32_t i = 0;
   v4 mv = v4_set1(-INFINITY);
   for (; i + 4 <= len; i += 4) mv = v4_max(mv, v4_load(x + i));
@@ -92,7 +93,7 @@ void nnw_run_softmax(const int32_t *v, uint8_t *arena) {
   size_t slab = (size_t)axis * inner;
   for (int32_t o = 0; o < outer; o++, x += slab, y += slab) {
     if (inner == 1) {
-      nnw_softmax_row(x, y, axis, log_);
+      softmax_row(x, y, axis, log_);
       continue;
     }
     int32_t j = 0;
