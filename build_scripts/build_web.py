@@ -12,6 +12,7 @@
                               V8 has optimized the kernels by its first run (warmup_plan.py)
     dist/web/pyodide-snapshot.bin.gz  Pyodide's memory with this wheel's nnwasm imported (made in
                               Node by pyodide_snapshot.mjs, gzipped); boot() starts from it
+    demo/app.bundle.mjs       the demo's modules in one (bundle_demo.py; not shipped)
 
 dist/web/ is what the npm package ships (package.json "files"); every file written there goes
 through ship() so that nnwasm-web.json lists it. Serve the repository root (demo/serve.py) and
@@ -31,6 +32,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from bundle_demo import BUNDLE, ensure_bundle
 from warmup_plan import warmup_plan_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,6 +181,11 @@ def main():
         manifest["pyodideSnapshot"] = SNAPSHOT
         manifest["pyodideSnapshotWheelSha256"] = sha256(wheel)
     write_if_changed(WEB / "nnwasm-web.json", (json.dumps(manifest, indent=2) + "\n").encode(), written)
+    try:
+        if ensure_bundle():
+            written.append(BUNDLE)
+    except RuntimeError as e:
+        fail(str(e))
 
     for p in removed:
         print(f"removed {p.relative_to(ROOT)}")

@@ -10,10 +10,13 @@ import argparse
 import functools
 import http.server
 import posixpath
+import sys
 import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "build_scripts"))
+from bundle_demo import ensure_bundle  # noqa: E402
 
 MIME_TYPES = {
     ".wasm": "application/wasm",
@@ -78,7 +81,10 @@ class DemoServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, port=8000, root=ROOT, verbose=False, extra_prefixes=(), handler=DemoRequestHandler):
         """extra_prefixes: more URL path prefixes to serve; handler: a DemoRequestHandler subclass
-        (bench/bench_startup.py serves onnxruntime-web with one that counts the bytes it sends)."""
+        (bench/bench_startup.py serves onnxruntime-web with one that counts the bytes it sends).
+        Serving this checkout, it first rebuilds demo/app.bundle.mjs if a module changed since."""
+        if Path(root).resolve() == ROOT and ensure_bundle() and verbose:
+            print("rebuilt demo/app.bundle.mjs (a module had changed)")
         self.verbose = verbose
         self.prefixes = SERVED_PREFIXES + tuple(extra_prefixes)
         handler = functools.partial(handler, directory=str(root))

@@ -154,6 +154,7 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
     assert "/demo/assets/efficientnet-lite0.nnwp" in paths and "/dist/web/kernels.wasm" in paths, paths
     assert _pyodide_requests(page) == [], "the plan page asked for Python's files"
     assert "/demo/assets/efficientnet-lite0.onnx" not in paths and "/web/proxy-worker.mjs" not in paths, paths
+    assert [p for p in paths if p.endswith(".mjs")] == ["/demo/app.bundle.mjs"], f"not one bundled module: {paths}"
     assert len(paths) == len(set(paths)), f"a file was fetched twice (a preload missed): {paths}"
     _assert_offline(page, demo_server.port)
 

@@ -1,9 +1,9 @@
 """The demo's derived files stay in step with their sources. The committed plan file
 (demo/assets/efficientnet-lite0.nnwp) is exactly what nnwasm.compile_plan makes now from the
 committed model: a change to the compiler, the optimizer, the kernels' ABI or the file format must
-come with a regenerated plan, or the demo would load a stale (or refused) file. index.html preloads
-every module app.mjs imports (so they download at once, not import after import) and the files
-the recipe names."""
+come with a regenerated plan, or the demo would load a stale (or refused) file. index.html loads
+app.mjs's modules as one bundle that holds every one of them (one request, not one per import),
+and preloads the files the recipe names."""
 import hashlib
 import importlib.util
 import json
@@ -44,12 +44,29 @@ def _static_imports(path, seen):
     return seen
 
 
-def test_index_preloads_the_module_graph_and_the_recipe_files():
+def _bundle_demo():
+    spec = importlib.util.spec_from_file_location("bundle_demo", ROOT / "build_scripts" / "bundle_demo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _only_reexports(path):
+    lines = [ln for ln in (ROOT / path).read_text().splitlines() if ln.strip() and not ln.lstrip().startswith("//")]
+    return all(ln.startswith(("export {", "export *")) and " from " in ln for ln in lines)
+
+
+def test_index_loads_the_bundled_module_graph_and_preloads_the_recipe_files():
     html = (ROOT / "demo" / "index.html").read_text()
-    preloaded = {posixpath.normpath(posixpath.join("demo", h)) for h in re.findall(r'rel="modulepreload" href="([^"]+)"', html)}
+    assert re.findall(r'<script type="module" src="([^"]+)"', html) == ["app.bundle.mjs"]
+    assert "modulepreload" not in html, "a modulepreload link would fetch an unbundled module"
+    bundler = _bundle_demo()
+    bundler.ensure_bundle()
+    bundled = set(re.findall(r"^// ((?:demo|web)/[\w.-]+\.mjs)$", bundler.BUNDLE.read_text(), re.M))
     graph = _static_imports("demo/app.mjs", {"demo/app.mjs"})
-    assert preloaded == graph, (f"index.html's modulepreload links differ from app.mjs's imports: missing "
-                                f"{sorted(graph - preloaded)}, extra {sorted(preloaded - graph)}")
+    assert bundled <= graph, f"the bundle holds modules app.mjs does not import: {sorted(bundled - graph)}"
+    missing = sorted(m for m in graph - bundled if not _only_reexports(m))
+    assert missing == [], f"demo/app.bundle.mjs lacks modules app.mjs imports: {missing}"
     recipe = json.loads((ROOT / "demo" / "assets" / "efficientnet-lite0.json").read_text())
     for key in ("plan", "model", "labels"):
         assert f'"assets/{recipe[key]}"' in html, f"index.html does not preload the recipe's {key} ({recipe[key]})"

@@ -8,7 +8,8 @@ import { IN_NODE } from "./load-bytes.mjs";
 import { errorFromWire, ownedBytes, transferables } from "./proxy-messages.mjs";
 import { Tensor } from "./tensor.mjs";
 
-const WORKER_URL = new URL("./proxy-worker.mjs", import.meta.url);
+// "../web/": the same file from web/ and from a bundle one level under the root (demo/app.bundle.mjs).
+const WORKER_URL = new URL("../web/proxy-worker.mjs", import.meta.url);
 
 async function spawn() {
   try {
