@@ -1,12 +1,13 @@
 """Page open -> first result, in headless Chromium: the nnwasm demo on its plan file (/demo/; and
 with --pages plan-nowarmup, /demo/?nowarmup: without the kernel warm-up), the same demo through
 Pyodide (/demo/?onnx), and onnxruntime-web 1.30 (wasm backend, one thread, no proxy;
-bench/startup/ort-web.html) on the same model, photo and preprocessing. Each page load is
+bench/startup/ort-web.html, with the demo's preloads; ort-web-plain.html, without them, as
+onnxruntime-web's docs write a page) on the same model, photo and preprocessing. Each page load is
 a new browser process with an empty cache; the pages take turns, round after round, and the table
 gives medians, each page's bytes and requests (counted by the server: the workers' too), and
 where the plan page's time goes (its marks and its downloads' ends on the page's timeline).
 
-    .venv/bin/python bench/bench_startup.py [--rounds 5] [--pages plan plan-nowarmup onnx ort-web] [--json out.json]
+    .venv/bin/python bench/bench_startup.py [--rounds 5] [--pages plan plan-nowarmup onnx ort-web ort-web-plain] [--json out.json]
     (or: make bench-startup)
 
 Needs dist/web/ (`python build_scripts/build_web.py`) and node_modules/onnxruntime-web (`npm ci`).
@@ -31,6 +32,7 @@ PAGES = {
     "plan-nowarmup": ("/demo/?nowarmup", "nnwasm, plan file, no kernel warm-up"),
     "onnx": ("/demo/?onnx", "nnwasm, .onnx through Pyodide"),
     "ort-web": ("/bench/startup/ort-web.html", "onnxruntime-web 1.30, wasm, 1 thread"),
+    "ort-web-plain": ("/bench/startup/ort-web-plain.html", "the same, without preloads"),
 }
 EXTRA_PREFIXES = ("/bench/startup/", "/node_modules/onnxruntime-web/dist/")
 # Set by demo/app.mjs and bench/startup/ort-web.mjs when the top-1 is on screen.
@@ -101,13 +103,14 @@ def median(values):
 
 def print_table(results):
     ort = median([r["firstMs"] for r in results.get("ort-web", [])])
+    plain = median([r["firstMs"] for r in results.get("ort-web-plain", [])])
     print(f"\n{'page':<46} {'first result':>13} {'range':>13} {'create':>8} {'1st run':>8} {'/ ort-web':>9} "
-          f"{'MB':>7} {'requests':>8}")
+          f"{'/ plain':>8} {'MB':>7} {'requests':>8}")
     for name, runs in results.items():
         first = [r["firstMs"] for r in runs]
         col = lambda key: median([r["timings"].get(key, float("nan")) for r in runs])  # noqa: E731
         print(f"{PAGES[name][1]:<46} {median(first):>10.0f} ms {min(first):>5.0f}-{max(first):<5.0f}ms "
-              f"{col('createMs'):>5.0f} ms {col('firstRunMs'):>5.0f} ms {median(first) / ort:>9.2f} "
+              f"{col('createMs'):>5.0f} ms {col('firstRunMs'):>5.0f} ms {median(first) / ort:>9.2f} {median(first) / plain:>8.2f} "
               f"{median([r['bytes'] for r in runs]) / 1e6:>7.2f} {median([r['requests'] for r in runs]):>8.0f}")
 
 
@@ -118,7 +121,7 @@ def print_profile(page, runs):
         for name, t in r["marks"].items():
             events.setdefault(f"mark {name.removeprefix('demo-')}", []).append(t)
         for path, (start, end) in r["downloads"].items():
-            if path.endswith((".nnwp", ".wasm", ".png", "app.mjs", ".css")):
+            if path.endswith((".nnwp", ".wasm", ".png", ".mjs", ".css")):
                 events.setdefault(f"requested {path.rsplit('/', 1)[1]}", []).append(start)
                 events.setdefault(f"downloaded {path.rsplit('/', 1)[1]}", []).append(end)
         for key in ("bootMs", "createMs", "preMs", "firstRunMs"):
@@ -136,7 +139,7 @@ def print_profile(page, runs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5, help="page loads of each page (default 5)")
-    ap.add_argument("--pages", nargs="+", choices=list(PAGES), default=["plan", "onnx", "ort-web"])
+    ap.add_argument("--pages", nargs="+", choices=list(PAGES), default=["plan", "onnx", "ort-web", "ort-web-plain"])
     ap.add_argument("--timeout", type=float, default=120, help="seconds a page may take (default 120)")
     ap.add_argument("--json", type=Path, help="also write every measurement here")
     args = ap.parse_args(argv)
