@@ -75,9 +75,20 @@ static NNW_ALWAYS_INLINE v4 finish(v4 acc, v4 bias, const float *r, const struct
   return v4_clamp(acc, v4_set1(e->lo), v4_set1(e->hi));
 }
 
+/* finish() for the transformer's unclamped epilogues with their shape a constant (fin: 0 bias,
+ * 1 bias + residual; -1 finish() as it is): no tests and no splats of an infinite clamp at each
+ * tile's end (the clamp to [-inf, inf] is the identity, NaN included: the same bits). In V8,
+ * BERT-mini's 128 x 256 x 256 projections 0.337 -> 0.316 ms and its FFN2 (+ residual) 1.37 ->
+ * 1.28 ms (per-op medians); the FFN1's Gelu the same way ran 3 % slower, so it keeps finish(). */
+static NNW_ALWAYS_INLINE v4 finish_c(v4 acc, v4 bias, const float *r, const struct ep *e, int fin) {
+  if (fin < 0) return finish(acc, bias, r, e);
+  acc = v4_add(acc, bias);
+  return fin == 1 ? v4_add(acc, v4_load(r)) : acc;
+}
+
 /* rows i..i+mr-1 of one panel (columns j..j+7, all inside n) */
 static NNW_ALWAYS_INLINE void tile(int mr, int32_t k, const float *a, const float *bp, float *y,
-                                   int32_t i, int32_t j, const struct ep *e) {
+                                   int32_t i, int32_t j, const struct ep *e, int fin) {
   v4 acc[MR][2];
   const float *ap[MR];
   for (int r = 0; r < mr; r++) {
@@ -101,8 +112,8 @@ static NNW_ALWAYS_INLINE void tile(int mr, int32_t k, const float *a, const floa
   for (int r = 0; r < mr; r++) {
     float *yr = y + (size_t)(i + r) * e->n + j;
     const float *rr = e->r != NULL ? e->r + (size_t)(i + r) * e->n + j : NULL;
-    v4_store(yr, finish(acc[r][0], bias0, rr, e));
-    v4_store(yr + 4, finish(acc[r][1], bias1, rr != NULL ? rr + 4 : NULL, e));
+    v4_store(yr, finish_c(acc[r][0], bias0, rr, e, fin));
+    v4_store(yr + 4, finish_c(acc[r][1], bias1, rr != NULL ? rr + 4 : NULL, e, fin));
   }
 }
 
@@ -178,6 +189,34 @@ static void tail_panel(int32_t m, int32_t k, int32_t w, const float *a, const fl
   }
 }
 
+/* the whole panels' rows from i0 (and the tail panel), the epilogue's shape fin a constant */
+static NNW_ALWAYS_INLINE void panels(int32_t m, int32_t n, int32_t k, const float *a, const float *bp, float *y,
+                                     int32_t i0, const struct ep *e, int fin) {
+  for (int32_t j = 0; j < n; j += NR, bp += (size_t)NR * k) {
+    if (n - j < NR) {
+      tail_panel(m, k, n - j, a, bp, y, j, e);
+      break;
+    }
+    int32_t i = i0;
+    for (; i + MR <= m; i += MR) tile(MR, k, a, bp, y, i, j, e, fin);
+    switch (m - i) {
+      case 3: tile(3, k, a, bp, y, i, j, e, fin); break;
+      case 2: tile(2, k, a, bp, y, i, j, e, fin); break;
+      case 1: tile(1, k, a, bp, y, i, j, e, fin); break;
+      default: break;
+    }
+  }
+}
+
+#define NNW_PANELS(fin)                                                            \
+  static void panels_##fin(int32_t m, int32_t n, int32_t k, const float *a, const float *bp, \
+                           float *y, int32_t i0, const struct ep *e) {           \
+    panels(m, n, k, a, bp, y, i0, e, fin);                                         \
+  }
+NNW_PANELS(0)
+NNW_PANELS(1)
+#undef NNW_PANELS
+
 void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
   struct gemm_packed p;
   gp_decode(args, &p);
@@ -189,18 +228,11 @@ void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
     i0 = m / MR * MR;
     packed_rows(i0, p.n / NR * NR, k, a, bp, y, &e);
   }
-  for (int32_t j = 0; j < p.n; j += NR, bp += (size_t)NR * k) {
-    if (p.n - j < NR) {
-      tail_panel(m, k, p.n - j, a, bp, y, j, &e);
-      break;
-    }
-    int32_t i = i0;
-    for (; i + MR <= m; i += MR) tile(MR, k, a, bp, y, i, j, &e);
-    switch (m - i) {
-      case 3: tile(3, k, a, bp, y, i, j, &e); break;
-      case 2: tile(2, k, a, bp, y, i, j, &e); break;
-      case 1: tile(1, k, a, bp, y, i, j, &e); break;
-      default: break;
-    }
-  }
+  int unclamped = p.lo == -INFINITY && p.hi == INFINITY;
+  if (unclamped && p.act == 0 && e.r == NULL)
+    panels_0(m, p.n, k, a, bp, y, i0, &e);
+  else if (unclamped && p.act == 0)
+    panels_1(m, p.n, k, a, bp, y, i0, &e);
+  else
+    panels(m, p.n, k, a, bp, y, i0, &e, -1);
 }
