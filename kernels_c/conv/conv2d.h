@@ -45,5 +45,9 @@ int nnw_conv2d_winograd_fits(int32_t c, int32_t m, int32_t group, int32_t kh, in
 uint64_t nnw_conv2d_winograd_floats(int32_t c, int32_t m, int32_t oh, int32_t ow);
 void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
                          const float *bias, float *y, float *scratch);
+/* the four channels ci.. of x as a zero-padded plane of ph x pw v4 pixels, pixel (py, px) =
+ * x[py-pt][px-pl] (conv2d_winograd.c; conv2d_winograd_s2.c uses it too) */
+void nnw_conv2d_winograd_pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci,
+                                   int32_t ph, int32_t pw, float *plane);
 
 #endif

@@ -128,9 +128,10 @@ static void transform_input(const float *plane, int32_t tw, int32_t c, int32_t c
   }
 }
 
-/* the four channels ci.. of x as a zero-padded plane of v4 pixels: pixel (py, px) = x[py-pt][px-pl] */
-static void pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci, int32_t ph,
-                      int32_t pw, float *plane) {
+/* the four channels ci.. of x as a zero-padded plane of v4 pixels: pixel (py, px) = x[py-pt][px-pl]
+ * (also conv2d_winograd_s2.c's) */
+void nnw_conv2d_winograd_pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci,
+                                   int32_t ph, int32_t pw, float *plane) {
   memset(plane, 0, sizeof(float) * 4 * (size_t)ph * pw);
   size_t hw = (size_t)p->h * p->w;
   for (int32_t iy = 0; iy < p->h; iy++) {
@@ -209,7 +210,8 @@ static void winograd_run(const struct nnw_conv2d *p, const float *x, const float
   for (int32_t ni = 0; ni < p->n; ni++) {
     const float *xn = x + (size_t)ni * c * p->h * p->w;
     float *yn = y + (size_t)ni * m * p->oh * p->ow;
-    for (int32_t ci = 0; ci < c; ci += 4) pad_plane(p, xn, ci, ph, pw, planes + plane * ci);
+    for (int32_t ci = 0; ci < c; ci += 4)
+      nnw_conv2d_winograd_pad_plane(p, xn, ci, ph, pw, planes + plane * ci);
     for (size_t t0 = 0; t0 < t_count; t0 += tb) {
       size_t tn = t_count - t0 < tb ? t_count - t0 : tb;
       for (int32_t ci = 0; ci < c; ci += 4) transform_input(planes + plane * ci, tw, c, ci, t0, tn, v);
