@@ -68,7 +68,7 @@ static void transform_weights(const float *wt, int32_t c, int32_t m, float *u) {
       }
       for (int kx = 0; kx < 3; kx++) g4(g + kx, 3, t + kx, 3);   /* columns: t[4][3] */
       for (int i = 0; i < 4; i++) g4(t + 3 * i, 1, r + 4 * i, 1); /* rows: r[4][4] */
-      for (int xi = 0; xi < NG; xi++) v4_store(u + ((size_t)xi * c + ci) * m + o, r[xi]);
+      for (int xi = 0; xi < NG; xi++) v4_store(u + (size_t)xi * c * m + nnw_wg_u_at(c, m, ci, o), r[xi]);
     }
   }
 }
@@ -135,7 +135,6 @@ static void winograd_s2_run(const struct nnw_conv2d *p, const float *x, const fl
   int32_t ph = 4 * th + 1, pw = 4 * tw + 1;
   size_t plane = (size_t)ph * pw; /* pixels of one padded plane */
   float *planes = scratch, *v = planes + plane * 4, *z = v + NP * tn * c;
-  struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
   for (int32_t ni = 0; ni < p->n; ni++) {
     const float *xn = x + (size_t)ni * c * p->h * p->w;
     for (int32_t ci = 0; ci < c; ci += 4) {
@@ -144,8 +143,7 @@ static void winograd_s2_run(const struct nnw_conv2d *p, const float *x, const fl
     }
     for (int g = 0; g < NG; g++) {
       size_t r0 = (size_t)start[g] * tn, rows = (size_t)(start[g + 1] - start[g]) * tn;
-      nnw_gemm_nn((int32_t)rows, m, c, v + r0 * c, c, 1, u + (size_t)g * c * m, m, z + r0 * m, m,
-                  &none);
+      nnw_wg_gemm((int32_t)rows, c, m, v + r0 * c, u + (size_t)g * c * m, z + r0 * m);
     }
     transform_output(p, z, tw, tn, pos, bias, y + (size_t)ni * m * p->oh * p->ow);
   }
