@@ -4,7 +4,10 @@
  *              (conv2d_dw_c4.c: 3x3 and 5x5 kernels, mostly) or along the output width (conv2d_dw.c)
  *   pointwise  1x1, stride 1, no pad: one GEMM per group straight over the input
  *   winograd   3x3 stride 1, channels in fours, outputs 27x27 and up: F(4x4, 3x3) (conv2d_winograd.c)
- *   im2col     anything else: columns into scratch, then the GEMM. */
+ *   im2col     anything else: columns into scratch, then the GEMM (in bands of output rows for
+ *              stems: band_rows)
+ * (3x3 stride 2 convs on constant weights may run as the plan op conv2d_winograd_s2 instead:
+ * conv2d_winograd_s2.c.) */
 #include <math.h>
 
 #include "conv2d.h"
