@@ -80,6 +80,9 @@ int32_t nnw_conv2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh
  * table the plan compiler follows; 0 or 1). */
 int32_t nnw_conv2d_winograd_scratch_bytes(int32_t c, int32_t m, int32_t oh, int32_t ow);
 int32_t nnw_conv2d_winograd_pays(int32_t c, int32_t m, int32_t oh, int32_t ow);
+/* the same for conv2d_winograd_s2 (3x3 stride 2, strided Winograd F(2x2, 3x3)) */
+int32_t nnw_conv2d_winograd_s2_scratch_bytes(int32_t c, int32_t m, int32_t oh, int32_t ow);
+int32_t nnw_conv2d_winograd_s2_pays(int32_t c, int32_t m, int32_t oh, int32_t ow);
 
 /* Bytes of scratch conv_transpose2d needs (the columns of one group), -1 for bad parameters. */
 int32_t nnw_conv_transpose2d_scratch_bytes(int32_t c, int32_t m, int32_t group, int32_t kh,

@@ -46,6 +46,10 @@ CONV_CASES = {
     "valid": dict(x=(1, 3, 10, 9), w=(4, 3, 4, 2), attrs=dict(auto_pad="VALID")),
     "conv1d": dict(x=(1, 4, 20), w=(6, 4, 3), attrs=dict(pads=[1, 1], strides=[2])),
     "first_layer": dict(x=(1, 3, 32, 32), w=(32, 3, 3, 3), attrs=dict(strides=[2, 2], pads=[0, 0, 1, 1])),
+    # 3x3 stride 2 on 25 tiles and more: conv2d_winograd_s2 (strided Winograd, U made at load)
+    "winograd_s2": dict(x=(2, 8, 20, 18), w=(12, 8, 3, 3), attrs=dict(strides=[2, 2], pads=[1, 1, 1, 1])),
+    "winograd_s2_asym": dict(x=(1, 4, 21, 23), w=(8, 4, 3, 3), attrs=dict(strides=[2, 2], pads=[0, 1, 1, 0])),
+    "stem_bands": dict(x=(1, 3, 100, 96), w=(8, 3, 7, 7), attrs=dict(strides=[2, 2], pads=[3, 3, 3, 3])),
 }
 
 

@@ -4,7 +4,10 @@
  *              (conv2d_dw_c4.c: 3x3 and 5x5 kernels, mostly) or along the output width (conv2d_dw.c)
  *   pointwise  1x1, stride 1, no pad: one GEMM per group straight over the input
  *   winograd   3x3 stride 1, channels in fours, outputs 27x27 and up: F(4x4, 3x3) (conv2d_winograd.c)
- *   im2col     anything else: columns into scratch, then the GEMM. */
+ *   im2col     anything else: columns into scratch, then the GEMM (in bands of output rows for
+ *              stems: band_rows)
+ * (3x3 stride 2 convs on constant weights may run as the plan op conv2d_winograd_s2 instead:
+ * conv2d_winograd_s2.c.) */
 #include <math.h>
 
 #include "conv2d.h"
@@ -56,6 +59,18 @@ static int32_t gemm_chunk(int32_t mg, int32_t n, int32_t k) {
   int64_t n8 = ((int64_t)n + 7) / 8 * 8, kc = 32768 / n8;
   if ((int64_t)mg * k * 4 <= 512 * 1024 || (int64_t)k * n8 <= 32768 || kc < 64) return k;
   return (int32_t)kc;
+}
+
+/* Output rows per band of an im2col conv not chunked along k. Where the columns of the whole
+ * image would not fit L2 (over 1 MB), im2col and the GEMM go band by band, each band's columns
+ * about 128 KB, so the GEMM reads them from L2 instead of memory. V8, per-op medians in ResNet-50:
+ * conv1 (7x7/2, k = 147, 7.4 MB of columns) 5.96 -> 5.00 ms; layer2's 1x1/2 downsample (0.8 MB,
+ * 512 KB of weights re-read per band) lost in bands (4.18 -> 4.43), hence the 1 MB, and weights
+ * of 128 KB at most (the 3x3/2 128 @56, 590 KB: 4.90 -> 5.01 in bands of one row). */
+static int32_t band_rows(int32_t mg, int32_t k, int32_t ow, int32_t oh) {
+  if ((int64_t)k * ow * oh * 4 <= 1024 * 1024 || (int64_t)mg * k * 4 > 128 * 1024) return oh;
+  int64_t rows = 32768 / ((int64_t)k * ow);
+  return rows < 1 ? 1 : rows > oh ? oh : (int32_t)rows;
 }
 
 /* The largest coordinate a kernel computes: checked so that int32 index arithmetic is exact. */
@@ -132,8 +147,10 @@ int nnw_validate_conv2d(const int32_t *args, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
-/* col[(ci*kh + ky)*kw + kx][oy*ow + ox] = x[ci][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw], 0 outside */
-static void im2col(const struct nnw_conv2d *p, const float *x, int32_t channels, float *col) {
+/* col[(ci*kh + ky)*kw + kx][(oy - oy0)*ow + ox] = x[ci][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw]
+ * for output rows oy0 <= oy < oy1, 0 outside the image */
+static void im2col(const struct nnw_conv2d *p, const float *x, int32_t channels, int32_t oy0,
+                   int32_t oy1, float *col) {
   for (int32_t ci = 0; ci < channels; ci++) {
     const float *xc = x + (size_t)ci * p->h * p->w;
     for (int32_t ky = 0; ky < p->kh; ky++) {
@@ -144,7 +161,7 @@ static void im2col(const struct nnw_conv2d *p, const float *x, int32_t channels,
         int32_t hi = off >= p->w ? 0 : (p->w - off + p->sw - 1) / p->sw;
         if (hi > p->ow) hi = p->ow;
         if (lo > hi) lo = hi;
-        for (int32_t oy = 0; oy < p->oh; oy++, col += p->ow) {
+        for (int32_t oy = oy0; oy < oy1; oy++, col += p->ow) {
           int32_t iy = oy * p->sh - p->pt + ky * p->dh;
           if (iy < 0 || iy >= p->h) {
             memset(col, 0, sizeof(float) * (size_t)p->ow);
@@ -204,17 +221,24 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
       const float *xg = x + ((size_t)ni * p.c + (size_t)g * cg) * hw;
       float *yg = y + ((size_t)ni * p.m + (size_t)g * mg) * ohw;
       struct nnw_epilogue ep = {1.0f, 1.0f, p.lo, p.hi, bias ? bias + g * mg : NULL, 1, 0};
-      const float *b = xg;
-      if (algo == NNW_CONV2D_IM2COL) {
-        im2col(&p, xg, cg, scratch);
-        b = scratch;
-      }
       const float *a = wt + (size_t)g * mg * k;
-      int32_t kc = algo == NNW_CONV2D_IM2COL ? gemm_chunk(mg, ohw, k) : k;
-      if (kc == k) {
-        nnw_gemm_nn(mg, ohw, k, a, k, 1, b, ohw, yg, ohw, &ep);
+      if (algo == NNW_CONV2D_POINTWISE) {
+        nnw_gemm_nn(mg, ohw, k, a, k, 1, xg, ohw, yg, ohw, &ep);
         continue;
       }
+      int32_t kc = gemm_chunk(mg, ohw, k);
+      if (kc == k) {
+        /* bands of output rows whose columns stay in L2 between im2col and the GEMM */
+        int32_t rows = band_rows(mg, k, p.ow, p.oh);
+        for (int32_t oy0 = 0; oy0 < p.oh; oy0 += rows) {
+          int32_t oy1 = p.oh - oy0 < rows ? p.oh : oy0 + rows, cols = (oy1 - oy0) * p.ow;
+          im2col(&p, xg, cg, oy0, oy1, scratch);
+          nnw_gemm_nn(mg, cols, k, a, k, 1, scratch, cols, yg + (size_t)oy0 * p.ow, ohw, &ep);
+        }
+        continue;
+      }
+      im2col(&p, xg, cg, 0, p.oh, scratch);
+      const float *b = scratch;
       float *tmp = scratch + (size_t)k * ohw;
       int32_t chunks = (k + kc - 1) / kc;
       const float *src = NULL;

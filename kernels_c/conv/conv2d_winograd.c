@@ -106,7 +106,7 @@ static void transform_weights(const float *wt, int32_t c, int32_t m, float *u) {
       }
       for (int kx = 0; kx < 3; kx++) g3(g + kx, 3, t + kx, 3);   /* columns: t[6][3] */
       for (int i = 0; i < 6; i++) g3(t + 3 * i, 1, r + 6 * i, 1); /* rows: r[6][6] */
-      for (int xi = 0; xi < NT; xi++) v4_store(u + ((size_t)xi * c + ci) * m + o, r[xi]);
+      for (int xi = 0; xi < NT; xi++) v4_store(u + (size_t)xi * c * m + nnw_wg_u_at(c, m, ci, o), r[xi]);
     }
   }
 }
@@ -128,9 +128,10 @@ static void transform_input(const float *plane, int32_t tw, int32_t c, int32_t c
   }
 }
 
-/* the four channels ci.. of x as a zero-padded plane of v4 pixels: pixel (py, px) = x[py-pt][px-pl] */
-static void pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci, int32_t ph,
-                      int32_t pw, float *plane) {
+/* the four channels ci.. of x as a zero-padded plane of v4 pixels: pixel (py, px) = x[py-pt][px-pl]
+ * (also conv2d_winograd_s2.c's) */
+void nnw_conv2d_winograd_pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci,
+                                   int32_t ph, int32_t pw, float *plane) {
   memset(plane, 0, sizeof(float) * 4 * (size_t)ph * pw);
   size_t hw = (size_t)p->h * p->w;
   for (int32_t iy = 0; iy < p->h; iy++) {
@@ -205,17 +206,17 @@ static void winograd_run(const struct nnw_conv2d *p, const float *x, const float
   int32_t ph = 4 * th + 2, pw = 4 * tw + 2;
   size_t plane = (size_t)ph * pw; /* pixels of one padded plane */
   float *planes = scratch, *v = planes + plane * c, *z = v + NT * tb * c;
-  struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
   for (int32_t ni = 0; ni < p->n; ni++) {
     const float *xn = x + (size_t)ni * c * p->h * p->w;
     float *yn = y + (size_t)ni * m * p->oh * p->ow;
-    for (int32_t ci = 0; ci < c; ci += 4) pad_plane(p, xn, ci, ph, pw, planes + plane * ci);
+    for (int32_t ci = 0; ci < c; ci += 4)
+      nnw_conv2d_winograd_pad_plane(p, xn, ci, ph, pw, planes + plane * ci);
     for (size_t t0 = 0; t0 < t_count; t0 += tb) {
       size_t tn = t_count - t0 < tb ? t_count - t0 : tb;
       for (int32_t ci = 0; ci < c; ci += 4) transform_input(planes + plane * ci, tw, c, ci, t0, tn, v);
       for (int xi = 0; xi < NT; xi++)
-        nnw_gemm_nn((int32_t)tn, m, c, v + (size_t)xi * tn * c, c, 1, u + (size_t)xi * c * m, m,
-                    z + (size_t)xi * tn * m, m, &none);
+        nnw_wg_gemm((int32_t)tn, c, m, v + (size_t)xi * tn * c, u + (size_t)xi * c * m,
+                    z + (size_t)xi * tn * m);
       transform_output(p, z, tw, t0, tn, bias, yn);
     }
   }

@@ -41,7 +41,9 @@ enum nnw_opcode {
   NNW_OP_Q8_GEMM_PK = 65,
   NNW_OP_CONV2D_WINOGRAD_WEIGHTS = 40,
   NNW_OP_CONV2D_WINOGRAD = 41,
-  NNW_OP_COUNT = 66 /* one past the largest opcode */
+  NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS = 80,
+  NNW_OP_CONV2D_WINOGRAD_S2 = 81,
+  NNW_OP_COUNT = 82 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -753,6 +755,34 @@ enum nnw_conv2d_winograd_arg {
   NNW_CONV2D_WINOGRAD_NARGS = 16
 };
 
+enum nnw_conv2d_winograd_s2_weights_arg {
+  NNW_CONV2D_WINOGRAD_S2_WEIGHTS_WEIGHT = 0,
+  NNW_CONV2D_WINOGRAD_S2_WEIGHTS_U = 1,
+  NNW_CONV2D_WINOGRAD_S2_WEIGHTS_C = 2,
+  NNW_CONV2D_WINOGRAD_S2_WEIGHTS_M = 3,
+  NNW_CONV2D_WINOGRAD_S2_WEIGHTS_NARGS = 4
+};
+
+enum nnw_conv2d_winograd_s2_arg {
+  NNW_CONV2D_WINOGRAD_S2_X = 0,
+  NNW_CONV2D_WINOGRAD_S2_U = 1,
+  NNW_CONV2D_WINOGRAD_S2_B = 2,
+  NNW_CONV2D_WINOGRAD_S2_Y = 3,
+  NNW_CONV2D_WINOGRAD_S2_SCRATCH = 4,
+  NNW_CONV2D_WINOGRAD_S2_N = 5,
+  NNW_CONV2D_WINOGRAD_S2_C = 6,
+  NNW_CONV2D_WINOGRAD_S2_H = 7,
+  NNW_CONV2D_WINOGRAD_S2_W = 8,
+  NNW_CONV2D_WINOGRAD_S2_M = 9,
+  NNW_CONV2D_WINOGRAD_S2_OH = 10,
+  NNW_CONV2D_WINOGRAD_S2_OW = 11,
+  NNW_CONV2D_WINOGRAD_S2_PT = 12,
+  NNW_CONV2D_WINOGRAD_S2_PL = 13,
+  NNW_CONV2D_WINOGRAD_S2_ACT_MIN = 14,
+  NNW_CONV2D_WINOGRAD_S2_ACT_MAX = 15,
+  NNW_CONV2D_WINOGRAD_S2_NARGS = 16
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -792,7 +822,9 @@ enum nnw_conv2d_winograd_arg {
   X(52, q8_gemm_ep, Q8_GEMM_EP, 28, "ttttttttiiiiiiiiiiiiiiiiitti") \
   X(65, q8_gemm_pk, Q8_GEMM_PK, 14, "ttttttttiiiiii") \
   X(40, conv2d_winograd_weights, CONV2D_WINOGRAD_WEIGHTS, 4, "ttii") \
-  X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff")
+  X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff") \
+  X(80, conv2d_winograd_s2_weights, CONV2D_WINOGRAD_S2_WEIGHTS, 4, "ttii") \
+  X(81, conv2d_winograd_s2, CONV2D_WINOGRAD_S2, 16, "tttttiiiiiiiiiff")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

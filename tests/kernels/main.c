@@ -32,6 +32,7 @@ static const struct {
     {"q8_add", test_q8_add},         {"q8_hostile", test_q8_hostile},
     {"host_hints", test_host_hints},
     {"conv2d_winograd", test_conv2d_winograd},
+    {"conv2d_winograd_s2", test_conv2d_winograd_s2},
     {"q8_conv2d_hinted", test_q8_conv2d_hinted},
 };
 

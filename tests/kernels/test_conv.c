@@ -187,6 +187,10 @@ void test_conv2d(void) {
       {2, 2048, 7, 7, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -I, I},
       {1, 1536, 5, 9, 96, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, I},
       {1, 1024, 6, 6, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, -I, I},
+      /* im2col in bands of output rows (columns over 1 MB, small weights): a 7x7/2 stem, 50
+       * rows in bands of 4 and a last one of 2; batch 2 with groups, bands of 74 rows of 3 */
+      {1, 3, 100, 100, 8, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 0, I},
+      {2, 6, 700, 3, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, -I, I},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
   /* random shapes */

@@ -5,6 +5,7 @@
 
 void test_conv2d(void);
 void test_conv2d_winograd(void);
+void test_conv2d_winograd_s2(void);
 void test_gemm(void);
 void test_matmul(void);
 void test_host_hints(void);

@@ -44,4 +44,6 @@ OPS = {
     "q8_gemm_pk": Op(code=65, args=("a", "bp", "a_zp", "scale", "fbias", "r", "y", "scratch", "a_dtype", "m", "n", "k", "scale_s", "act"), kinds="ttttttttiiiiii"),
     "conv2d_winograd_weights": Op(code=40, args=("weight", "u", "c", "m"), kinds="ttii"),
     "conv2d_winograd": Op(code=41, args=("x", "u", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "pt", "pl", "act_min", "act_max"), kinds="tttttiiiiiiiiiff"),
+    "conv2d_winograd_s2_weights": Op(code=80, args=("weight", "u", "c", "m"), kinds="ttii"),
+    "conv2d_winograd_s2": Op(code=81, args=("x", "u", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "pt", "pl", "act_min", "act_max"), kinds="tttttiiiiiiiiiff"),
 }

@@ -78,14 +78,16 @@ def conv_args(node, b, y):
 
 
 def _winograd(node, b, a):
-    """Where kernels.wasm's choice table says Winograd on weights transformed at load pays (3x3,
-    stride 1, group 1, constant weights): the scratch bytes of conv2d_winograd, else None."""
-    if (a["kh"], a["kw"], a["sh"], a["sw"], a["dh"], a["dw"], a["group"]) != (3, 3, 1, 1, 1, 1, 1) \
-            or node.inputs[1] not in b.graph.initializers:
+    """Where kernels.wasm's choice tables say Winograd on weights transformed at load pays (3x3,
+    stride 1 or 2, group 1, constant weights): (the op's name suffix, its scratch bytes, floats of
+    U per c m), else None."""
+    if (a["kh"], a["kw"], a["dh"], a["dw"], a["group"]) != (3, 3, 1, 1, 1) or a["sh"] != a["sw"] \
+            or a["sh"] not in (1, 2) or node.inputs[1] not in b.graph.initializers:
         return None
-    if not b.host.call("nnw_conv2d_winograd_pays", a["c"], a["m"], a["oh"], a["ow"]):
+    kind, points = ("", 36) if a["sh"] == 1 else ("_s2", 16)
+    if not b.host.call(f"nnw_conv2d_winograd{kind}_pays", a["c"], a["m"], a["oh"], a["ow"]):
         return None
-    return b.host.call("nnw_conv2d_winograd_scratch_bytes", a["c"], a["m"], a["oh"], a["ow"])
+    return kind, b.host.call(f"nnw_conv2d_winograd{kind}_scratch_bytes", a["c"], a["m"], a["oh"], a["ow"]), points
 
 
 def lower_conv(node, b):
@@ -94,17 +96,19 @@ def lower_conv(node, b):
 
 
 def emit_conv(node, b, y, lo, hi):
-    """conv2d, or conv2d_winograd where it pays, of a Conv or FusedConv writing Ref y."""
+    """conv2d, or conv2d_winograd(_s2) where it pays, of a Conv or FusedConv writing Ref y."""
     a = conv_args(node, b, y)
-    scratch = _winograd(node, b, a)
-    if scratch is None:
+    wg = _winograd(node, b, a)
+    if wg is None:
         b.emit("conv2d", **a, act_min=lo, act_max=hi)
         return
-    # U (36 c m floats, 4x the weights) is made once by an init op at plan load (docs/conv.md)
-    u, new = b.persistent_buffer(("winograd", node.inputs[1]), 36 * a["c"] * a["m"] * 4)
+    # U (36 c m floats, 4x the weights; stride 2: 16 c m) is made once by an init op at plan load
+    # (docs/conv.md)
+    kind, scratch, points = wg
+    u, new = b.persistent_buffer((f"winograd{kind}", node.inputs[1]), points * a["c"] * a["m"] * 4)
     if new:
-        b.emit_init("conv2d_winograd_weights", weight=a["weight"], u=u, c=a["c"], m=a["m"])
-    b.emit("conv2d_winograd", x=a["x"], u=u, b=a["b"], y=a["y"], scratch=b.scratch(scratch),
+        b.emit_init(f"conv2d_winograd{kind}_weights", weight=a["weight"], u=u, c=a["c"], m=a["m"])
+    b.emit(f"conv2d_winograd{kind}", x=a["x"], u=u, b=a["b"], y=a["y"], scratch=b.scratch(scratch),
            **{k: a[k] for k in ("n", "c", "h", "w", "m", "oh", "ow", "pt", "pl")}, act_min=lo, act_max=hi)
 
 
