@@ -41,7 +41,8 @@ enum nnw_opcode {
   NNW_OP_Q8_GEMM_PK = 65,
   NNW_OP_CONV2D_WINOGRAD_WEIGHTS = 40,
   NNW_OP_CONV2D_WINOGRAD = 41,
-  NNW_OP_COUNT = 66 /* one past the largest opcode */
+  NNW_OP_Q8_GEMM_PKQ = 85,
+  NNW_OP_COUNT = 86 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -753,6 +754,27 @@ enum nnw_conv2d_winograd_arg {
   NNW_CONV2D_WINOGRAD_NARGS = 16
 };
 
+enum nnw_q8_gemm_pkq_arg {
+  NNW_Q8_GEMM_PKQ_A = 0,
+  NNW_Q8_GEMM_PKQ_BP = 1,
+  NNW_Q8_GEMM_PKQ_A_ZP = 2,
+  NNW_Q8_GEMM_PKQ_BIAS = 3,
+  NNW_Q8_GEMM_PKQ_SCALE = 4,
+  NNW_Q8_GEMM_PKQ_Y = 5,
+  NNW_Q8_GEMM_PKQ_SCRATCH = 6,
+  NNW_Q8_GEMM_PKQ_A_DTYPE = 7,
+  NNW_Q8_GEMM_PKQ_Y_DTYPE = 8,
+  NNW_Q8_GEMM_PKQ_M = 9,
+  NNW_Q8_GEMM_PKQ_N = 10,
+  NNW_Q8_GEMM_PKQ_K = 11,
+  NNW_Q8_GEMM_PKQ_BIAS_S = 12,
+  NNW_Q8_GEMM_PKQ_SCALE_S = 13,
+  NNW_Q8_GEMM_PKQ_Y_ZP = 14,
+  NNW_Q8_GEMM_PKQ_Y_MIN = 15,
+  NNW_Q8_GEMM_PKQ_Y_MAX = 16,
+  NNW_Q8_GEMM_PKQ_NARGS = 17
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -792,7 +814,8 @@ enum nnw_conv2d_winograd_arg {
   X(52, q8_gemm_ep, Q8_GEMM_EP, 28, "ttttttttiiiiiiiiiiiiiiiiitti") \
   X(65, q8_gemm_pk, Q8_GEMM_PK, 14, "ttttttttiiiiii") \
   X(40, conv2d_winograd_weights, CONV2D_WINOGRAD_WEIGHTS, 4, "ttii") \
-  X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff")
+  X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff") \
+  X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

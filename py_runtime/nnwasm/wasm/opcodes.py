@@ -44,4 +44,5 @@ OPS = {
     "q8_gemm_pk": Op(code=65, args=("a", "bp", "a_zp", "scale", "fbias", "r", "y", "scratch", "a_dtype", "m", "n", "k", "scale_s", "act"), kinds="ttttttttiiiiii"),
     "conv2d_winograd_weights": Op(code=40, args=("weight", "u", "c", "m"), kinds="ttii"),
     "conv2d_winograd": Op(code=41, args=("x", "u", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "pt", "pl", "act_min", "act_max"), kinds="tttttiiiiiiiiiff"),
+    "q8_gemm_pkq": Op(code=85, args=("a", "bp", "a_zp", "bias", "scale", "y", "scratch", "a_dtype", "y_dtype", "m", "n", "k", "bias_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="tttttttiiiiiiiiii"),
 }

@@ -236,6 +236,16 @@ def lower_qgemm(node, b):
                         _const_values(g, y_s)[0] if y_s else None, float(node.attr("alpha", 1.0)))
     y = node.outputs[0]
     zp, lo, hi = _out_params(g, y_zp, _dt(g, y)) if y_s else (0, 0, 0)
+    bias_s = _per_channel(g, c, numel(g.values[w].shape[1:])) if c else 0
+    if y_s and _packable(g, w, w_zp) and len(b.shape(a)) == 2:
+        # a classifier: B packed once here (q8_gemm packs 2 bytes a weight every run)
+        k, n = b.shape(w)
+        b.emit("q8_gemm_pkq", a=b.ref(a), bp=_packed_b(b, w, w_zp), a_zp=b.ref(a_zp) if a_zp else None,
+               bias=b.ref(c) if c else None, scale=b.constant(f32_tensor((len(mult),), mult)), y=b.ref(y),
+               scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", b.shape(a)[0], k)),
+               a_dtype=b.dtype(a).onnx, y_dtype=b.dtype(y).onnx, m=b.shape(a)[0], n=n, k=k, bias_s=bias_s,
+               scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo, y_max=hi)
+        return
     _emit_gemm(b, a, w, a_zp, w_zp, y, b.dtype(y).onnx, bias=b.ref(c) if c else None,
                bias_s=_per_channel(g, c, numel(g.values[w].shape[1:])) if c else 0,
                scale=b.constant(f32_tensor((len(mult),), mult)), scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo,
@@ -323,15 +333,21 @@ def _packable(g, w, w_zp):
     return w in g.initializers and len(g.values[w].shape) == 2 and (not w_zp or w_zp in g.initializers)
 
 
-def _emit_gemm_pk(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act):
-    """MatMulIntegerToFloat (+ epilogue) as q8_gemm_pk, B packed here once per weight."""
+def _packed_b(b, w, w_zp):
+    """A Ref to pack_q8_b of the constant w, made once per (weight, zero point)."""
     k, n = b.shape(w)
-    m = numel(b.shape(a)[:-1])
     cache = b.__dict__.setdefault("q8_packed", {})
     if (w, w_zp) not in cache:
         zps = [int(v) for v in _const_values(b.graph, w_zp)] if w_zp else [0]
         cache[(w, w_zp)] = b.constant(pack_q8_b(b.graph.initializers[w], zps, k, n))
-    b.emit("q8_gemm_pk", a=b.ref(a), bp=cache[(w, w_zp)], a_zp=b.ref(a_zp) if a_zp else None, scale=scale,
+    return cache[(w, w_zp)]
+
+
+def _emit_gemm_pk(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act):
+    """MatMulIntegerToFloat (+ epilogue) as q8_gemm_pk, B packed here once per weight."""
+    k, n = b.shape(w)
+    m = numel(b.shape(a)[:-1])
+    b.emit("q8_gemm_pk", a=b.ref(a), bp=_packed_b(b, w, w_zp), a_zp=b.ref(a_zp) if a_zp else None, scale=scale,
            fbias=b.ref(fbias) if fbias else None, r=b.ref(r) if r else None, y=b.ref(y),
            scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", m, k)), a_dtype=b.dtype(a).onnx,
            m=m, n=n, k=k, scale_s=scale_s, act=act)
