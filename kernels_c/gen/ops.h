@@ -42,7 +42,9 @@ enum nnw_opcode {
   NNW_OP_CONV2D_WINOGRAD_WEIGHTS = 40,
   NNW_OP_CONV2D_WINOGRAD = 41,
   NNW_OP_Q8_GEMM_PKQ = 85,
-  NNW_OP_COUNT = 86 /* one past the largest opcode */
+  NNW_OP_Q8_CONV2D_PACK_W = 86,
+  NNW_OP_Q8_CONV2D_PK = 87,
+  NNW_OP_COUNT = 88 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -775,6 +777,53 @@ enum nnw_q8_gemm_pkq_arg {
   NNW_Q8_GEMM_PKQ_NARGS = 17
 };
 
+enum nnw_q8_conv2d_pack_w_arg {
+  NNW_Q8_CONV2D_PACK_W_WEIGHT = 0,
+  NNW_Q8_CONV2D_PACK_W_W_ZP = 1,
+  NNW_Q8_CONV2D_PACK_W_WP = 2,
+  NNW_Q8_CONV2D_PACK_W_W_DTYPE = 3,
+  NNW_Q8_CONV2D_PACK_W_M = 4,
+  NNW_Q8_CONV2D_PACK_W_K = 5,
+  NNW_Q8_CONV2D_PACK_W_W_ZP_S = 6,
+  NNW_Q8_CONV2D_PACK_W_NARGS = 7
+};
+
+enum nnw_q8_conv2d_pk_arg {
+  NNW_Q8_CONV2D_PK_X = 0,
+  NNW_Q8_CONV2D_PK_WEIGHT = 1,
+  NNW_Q8_CONV2D_PK_X_ZP = 2,
+  NNW_Q8_CONV2D_PK_W_ZP = 3,
+  NNW_Q8_CONV2D_PK_BIAS = 4,
+  NNW_Q8_CONV2D_PK_SCALE = 5,
+  NNW_Q8_CONV2D_PK_Y = 6,
+  NNW_Q8_CONV2D_PK_SCRATCH = 7,
+  NNW_Q8_CONV2D_PK_X_DTYPE = 8,
+  NNW_Q8_CONV2D_PK_W_DTYPE = 9,
+  NNW_Q8_CONV2D_PK_Y_DTYPE = 10,
+  NNW_Q8_CONV2D_PK_N = 11,
+  NNW_Q8_CONV2D_PK_C = 12,
+  NNW_Q8_CONV2D_PK_H = 13,
+  NNW_Q8_CONV2D_PK_W = 14,
+  NNW_Q8_CONV2D_PK_M = 15,
+  NNW_Q8_CONV2D_PK_OH = 16,
+  NNW_Q8_CONV2D_PK_OW = 17,
+  NNW_Q8_CONV2D_PK_KH = 18,
+  NNW_Q8_CONV2D_PK_KW = 19,
+  NNW_Q8_CONV2D_PK_SH = 20,
+  NNW_Q8_CONV2D_PK_SW = 21,
+  NNW_Q8_CONV2D_PK_DH = 22,
+  NNW_Q8_CONV2D_PK_DW = 23,
+  NNW_Q8_CONV2D_PK_PT = 24,
+  NNW_Q8_CONV2D_PK_PL = 25,
+  NNW_Q8_CONV2D_PK_GROUP = 26,
+  NNW_Q8_CONV2D_PK_W_ZP_S = 27,
+  NNW_Q8_CONV2D_PK_SCALE_S = 28,
+  NNW_Q8_CONV2D_PK_Y_ZP = 29,
+  NNW_Q8_CONV2D_PK_Y_MIN = 30,
+  NNW_Q8_CONV2D_PK_Y_MAX = 31,
+  NNW_Q8_CONV2D_PK_NARGS = 32
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -815,7 +864,9 @@ enum nnw_q8_gemm_pkq_arg {
   X(65, q8_gemm_pk, Q8_GEMM_PK, 14, "ttttttttiiiiii") \
   X(40, conv2d_winograd_weights, CONV2D_WINOGRAD_WEIGHTS, 4, "ttii") \
   X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff") \
-  X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii")
+  X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii") \
+  X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
+  X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

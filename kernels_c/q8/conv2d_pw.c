@@ -16,8 +16,8 @@ enum { MR = 4, NR = 8 };
  * row after row (apack[i*kp + q]); blocked (for tile4_shuffle): rows in blocks of MR interleaved
  * pair by pair, apack[(i/MR*kp + q)*MR + i%MR], then the last m % MR rows as before, so a tile's MR
  * pairs of step q are one v128. */
-static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
-                   int32_t kp, int blocked, uint32_t *apack) {
+void nnw_q8_pw_pack(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
+                    int32_t kp, int blocked, uint32_t *apack) {
   int32_t m4 = blocked ? p->m / MR * MR : 0;
   for (int32_t i = 0; i < p->m; i++) {
     const uint8_t *row = w + (size_t)i * (size_t)k;
@@ -156,7 +156,7 @@ static void tile1(const uint32_t *a, int32_t kp, const int16_t *panel, v128_t bi
 }
 
 void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
-                      uint8_t *y, uint8_t *scratch) {
+                      uint8_t *y, uint8_t *scratch, const uint32_t *packed, int blocked) {
   int32_t kp = (k + 1) / 2, u8 = p->y_dtype == NNW_U8;
   size_t n = (size_t)p->oh * (size_t)p->ow;
   const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
@@ -166,8 +166,11 @@ void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x,
   uint32_t *apack = (uint32_t *)(void *)scratch;
   int16_t *panel = (int16_t *)(void *)(apack + (size_t)p->m * (size_t)kp);
   struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
-  int shuffle = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
-  pack_w(p, arena + p->w, w_zp, k, kp, shuffle, apack);
+  int shuffle = packed ? blocked : (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
+  if (packed) /* q8_conv2d_pk: packed once at plan load (q8_conv2d_pack_w) */
+    apack = (uint32_t *)(uintptr_t)packed;
+  else
+    nnw_q8_pw_pack(p, arena + p->w, w_zp, k, kp, shuffle, apack);
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     int32_t nb = n - j0 < NR ? (int32_t)(n - j0) : NR;
     pack_x(p, x, n, (int32_t)j0, nb, k, kp, xz, panel);

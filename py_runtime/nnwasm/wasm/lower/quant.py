@@ -397,7 +397,16 @@ def _emit_conv(node, b, x, w, x_zp, w_zp, bias, y_dtype, scale=None, scale_s=0, 
     g = b.graph
     n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_ConvView(node, x, w), g)
     m = b.shape(w)[0]
-    b.emit("q8_conv2d", x=b.ref(x), weight=b.ref(w), x_zp=b.ref(x_zp) if x_zp else None,
+    op, weight, group = "q8_conv2d", b.ref(w), node.attr("group", 1)
+    if group == 1 and y_dtype in (U8.onnx, I8.onnx) and w in g.initializers and (not w_zp or w_zp in g.initializers):
+        # the weights packed once at plan load, in the layout of the host's hints (ops.def)
+        k = c * kh * kw
+        weight, new = b.persistent_buffer(("q8_conv2d_pack_w", w, w_zp), 16 + 4 * m * ((k + 1) // 2))
+        if new:
+            b.emit_init("q8_conv2d_pack_w", weight=b.ref(w), w_zp=b.ref(w_zp) if w_zp else None, wp=weight,
+                        w_dtype=b.dtype(w).onnx, m=m, k=k, w_zp_s=_per_channel(g, w_zp, m) if w_zp else 0)
+        op = "q8_conv2d_pk"
+    b.emit(op, x=b.ref(x), weight=weight, x_zp=b.ref(x_zp) if x_zp else None,
            w_zp=b.ref(w_zp) if w_zp else None, bias=b.ref(bias) if bias else None, scale=scale,
            y=b.ref(node.outputs[0]), scratch=b.scratch(_conv_scratch(node, g, b.host, x, w)),
            x_dtype=b.dtype(x).onnx, w_dtype=b.dtype(w).onnx, y_dtype=y_dtype, n=n, c=c, h=h, w=wd, m=m,
