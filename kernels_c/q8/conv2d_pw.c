@@ -128,15 +128,17 @@ static void tile4_shuffle(
   }
   /* the output stage's constants loaded here, after the loop, not held across it; the bias too
    * (int32 sums wrap: the same sums in any order) */
-  if (bias) {
-    v128_t b0 = wasm_i32x4_splat(bias[0]), b1 = wasm_i32x4_splat(bias[1]);
-    v128_t b2 = wasm_i32x4_splat(bias[2]), b3 = wasm_i32x4_splat(bias[3]);
+  if (bias) { /* the four rows' biases as one load and shuffles (a splat is 3 instructions here) */
+    v128_t bv = wasm_v128_load(bias);
+    v128_t b0 = wasm_i32x4_shuffle(bv, bv, 0, 0, 0, 0), b1 = wasm_i32x4_shuffle(bv, bv, 1, 1, 1, 1);
+    v128_t b2 = wasm_i32x4_shuffle(bv, bv, 2, 2, 2, 2), b3 = wasm_i32x4_shuffle(bv, bv, 3, 3, 3, 3);
     c00 = wasm_i32x4_add(c00, b0), c01 = wasm_i32x4_add(c01, b0), c10 = wasm_i32x4_add(c10, b1);
     c11 = wasm_i32x4_add(c11, b1), c20 = wasm_i32x4_add(c20, b2), c21 = wasm_i32x4_add(c21, b2);
     c30 = wasm_i32x4_add(c30, b3), c31 = wasm_i32x4_add(c31, b3);
   }
-  v128_t s0 = wasm_f32x4_splat(scale[0]), s1 = wasm_f32x4_splat(scale[scale_s]);
-  v128_t s2 = wasm_f32x4_splat(scale[2 * scale_s]), s3 = wasm_f32x4_splat(scale[3 * scale_s]);
+  v128_t sv = scale_s ? wasm_v128_load(scale) : wasm_f32x4_splat(scale[0]);
+  v128_t s0 = wasm_i32x4_shuffle(sv, sv, 0, 0, 0, 0), s1 = wasm_i32x4_shuffle(sv, sv, 1, 1, 1, 1);
+  v128_t s2 = wasm_i32x4_shuffle(sv, sv, 2, 2, 2, 2), s3 = wasm_i32x4_shuffle(sv, sv, 3, 3, 3, 3);
   put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, s0), nnw_q8_rq4(rq, c01, s0), u8));
   put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, s1), nnw_q8_rq4(rq, c11, s1), u8));
   put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, s2), nnw_q8_rq4(rq, c21, s2), u8));

@@ -360,6 +360,13 @@ void test_q8_conv2d(void) {
       /* conv2d.c's im2col at stride 2 by 16-byte shuffles (wide rows, both pads, an odd width) */
       {1, 3, 9, 70, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
       {1, 2, 5, 69, 4, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, I8, I8, I8, 0},
+      /* q8_conv2d_pk's rows blocked by 8 under the hint (m a multiple of 8, >= 32): partial
+       * chunks of 8 pixels (7 and 3 in the second half), one pixel, an im2col conv, 4 + 4 */
+      {2, 19, 3, 5, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      {1, 8, 1, 1, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, I8, 1},
+      {1, 3, 9, 70, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
+      {1, 64, 2, 6, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, I8, 0},
+      {1, 40, 7, 7, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
 }
