@@ -44,7 +44,8 @@ enum nnw_opcode {
   NNW_OP_Q8_GEMM_PKQ = 85,
   NNW_OP_Q8_CONV2D_PACK_W = 86,
   NNW_OP_Q8_CONV2D_PK = 87,
-  NNW_OP_COUNT = 88 /* one past the largest opcode */
+  NNW_OP_Q8_PACK_B = 88,
+  NNW_OP_COUNT = 89 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -824,6 +825,17 @@ enum nnw_q8_conv2d_pk_arg {
   NNW_Q8_CONV2D_PK_NARGS = 32
 };
 
+enum nnw_q8_pack_b_arg {
+  NNW_Q8_PACK_B_B = 0,
+  NNW_Q8_PACK_B_B_ZP = 1,
+  NNW_Q8_PACK_B_BP = 2,
+  NNW_Q8_PACK_B_B_DTYPE = 3,
+  NNW_Q8_PACK_B_K = 4,
+  NNW_Q8_PACK_B_N = 5,
+  NNW_Q8_PACK_B_B_ZP_CS = 6,
+  NNW_Q8_PACK_B_NARGS = 7
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -866,7 +878,8 @@ enum nnw_q8_conv2d_pk_arg {
   X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff") \
   X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii") \
   X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
-  X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii")
+  X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
+  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

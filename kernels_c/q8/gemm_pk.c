@@ -337,3 +337,46 @@ void nnw_run_q8_gemm_pkq(const int32_t *args, uint8_t *arena) {
     }
   }
 }
+
+/* ---- q8_pack_b: B packed at plan load (an init op), pack_q8_b's layout (lower/quant.py) ------ */
+
+struct pack_b_args {
+  int32_t b, b_zp, bp, b_dtype, k, n, b_zp_cs;
+};
+typedef char pack_b_args_match_ops_def[sizeof(struct pack_b_args) == 4 * NNW_Q8_PACK_B_NARGS ? 1 : -1];
+
+static struct pack_b_args decode_pack_b(const int32_t *v) {
+  struct pack_b_args p;
+  memcpy(&p, v, sizeof p); /* the field order is ops.def's */
+  return p;
+}
+
+int nnw_validate_q8_pack_b(const int32_t *args, uint32_t arena_bytes) {
+  struct pack_b_args p = decode_pack_b(args);
+  int32_t pos[] = {p.k, p.n};
+  NNW_TRY(nnw_check_positive(pos, 2));
+  if (!nnw_q8_is_q(p.b_dtype) || (p.b_zp_cs & ~1)) return NNW_BAD_ARGS;
+  uint64_t k = (uint64_t)p.k, n = (uint64_t)p.n, b_n = nnw_mul(k, n), zp_n = p.b_zp_cs ? n : 1;
+  uint64_t bp_bytes = nnw_mul(nnw_mul((n + NR - 1) / NR * NR, round_kb(k)), 2);
+  NNW_TRY(nnw_check_typed(p.b, b_n, p.b_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.b_zp, zp_n, p.b_dtype, arena_bytes, 1));
+  NNW_TRY(nnw_check_tensor(p.bp, bp_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.b, b_n, p.bp, bp_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.b_zp, zp_n, p.bp, bp_bytes, 0));
+  return NNW_OK;
+}
+
+void nnw_run_q8_pack_b(const int32_t *args, uint8_t *arena) {
+  struct pack_b_args a = decode_pack_b(args);
+  int32_t kp = (int32_t)round_kb((uint64_t)a.k), n4 = (a.n + NR - 1) / NR * NR;
+  const uint8_t *b = arena + a.b, *zp = nnw_q8_at(arena, a.b_zp);
+  int16_t *bp = (int16_t *)(void *)(arena + a.bp);
+  memset(bp, 0, 2 * (size_t)n4 * (size_t)kp);
+  for (int32_t kk = 0; kk < a.k; kk++) {
+    const uint8_t *row = b + (size_t)kk * (size_t)a.n;
+    int16_t *out = bp + (size_t)(kk / KB) * NR * KB + (size_t)(kk % KB);
+    for (int32_t j = 0; j < a.n; j++)
+      out[(size_t)(j / NR) * (size_t)kp * NR + (size_t)(j % NR) * KB] =
+          (int16_t)(nnw_q8_get(row, a.b_dtype, (size_t)j) - nnw_q8_get(zp, a.b_dtype, (size_t)j * (size_t)a.b_zp_cs));
+  }
+}

@@ -220,7 +220,60 @@ static void patched_q(const char *what, const int32_t *base, int i, int32_t v, u
   expect(got == want, "q8_gemm_pkq: %s gives %d, want %d", what, got, want);
 }
 
+/* q8_pack_b (the init op) against pack() above, byte for byte, b flush against the arena's end */
+static void pack_b_case(int k, int n, int dt, int zp_cs, int has_zp) {
+  size_t b_n = (size_t)k * n, bp_n = (size_t)bp_count(n, k);
+  uint8_t *b = malloc(b_n), zp[64];
+  int16_t *want = malloc(2 * bp_n);
+  fill_bytes(b, b_n);
+  fill_bytes(zp, 64);
+  if (dt == U8) /* pack() reads int8: make uint8 values and zero points that agree */
+    for (size_t i = 0; i < b_n; i++) b[i] &= 0x7F;
+  if (dt == U8)
+    for (int i = 0; i < 64; i++) zp[i] &= 0x7F;
+  uint8_t z[64];
+  for (int j = 0; j < 64; j++) z[j] = has_zp ? zp[zp_cs ? j : 0] : 0;
+  pack(b, z, 1, k, n, want);
+  uint32_t bytes = (uint32_t)(2 * bp_n + 64 + ((b_n + 15) / 16 * 16));
+  int32_t bp = 0, zo = (int32_t)(2 * bp_n), bo = (int32_t)(bytes - b_n);
+  uint8_t *arena = arena_new(bytes);
+  memcpy(arena + zo, zp, 64);
+  memcpy(arena + bo, b, b_n);
+  int32_t args[NNW_Q8_PACK_B_NARGS] = {bo, has_zp ? zo : -1, bp, dt, k, n, zp_cs};
+  if (run_op(NNW_OP_Q8_PACK_B, args, NNW_Q8_PACK_B_NARGS, arena, bytes) == NNW_OK)
+    expect(memcmp(arena + bp, want, 2 * bp_n) == 0, "q8_pack_b k%d n%d dt%d zp_cs%d zp%d: not pack_q8_b's layout", k,
+           n, dt, zp_cs, has_zp);
+  free(arena);
+  free(b);
+  free(want);
+}
+
 void test_q8_gemm_pkq(void) {
+  pack_b_case(1, 1, I8, 0, 0);
+  pack_b_case(13, 7, I8, 1, 1);
+  pack_b_case(64, 24, U8, 1, 1);
+  pack_b_case(33, 61, I8, 0, 1);
+  pack_b_case(250, 6, U8, 0, 0);
+  {
+    const int32_t pb[NNW_Q8_PACK_B_NARGS] = {0, 64, 128, I8, 16, 8, 1}; /* bp: 2 * 16 * 8 = 256 bytes */
+    struct { const char *what; int i; int32_t v; uint32_t arena; int want; } h[] = {
+        {"valid", -1, 0, 384, NNW_OK}, {"no zp", NNW_Q8_PACK_B_B_ZP, -1, 384, NNW_OK},
+        {"k 0", NNW_Q8_PACK_B_K, 0, 384, NNW_BAD_ARGS}, {"n -1", NNW_Q8_PACK_B_N, -1, 384, NNW_BAD_ARGS},
+        {"dtype i32", NNW_Q8_PACK_B_B_DTYPE, 6, 384, NNW_BAD_ARGS},
+        {"zp_cs 2", NNW_Q8_PACK_B_B_ZP_CS, 2, 384, NNW_BAD_ARGS},
+        {"bp past the arena", -1, 0, 383, NNW_OUT_OF_BOUNDS},
+        {"bp misaligned", NNW_Q8_PACK_B_BP, 130, 400, NNW_BAD_ARGS},
+        {"bp over b", NNW_Q8_PACK_B_BP, 32, 384, NNW_BAD_ARGS},
+        {"n huge", NNW_Q8_PACK_B_N, 1 << 30, 384, NNW_OUT_OF_BOUNDS},
+        {"k huge", NNW_Q8_PACK_B_K, INT32_MAX, 384, NNW_OUT_OF_BOUNDS}};
+    for (size_t t = 0; t < sizeof h / sizeof h[0]; t++) {
+      int32_t args[NNW_Q8_PACK_B_NARGS];
+      memcpy(args, pb, sizeof args);
+      if (h[t].i >= 0) args[h[t].i] = h[t].v;
+      int got = load_status(NNW_OP_Q8_PACK_B, args, NNW_Q8_PACK_B_NARGS, h[t].arena);
+      expect(got == h[t].want, "q8_pack_b: %s gives %d, want %d", h[t].what, got, h[t].want);
+    }
+  }
   pkq_case(1, 1000, 1280, U8, U8, 1, 1, 1, 1); /* MobileNetV2's classifier */
   pkq_case(1, 1, 1, U8, U8, 0, 0, 0, 0);
   pkq_case(1, 13, 7, I8, I8, 1, 0, 1, 1);

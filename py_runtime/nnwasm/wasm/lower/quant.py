@@ -238,9 +238,14 @@ def lower_qgemm(node, b):
     zp, lo, hi = _out_params(g, y_zp, _dt(g, y)) if y_s else (0, 0, 0)
     bias_s = _per_channel(g, c, numel(g.values[w].shape[1:])) if c else 0
     if y_s and _packable(g, w, w_zp) and len(b.shape(a)) == 2:
-        # a classifier: B packed once here (q8_gemm packs 2 bytes a weight every run)
+        # a classifier: B packed once at plan load by an init op (q8_gemm packs it every run;
+        # packed here, the plan file would carry it as int16, twice its bytes)
         k, n = b.shape(w)
-        b.emit("q8_gemm_pkq", a=b.ref(a), bp=_packed_b(b, w, w_zp), a_zp=b.ref(a_zp) if a_zp else None,
+        bp, new = b.persistent_buffer(("q8_pack_b", w, w_zp), 2 * (-(-k // 8) * 8) * (-(-n // 4) * 4))
+        if new:
+            b.emit_init("q8_pack_b", b=b.ref(w), b_zp=b.ref(w_zp) if w_zp else None, bp=bp, b_dtype=b.dtype(w).onnx,
+                        k=k, n=n, b_zp_cs=_per_channel(g, w_zp, n) if w_zp else 0)
+        b.emit("q8_gemm_pkq", a=b.ref(a), bp=bp, a_zp=b.ref(a_zp) if a_zp else None,
                bias=b.ref(c) if c else None, scale=b.constant(f32_tensor((len(mult),), mult)), y=b.ref(y),
                scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", b.shape(a)[0], k)),
                a_dtype=b.dtype(a).onnx, y_dtype=b.dtype(y).onnx, m=b.shape(a)[0], n=n, k=k, bias_s=bias_s,
