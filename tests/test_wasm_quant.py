@@ -280,6 +280,30 @@ def test_matmul_integer_to_float_packed_b(tail, ta, tb, shape, n, per_col):
     other = nnwasm.InferenceSession(input_w, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
     np.testing.assert_array_equal(sess.run(None, feeds)[0], other.run(None, {**feeds, "W": w})[0])
 
+@pytest.mark.parametrize("ta,tb,ty,m,k,n,per_col,scalar_c", [(np.uint8, np.int8, np.uint8, 1, 40, 13, True, False),
+                                                         (np.int8, np.int8, np.int8, 3, 17, 9, False, True),
+                                                         (np.uint8, np.int8, np.uint8, 5, 64, 24, True, False)])
+def test_qgemm_packed_b(ta, tb, ty, m, k, n, per_col, scalar_c):
+    """QGemm with a constant B and a quantized output runs q8_gemm_pkq on B packed at plan build:
+    the same bits as B given at run time (q8_gemm)."""
+    a, w = qrand(ta, m, k), wrand(ta, tb, k, n, seed=3)
+    rng = np.random.default_rng(5)
+    inits = {"as": np.float32(0.02), "az": np.array(ta(9)),
+             "ws": np.linspace(0.01, 0.02, n).astype(np.float32) if per_col else np.float32(0.015),
+             "wz": (np.arange(n) % 4).astype(tb) if per_col else np.array(tb(2)),
+             "C": np.array(np.int32(-77)) if scalar_c else rng.integers(-900, 900, n).astype(np.int32),
+             "ys": np.float32(0.25), "yz": np.array(ty(3))}
+    node = helper.make_node("QGemm", ["A", "as", "az", "W", "ws", "wz", "C", "ys", "yz"], ["Y"],
+                            domain="com.microsoft", alpha=1.0)
+    ydt = helper.np_dtype_to_tensor_dtype(np.dtype(ty))
+    const_w = model([node], {"A": a}, {"Y": ydt}, {**inits, "W": w}, ms=True)
+    input_w = model([node], {"A": a, "W": w}, {"Y": ydt}, inits, ms=True)
+    assert "q8_gemm_pkq" in _plan_ops(const_w) and "q8_gemm_pkq" not in _plan_ops(input_w)
+    sess = check_q(const_w, {"A": a})
+    other = nnwasm.InferenceSession(input_w, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(None, {"A": a})[0], other.run(None, {"A": a, "W": w})[0])
+
+
 def test_dynamic_matmul_pattern_fuses_exactly():
     """quantize_dynamic's DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(scale product) becomes
     MatMulIntegerToFloat, bit for bit what the unfused graph computes."""

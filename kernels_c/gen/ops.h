@@ -43,7 +43,11 @@ enum nnw_opcode {
   NNW_OP_CONV2D_WINOGRAD = 41,
   NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS = 80,
   NNW_OP_CONV2D_WINOGRAD_S2 = 81,
-  NNW_OP_COUNT = 82 /* one past the largest opcode */
+  NNW_OP_Q8_GEMM_PKQ = 85,
+  NNW_OP_Q8_CONV2D_PACK_W = 86,
+  NNW_OP_Q8_CONV2D_PK = 87,
+  NNW_OP_Q8_PACK_B = 88,
+  NNW_OP_COUNT = 89 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -783,6 +787,85 @@ enum nnw_conv2d_winograd_s2_arg {
   NNW_CONV2D_WINOGRAD_S2_NARGS = 16
 };
 
+enum nnw_q8_gemm_pkq_arg {
+  NNW_Q8_GEMM_PKQ_A = 0,
+  NNW_Q8_GEMM_PKQ_BP = 1,
+  NNW_Q8_GEMM_PKQ_A_ZP = 2,
+  NNW_Q8_GEMM_PKQ_BIAS = 3,
+  NNW_Q8_GEMM_PKQ_SCALE = 4,
+  NNW_Q8_GEMM_PKQ_Y = 5,
+  NNW_Q8_GEMM_PKQ_SCRATCH = 6,
+  NNW_Q8_GEMM_PKQ_A_DTYPE = 7,
+  NNW_Q8_GEMM_PKQ_Y_DTYPE = 8,
+  NNW_Q8_GEMM_PKQ_M = 9,
+  NNW_Q8_GEMM_PKQ_N = 10,
+  NNW_Q8_GEMM_PKQ_K = 11,
+  NNW_Q8_GEMM_PKQ_BIAS_S = 12,
+  NNW_Q8_GEMM_PKQ_SCALE_S = 13,
+  NNW_Q8_GEMM_PKQ_Y_ZP = 14,
+  NNW_Q8_GEMM_PKQ_Y_MIN = 15,
+  NNW_Q8_GEMM_PKQ_Y_MAX = 16,
+  NNW_Q8_GEMM_PKQ_NARGS = 17
+};
+
+enum nnw_q8_conv2d_pack_w_arg {
+  NNW_Q8_CONV2D_PACK_W_WEIGHT = 0,
+  NNW_Q8_CONV2D_PACK_W_W_ZP = 1,
+  NNW_Q8_CONV2D_PACK_W_WP = 2,
+  NNW_Q8_CONV2D_PACK_W_W_DTYPE = 3,
+  NNW_Q8_CONV2D_PACK_W_M = 4,
+  NNW_Q8_CONV2D_PACK_W_K = 5,
+  NNW_Q8_CONV2D_PACK_W_W_ZP_S = 6,
+  NNW_Q8_CONV2D_PACK_W_NARGS = 7
+};
+
+enum nnw_q8_conv2d_pk_arg {
+  NNW_Q8_CONV2D_PK_X = 0,
+  NNW_Q8_CONV2D_PK_WEIGHT = 1,
+  NNW_Q8_CONV2D_PK_X_ZP = 2,
+  NNW_Q8_CONV2D_PK_W_ZP = 3,
+  NNW_Q8_CONV2D_PK_BIAS = 4,
+  NNW_Q8_CONV2D_PK_SCALE = 5,
+  NNW_Q8_CONV2D_PK_Y = 6,
+  NNW_Q8_CONV2D_PK_SCRATCH = 7,
+  NNW_Q8_CONV2D_PK_X_DTYPE = 8,
+  NNW_Q8_CONV2D_PK_W_DTYPE = 9,
+  NNW_Q8_CONV2D_PK_Y_DTYPE = 10,
+  NNW_Q8_CONV2D_PK_N = 11,
+  NNW_Q8_CONV2D_PK_C = 12,
+  NNW_Q8_CONV2D_PK_H = 13,
+  NNW_Q8_CONV2D_PK_W = 14,
+  NNW_Q8_CONV2D_PK_M = 15,
+  NNW_Q8_CONV2D_PK_OH = 16,
+  NNW_Q8_CONV2D_PK_OW = 17,
+  NNW_Q8_CONV2D_PK_KH = 18,
+  NNW_Q8_CONV2D_PK_KW = 19,
+  NNW_Q8_CONV2D_PK_SH = 20,
+  NNW_Q8_CONV2D_PK_SW = 21,
+  NNW_Q8_CONV2D_PK_DH = 22,
+  NNW_Q8_CONV2D_PK_DW = 23,
+  NNW_Q8_CONV2D_PK_PT = 24,
+  NNW_Q8_CONV2D_PK_PL = 25,
+  NNW_Q8_CONV2D_PK_GROUP = 26,
+  NNW_Q8_CONV2D_PK_W_ZP_S = 27,
+  NNW_Q8_CONV2D_PK_SCALE_S = 28,
+  NNW_Q8_CONV2D_PK_Y_ZP = 29,
+  NNW_Q8_CONV2D_PK_Y_MIN = 30,
+  NNW_Q8_CONV2D_PK_Y_MAX = 31,
+  NNW_Q8_CONV2D_PK_NARGS = 32
+};
+
+enum nnw_q8_pack_b_arg {
+  NNW_Q8_PACK_B_B = 0,
+  NNW_Q8_PACK_B_B_ZP = 1,
+  NNW_Q8_PACK_B_BP = 2,
+  NNW_Q8_PACK_B_B_DTYPE = 3,
+  NNW_Q8_PACK_B_K = 4,
+  NNW_Q8_PACK_B_N = 5,
+  NNW_Q8_PACK_B_B_ZP_CS = 6,
+  NNW_Q8_PACK_B_NARGS = 7
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -824,7 +907,11 @@ enum nnw_conv2d_winograd_s2_arg {
   X(40, conv2d_winograd_weights, CONV2D_WINOGRAD_WEIGHTS, 4, "ttii") \
   X(41, conv2d_winograd, CONV2D_WINOGRAD, 16, "tttttiiiiiiiiiff") \
   X(80, conv2d_winograd_s2_weights, CONV2D_WINOGRAD_S2_WEIGHTS, 4, "ttii") \
-  X(81, conv2d_winograd_s2, CONV2D_WINOGRAD_S2, 16, "tttttiiiiiiiiiff")
+  X(81, conv2d_winograd_s2, CONV2D_WINOGRAD_S2, 16, "tttttiiiiiiiiiff") \
+  X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii") \
+  X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
+  X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
+  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

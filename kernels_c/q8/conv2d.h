@@ -29,9 +29,14 @@ static inline int nnw_q8_conv_depthwise(const struct q8_conv *p) {
 void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena);
 #ifdef __wasm_simd128__
 /* y [m, oh*ow] = requant(weights [m, k] x [k, oh*ow]) of one image, group 1, quantized y
- * (conv2d_pw.c); scratch: nnw_q8_gemm_scratch(m, k) bytes */
+ * (conv2d_pw.c); scratch: nnw_q8_gemm_scratch(m, k) bytes; the weights packed into the scratch,
+ * or, if packed is not NULL, read from there in the layout blocked says */
 void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
-                      uint8_t *y, uint8_t *scratch);
+                      uint8_t *y, uint8_t *scratch, const uint32_t *packed, int blocked);
+/* the weights [m, k] (p->m, w_dtype, w_zp_s) as int16 pairs into apack, m*kp words, rows blocked
+ * four at a time if blocked (q8_conv2d_pack_w's layout after its 16-byte header) */
+void nnw_q8_pw_pack(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
+                    int32_t kp, int blocked, uint32_t *apack);
 #endif
 
 

@@ -16,8 +16,8 @@ enum { MR = 4, NR = 8 };
  * row after row (apack[i*kp + q]); blocked (for tile4_shuffle): rows in blocks of MR interleaved
  * pair by pair, apack[(i/MR*kp + q)*MR + i%MR], then the last m % MR rows as before, so a tile's MR
  * pairs of step q are one v128. */
-static void pack_w(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
-                   int32_t kp, int blocked, uint32_t *apack) {
+void nnw_q8_pw_pack(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
+                    int32_t kp, int blocked, uint32_t *apack) {
   int32_t m4 = blocked ? p->m / MR * MR : 0;
   for (int32_t i = 0; i < p->m; i++) {
     const uint8_t *row = w + (size_t)i * (size_t)k;
@@ -128,15 +128,17 @@ static void tile4_shuffle(
   }
   /* the output stage's constants loaded here, after the loop, not held across it; the bias too
    * (int32 sums wrap: the same sums in any order) */
-  if (bias) {
-    v128_t b0 = wasm_i32x4_splat(bias[0]), b1 = wasm_i32x4_splat(bias[1]);
-    v128_t b2 = wasm_i32x4_splat(bias[2]), b3 = wasm_i32x4_splat(bias[3]);
+  if (bias) { /* the four rows' biases as one load and shuffles (a splat is 3 instructions here) */
+    v128_t bv = wasm_v128_load(bias);
+    v128_t b0 = wasm_i32x4_shuffle(bv, bv, 0, 0, 0, 0), b1 = wasm_i32x4_shuffle(bv, bv, 1, 1, 1, 1);
+    v128_t b2 = wasm_i32x4_shuffle(bv, bv, 2, 2, 2, 2), b3 = wasm_i32x4_shuffle(bv, bv, 3, 3, 3, 3);
     c00 = wasm_i32x4_add(c00, b0), c01 = wasm_i32x4_add(c01, b0), c10 = wasm_i32x4_add(c10, b1);
     c11 = wasm_i32x4_add(c11, b1), c20 = wasm_i32x4_add(c20, b2), c21 = wasm_i32x4_add(c21, b2);
     c30 = wasm_i32x4_add(c30, b3), c31 = wasm_i32x4_add(c31, b3);
   }
-  v128_t s0 = wasm_f32x4_splat(scale[0]), s1 = wasm_f32x4_splat(scale[scale_s]);
-  v128_t s2 = wasm_f32x4_splat(scale[2 * scale_s]), s3 = wasm_f32x4_splat(scale[3 * scale_s]);
+  v128_t sv = scale_s ? wasm_v128_load(scale) : wasm_f32x4_splat(scale[0]);
+  v128_t s0 = wasm_i32x4_shuffle(sv, sv, 0, 0, 0, 0), s1 = wasm_i32x4_shuffle(sv, sv, 1, 1, 1, 1);
+  v128_t s2 = wasm_i32x4_shuffle(sv, sv, 2, 2, 2, 2), s3 = wasm_i32x4_shuffle(sv, sv, 3, 3, 3, 3);
   put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, s0), nnw_q8_rq4(rq, c01, s0), u8));
   put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, s1), nnw_q8_rq4(rq, c11, s1), u8));
   put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, s2), nnw_q8_rq4(rq, c21, s2), u8));
@@ -156,7 +158,7 @@ static void tile1(const uint32_t *a, int32_t kp, const int16_t *panel, v128_t bi
 }
 
 void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
-                      uint8_t *y, uint8_t *scratch) {
+                      uint8_t *y, uint8_t *scratch, const uint32_t *packed, int blocked) {
   int32_t kp = (k + 1) / 2, u8 = p->y_dtype == NNW_U8;
   size_t n = (size_t)p->oh * (size_t)p->ow;
   const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
@@ -166,8 +168,11 @@ void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x,
   uint32_t *apack = (uint32_t *)(void *)scratch;
   int16_t *panel = (int16_t *)(void *)(apack + (size_t)p->m * (size_t)kp);
   struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
-  int shuffle = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
-  pack_w(p, arena + p->w, w_zp, k, kp, shuffle, apack);
+  int shuffle = packed ? blocked : (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
+  if (packed) /* q8_conv2d_pk: packed once at plan load (q8_conv2d_pack_w) */
+    apack = (uint32_t *)(uintptr_t)packed;
+  else
+    nnw_q8_pw_pack(p, arena + p->w, w_zp, k, kp, shuffle, apack);
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     int32_t nb = n - j0 < NR ? (int32_t)(n - j0) : NR;
     pack_x(p, x, n, (int32_t)j0, nb, k, kp, xz, panel);

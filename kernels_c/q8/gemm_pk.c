@@ -7,6 +7,7 @@
  * two on the vector ports: docs/wasmtime.md). The int32 sums wrap as q8_gemm's do, and integer
  * addition in any order gives the same sums, so results equal q8_gemm_ep's bit for bit. */
 #include "q8.h"
+#include "requant.h"
 #include "../simd.h"
 #include "../vmath.h"
 
@@ -221,4 +222,161 @@ NNW_EXPORT int32_t nnw_q8_gemm_pk_scratch_bytes(int32_t m, int32_t k) {
   if (m <= 0 || k <= 0) return -1;
   uint64_t bytes = nnw_q8_gemm_pk_scratch((uint64_t)m, (uint64_t)k);
   return bytes > INT32_MAX ? -1 : (int32_t)bytes;
+}
+
+/* ---- q8_gemm_pkq: QGemm's quantized output on the same packed B ---------------------------- */
+
+struct pkq_args {
+  int32_t a, bp, a_zp, bias, scale, y, scratch, a_dtype, y_dtype, m, n, k, bias_s, scale_s, y_zp, y_min,
+      y_max;
+};
+typedef char pkq_args_match_ops_def[sizeof(struct pkq_args) == 4 * NNW_Q8_GEMM_PKQ_NARGS ? 1 : -1];
+
+static struct pkq_args decode_q(const int32_t *v) {
+  struct pkq_args p;
+  memcpy(&p, v, sizeof p); /* the field order is ops.def's */
+  return p;
+}
+
+int nnw_validate_q8_gemm_pkq(const int32_t *args, uint32_t arena_bytes) {
+  struct pkq_args p = decode_q(args);
+  int32_t pos[] = {p.m, p.n, p.k};
+  NNW_TRY(nnw_check_positive(pos, 3));
+  if (!nnw_q8_is_q(p.a_dtype) || !nnw_q8_is_q(p.y_dtype) || (p.bias_s & ~1) || (p.scale_s & ~1))
+    return NNW_BAD_ARGS;
+  NNW_TRY(nnw_q8_check_out(p.y_dtype, p.y_zp, p.y_min, p.y_max));
+  uint64_t m = (uint64_t)p.m, n = (uint64_t)p.n, k = (uint64_t)p.k, kp = round_kb(k);
+  uint64_t bp_bytes = nnw_mul(nnw_mul((n + NR - 1) / NR * NR, kp), 2);
+  uint64_t y_bytes = nnw_mul(m, n), scratch = nnw_q8_gemm_pk_scratch(m, k);
+  uint64_t bias_bytes = p.bias_s ? 4 * n : 4, scale_bytes = p.scale_s ? 4 * n : 4;
+  NNW_TRY(nnw_check_typed(p.a, nnw_mul(m, k), p.a_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_tensor(p.bp, bp_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_typed(p.a_zp, 1, p.a_dtype, arena_bytes, 1));
+  NNW_TRY(nnw_check_tensor(p.bias, bias_bytes, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.scale, scale_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_typed(p.y, y_bytes, p.y_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_tensor(p.scratch, scratch, arena_bytes, 0, 1));
+  const int32_t at[] = {p.a, p.bp, p.a_zp, p.bias, p.scale, p.y, p.scratch};
+  const uint64_t size[] = {nnw_mul(m, k), bp_bytes, 1, bias_bytes, scale_bytes, y_bytes, scratch};
+  for (int i = 0; i < 7; i++)      /* the output and the scratch apart from everything else */
+    for (int j = i + 1; j < 7; j++)
+      if (j >= 5) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
+  return NNW_OK;
+}
+
+/* acc[c] = row a0 . column c of the panel: tile() for one row without computing it twice */
+static void tile1(const int16_t *a0, int32_t kp, const int16_t *panel, int32_t acc[NR]) {
+#ifdef __wasm_simd128__
+  v128_t c0 = wasm_i32x4_splat(0), c1 = c0, c2 = c0, c3 = c0;
+  for (int32_t kk = 0; kk < kp; kk += KB, panel += NR * KB) {
+    v128_t x0 = wasm_v128_load(a0 + kk);
+    c0 = wasm_i32x4_add(c0, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(panel)));
+    c1 = wasm_i32x4_add(c1, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(panel + 8)));
+    c2 = wasm_i32x4_add(c2, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(panel + 16)));
+    c3 = wasm_i32x4_add(c3, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(panel + 24)));
+  }
+  wasm_v128_store(acc, hsum4(c0, c1, c2, c3));
+#else
+  for (int32_t c = 0; c < NR; c++) {
+    uint32_t s = 0;
+    for (int32_t kk = 0; kk < kp; kk++)
+      s += (uint32_t)((int32_t)a0[kk] * (int32_t)panel[(size_t)(kk / KB) * NR * KB + (size_t)c * KB + kk % KB]);
+    memcpy(&acc[c], &s, 4);
+  }
+#endif
+}
+
+/* q8_gemm's quantized store (gemm.c: store / store_f32) of nb <= 4 columns of one row: the
+ * wrapping bias add, float product and round-half-even saturation, so the same bytes */
+static void store_q(const struct pkq_args *a, const int32_t *bias, const float *scale, uint8_t *y,
+                    int32_t j0, int32_t nb, const int32_t acc[NR]) {
+  int32_t t[NR];
+  for (int32_t c = 0; c < NR; c++) {
+    int32_t j = j0 + (c < nb ? c : 0);
+    t[c] = (int32_t)((uint32_t)acc[c] + (bias ? (uint32_t)bias[j * a->bias_s] : 0u));
+  }
+#ifdef __wasm_simd128__
+  float s[NR];
+  for (int32_t c = 0; c < NR; c++) s[c] = scale[(j0 + (c < nb ? c : 0)) * a->scale_s];
+  struct nnw_q8_rq rq = nnw_q8_rq_init(a->y_zp, a->y_min, a->y_max);
+  v128_t q = nnw_q8_rq4(&rq, wasm_v128_load(t), wasm_v128_load(s));
+  q = nnw_q8_rq_pack(q, q, a->y_dtype == NNW_U8);
+  if (nb == NR) {
+    wasm_v128_store32_lane(y + j0, q, 0);
+    return;
+  }
+  uint8_t b[16];
+  wasm_v128_store(b, q);
+  memcpy(y + j0, b, (size_t)nb);
+#else
+  for (int32_t c = 0; c < nb; c++)
+    y[j0 + c] = (uint8_t)nnw_q8_round_sat((float)t[c] * scale[(j0 + c) * a->scale_s], a->y_zp, a->y_min, a->y_max);
+#endif
+}
+
+void nnw_run_q8_gemm_pkq(const int32_t *args, uint8_t *arena) {
+  struct pkq_args a = decode_q(args);
+  struct pk p = {.a16 = (const int16_t *)(const void *)(arena + a.scratch),
+                 .bp = (const int16_t *)(const void *)(arena + a.bp), .m = a.m, .n = a.n,
+                 .kp = (int32_t)round_kb((uint64_t)a.k)};
+  const int32_t *bias = a.bias < 0 ? NULL : (const int32_t *)(const void *)(arena + a.bias);
+  const float *scale = nnw_f32_at(arena, a.scale);
+  int32_t zp = nnw_q8_get(nnw_q8_at(arena, a.a_zp), a.a_dtype, 0), acc[MR][NR];
+  pack_a(arena + a.a, a.a_dtype, zp, a.m, a.k, p.kp, (int16_t *)(void *)(arena + a.scratch));
+  for (int32_t j0 = 0; j0 < p.n; j0 += NR) {
+    int32_t nb = p.n - j0 < NR ? p.n - j0 : NR;
+    const int16_t *panel = p.bp + (size_t)(j0 / NR) * (size_t)p.kp * NR;
+    for (int32_t i0 = 0; i0 < p.m; i0 += MR) {
+      int32_t mr = p.m - i0 < MR ? p.m - i0 : MR;
+      if (mr == 1)
+        tile1(p.a16 + (size_t)i0 * (size_t)p.kp, p.kp, panel, acc[0]);
+      else
+        tile(&p, i0, mr, panel, acc);
+      for (int32_t r = 0; r < mr; r++)
+        store_q(&a, bias, scale, arena + a.y + (size_t)(i0 + r) * (size_t)p.n, j0, nb, acc[r]);
+    }
+  }
+}
+
+/* ---- q8_pack_b: B packed at plan load (an init op), pack_q8_b's layout (lower/quant.py) ------ */
+
+struct pack_b_args {
+  int32_t b, b_zp, bp, b_dtype, k, n, b_zp_cs;
+};
+typedef char pack_b_args_match_ops_def[sizeof(struct pack_b_args) == 4 * NNW_Q8_PACK_B_NARGS ? 1 : -1];
+
+static struct pack_b_args decode_pack_b(const int32_t *v) {
+  struct pack_b_args p;
+  memcpy(&p, v, sizeof p); /* the field order is ops.def's */
+  return p;
+}
+
+int nnw_validate_q8_pack_b(const int32_t *args, uint32_t arena_bytes) {
+  struct pack_b_args p = decode_pack_b(args);
+  int32_t pos[] = {p.k, p.n};
+  NNW_TRY(nnw_check_positive(pos, 2));
+  if (!nnw_q8_is_q(p.b_dtype) || (p.b_zp_cs & ~1)) return NNW_BAD_ARGS;
+  uint64_t k = (uint64_t)p.k, n = (uint64_t)p.n, b_n = nnw_mul(k, n), zp_n = p.b_zp_cs ? n : 1;
+  uint64_t bp_bytes = nnw_mul(nnw_mul((n + NR - 1) / NR * NR, round_kb(k)), 2);
+  NNW_TRY(nnw_check_typed(p.b, b_n, p.b_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(p.b_zp, zp_n, p.b_dtype, arena_bytes, 1));
+  NNW_TRY(nnw_check_tensor(p.bp, bp_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.b, b_n, p.bp, bp_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.b_zp, zp_n, p.bp, bp_bytes, 0));
+  return NNW_OK;
+}
+
+void nnw_run_q8_pack_b(const int32_t *args, uint8_t *arena) {
+  struct pack_b_args a = decode_pack_b(args);
+  int32_t kp = (int32_t)round_kb((uint64_t)a.k), n4 = (a.n + NR - 1) / NR * NR;
+  const uint8_t *b = arena + a.b, *zp = nnw_q8_at(arena, a.b_zp);
+  int16_t *bp = (int16_t *)(void *)(arena + a.bp);
+  memset(bp, 0, 2 * (size_t)n4 * (size_t)kp);
+  for (int32_t kk = 0; kk < a.k; kk++) {
+    const uint8_t *row = b + (size_t)kk * (size_t)a.n;
+    int16_t *out = bp + (size_t)(kk / KB) * NR * KB + (size_t)(kk % KB);
+    for (int32_t j = 0; j < a.n; j++)
+      out[(size_t)(j / NR) * (size_t)kp * NR + (size_t)(j % NR) * KB] =
+          (int16_t)(nnw_q8_get(row, a.b_dtype, (size_t)j) - nnw_q8_get(zp, a.b_dtype, (size_t)j * (size_t)a.b_zp_cs));
+  }
 }

@@ -211,6 +211,44 @@ struct conv_case {
   int n, c, h, w, m, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, group, x_dt, w_dt, y_dt, wzp_s;
 };
 
+/* q8_conv2d_pack_w then q8_conv2d_pk on q8_conv2d's arguments args (weights packed into a buffer
+ * of their own, flush against the arena's end), exactly want; then packed under the other host
+ * hint than the run's (the layout word decides, not the hint at run time); the original weights
+ * overwritten before the run */
+static void pk_case(const struct conv_case *t, const int32_t *args, const int32_t *off, uint32_t base_bytes,
+                    const uint8_t *x,
+                    size_t x_n, const uint8_t *wt, size_t w_n, const uint8_t *xzp, const uint8_t *wzp,
+                    const int32_t *bias, const float *scale, size_t y_n, const double *want) {
+  int32_t k = t->c * t->kh * t->kw, wp_bytes = 16 + 4 * t->m * ((k + 1) / 2);
+  int32_t wp = (int32_t)(base_bytes + 15) / 16 * 16; /* past the op's tensors */
+  uint32_t arena_bytes = (uint32_t)(wp + wp_bytes);
+  int32_t saved = nnw_host_hints;
+  for (int flip = 0; flip < 2; flip++) {
+    uint8_t *arena = arena_new(arena_bytes);
+    memcpy(arena + off[0], x, x_n);
+    memcpy(arena + off[1], wt, w_n);
+    memcpy(arena + off[2], xzp, 4);
+    memcpy(arena + off[3], wzp, 64);
+    memcpy(arena + off[4], bias, 4 * 64);
+    memcpy(arena + off[5], scale, 4 * 64);
+    int32_t pack[NNW_Q8_CONV2D_PACK_W_NARGS] = {off[1], off[3], wp, t->w_dt, t->m, k, t->wzp_s};
+    int32_t run[NNW_Q8_CONV2D_PK_NARGS];
+    memcpy(run, args, sizeof run);
+    run[NNW_Q8_CONV2D_PK_WEIGHT] = wp;
+    if (flip) nnw_host_hints = saved ^ NNW_HINT_SPLAT_BY_SHUFFLE;
+    int ok = run_op(NNW_OP_Q8_CONV2D_PACK_W, pack, NNW_Q8_CONV2D_PACK_W_NARGS, arena, arena_bytes) == NNW_OK;
+    nnw_host_hints = saved;
+    memset(arena + off[1], 0xA5, w_n); /* the run reads only the packed copy */
+    if (ok && run_op(NNW_OP_Q8_CONV2D_PK, run, NNW_Q8_CONV2D_PK_NARGS, arena, arena_bytes) == NNW_OK) {
+      size_t bad = 0;
+      for (size_t e = 0; e < y_n; e++) bad += qget(arena + off[6], t->y_dt, e) != want[e];
+      expect(bad == 0, "q8_conv2d_pk c%d m%d k%dx%d flip %d: %zu of %zu wrong", t->c, t->m, t->kh, t->kw, flip,
+             bad, y_n);
+    }
+    free(arena);
+  }
+}
+
 static void conv_case(const struct conv_case *t) {
   int oh = (t->h + t->pt + t->pb - (t->kh - 1) * t->dh - 1) / t->sh + 1;
   int ow = (t->w + t->pl + t->pr - (t->kw - 1) * t->dw - 1) / t->sw + 1;
@@ -283,6 +321,7 @@ static void conv_case(const struct conv_case *t) {
              t->kw, t->group, order, bad, y_n);
     }
     free(arena);
+    if (t->group == 1 && t->y_dt != I32) pk_case(t, args, off, arena_bytes, x, x_n, wt, w_n, xzp, wzp, bias, scale, y_n, want);
   }
   free(x);
   free(wt);
@@ -321,6 +360,13 @@ void test_q8_conv2d(void) {
       /* conv2d.c's im2col at stride 2 by 16-byte shuffles (wide rows, both pads, an odd width) */
       {1, 3, 9, 70, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
       {1, 2, 5, 69, 4, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, I8, I8, I8, 0},
+      /* q8_conv2d_pk's rows blocked by 8 under the hint (m a multiple of 8, >= 32): partial
+       * chunks of 8 pixels (7 and 3 in the second half), one pixel, an im2col conv, 4 + 4 */
+      {2, 19, 3, 5, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      {1, 8, 1, 1, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, I8, 1},
+      {1, 3, 9, 70, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
+      {1, 64, 2, 6, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, I8, 0},
+      {1, 40, 7, 7, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
 }
@@ -543,6 +589,31 @@ void test_q8_hostile(void) {
   patched("scratch short", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_SCRATCH, 2048 - cs + 4, 2048, NNW_OUT_OF_BOUNDS);
   patched("y over w", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_Y, B, 2048, NNW_BAD_ARGS);
   patched("y_zp out of uint8", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_Y_ZP, -1, 2048, NNW_BAD_ARGS);
+  /* q8_conv2d_pk on the same conv, weights packed at 2048 (16 + 4 * 3 * 9 = 124 bytes) */
+  int32_t cp[NNW_Q8_CONV2D_PK_NARGS];
+  memcpy(cp, c, sizeof cp);
+  cp[NNW_Q8_CONV2D_PK_WEIGHT] = 2048;
+  patched("valid", NNW_OP_Q8_CONV2D_PK, cp, nc, -1, 0, 2176, NNW_OK);
+  patched("packed weights past the arena", NNW_OP_Q8_CONV2D_PK, cp, nc, -1, 0, 2048 + 120, NNW_OUT_OF_BOUNDS);
+  patched("packed weights misaligned", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_WEIGHT, 2050, 2176, NNW_BAD_ARGS);
+  patched("group 2", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_GROUP, 2, 2176, NNW_BAD_ARGS);
+  patched("y int32", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_Y_DTYPE, I32, 2176, NNW_BAD_ARGS);
+  patched("y over the packed weights", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_Y, 2048, 2176, NNW_BAD_ARGS);
+  patched("c 3 (k 27: 16 + 168 bytes)", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_C, 3, 2176, NNW_OUT_OF_BOUNDS);
+  const int32_t pw[NNW_Q8_CONV2D_PACK_W_NARGS] = {B, BZ, 2048, I8, 3, 18, 0};
+  const int npw = NNW_Q8_CONV2D_PACK_W_NARGS;
+  patched("valid", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, -1, 0, 2176, NNW_OK);
+  patched("no zero point", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_ZP, -1, 2176, NNW_OK);
+  patched("m 0", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_M, 0, 2176, NNW_BAD_ARGS);
+  patched("k -1", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_K, -1, 2176, NNW_BAD_ARGS);
+  patched("dtype i32", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_DTYPE, I32, 2176, NNW_BAD_ARGS);
+  patched("w_zp_s 2", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_ZP_S, 2, 2176, NNW_BAD_ARGS);
+  patched("wp past the arena", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, -1, 0, 2160, NNW_OUT_OF_BOUNDS);
+  patched("wp misaligned", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, 2049, 2176, NNW_BAD_ARGS);
+  patched("wp over w", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, B, 2176, NNW_BAD_ARGS);
+  patched("wp over the zero points", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, BZ - 64, 2176, NNW_BAD_ARGS);
+  patched("m huge", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_M, INT32_MAX, 2176, NNW_OUT_OF_BOUNDS);
+  patched("k huge", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_K, 1 << 30, 2176, NNW_OUT_OF_BOUNDS);
 
   const int32_t q[8] = {A, SC, AZ, Y, U8, 2, 4, 3};
   patched("valid", NNW_OP_Q8_QUANTIZE, q, 8, -1, 0, ARENA, NNW_OK);
@@ -576,6 +647,7 @@ void test_q8_hostile(void) {
                                      INT32_MIN, ARENA, ARENA - 1, 2048};
   const struct { int opcode, n; const int32_t *args; uint32_t arena; } ops[] = {
       {NNW_OP_Q8_GEMM, n, g, ARENA}, {NNW_OP_Q8_CONV2D, nc, c, 2048}, {NNW_OP_Q8_QUANTIZE, 8, q, ARENA},
+      {NNW_OP_Q8_CONV2D_PK, nc, cp, 2176}, {NNW_OP_Q8_CONV2D_PACK_W, npw, pw, 2176},
       {NNW_OP_Q8_DEQUANTIZE, 8, dq, ARENA}, {NNW_OP_Q8_DYN_QUANTIZE, 5, dyn, ARENA},
       {NNW_OP_Q8_ADD, NNW_Q8_ADD_NARGS, add, ARENA}};
   int loaded = 0, rounds = 0;

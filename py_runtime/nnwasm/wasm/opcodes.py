@@ -46,4 +46,8 @@ OPS = {
     "conv2d_winograd": Op(code=41, args=("x", "u", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "pt", "pl", "act_min", "act_max"), kinds="tttttiiiiiiiiiff"),
     "conv2d_winograd_s2_weights": Op(code=80, args=("weight", "u", "c", "m"), kinds="ttii"),
     "conv2d_winograd_s2": Op(code=81, args=("x", "u", "b", "y", "scratch", "n", "c", "h", "w", "m", "oh", "ow", "pt", "pl", "act_min", "act_max"), kinds="tttttiiiiiiiiiff"),
+    "q8_gemm_pkq": Op(code=85, args=("a", "bp", "a_zp", "bias", "scale", "y", "scratch", "a_dtype", "y_dtype", "m", "n", "k", "bias_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="tttttttiiiiiiiiii"),
+    "q8_conv2d_pack_w": Op(code=86, args=("weight", "w_zp", "wp", "w_dtype", "m", "k", "w_zp_s"), kinds="tttiiii"),
+    "q8_conv2d_pk": Op(code=87, args=("x", "weight", "x_zp", "w_zp", "bias", "scale", "y", "scratch", "x_dtype", "w_dtype", "y_dtype", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "w_zp_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiiiiiiiiii"),
+    "q8_pack_b": Op(code=88, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
 }

@@ -236,6 +236,21 @@ def lower_qgemm(node, b):
                         _const_values(g, y_s)[0] if y_s else None, float(node.attr("alpha", 1.0)))
     y = node.outputs[0]
     zp, lo, hi = _out_params(g, y_zp, _dt(g, y)) if y_s else (0, 0, 0)
+    bias_s = _per_channel(g, c, numel(g.values[w].shape[1:])) if c else 0
+    if y_s and _packable(g, w, w_zp) and len(b.shape(a)) == 2:
+        # a classifier: B packed once at plan load by an init op (q8_gemm packs it every run;
+        # packed here, the plan file would carry it as int16, twice its bytes)
+        k, n = b.shape(w)
+        bp, new = b.persistent_buffer(("q8_pack_b", w, w_zp), 2 * (-(-k // 8) * 8) * (-(-n // 4) * 4))
+        if new:
+            b.emit_init("q8_pack_b", b=b.ref(w), b_zp=b.ref(w_zp) if w_zp else None, bp=bp, b_dtype=b.dtype(w).onnx,
+                        k=k, n=n, b_zp_cs=_per_channel(g, w_zp, n) if w_zp else 0)
+        b.emit("q8_gemm_pkq", a=b.ref(a), bp=bp, a_zp=b.ref(a_zp) if a_zp else None,
+               bias=b.ref(c) if c else None, scale=b.constant(f32_tensor((len(mult),), mult)), y=b.ref(y),
+               scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", b.shape(a)[0], k)),
+               a_dtype=b.dtype(a).onnx, y_dtype=b.dtype(y).onnx, m=b.shape(a)[0], n=n, k=k, bias_s=bias_s,
+               scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo, y_max=hi)
+        return
     _emit_gemm(b, a, w, a_zp, w_zp, y, b.dtype(y).onnx, bias=b.ref(c) if c else None,
                bias_s=_per_channel(g, c, numel(g.values[w].shape[1:])) if c else 0,
                scale=b.constant(f32_tensor((len(mult),), mult)), scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo,
@@ -323,15 +338,21 @@ def _packable(g, w, w_zp):
     return w in g.initializers and len(g.values[w].shape) == 2 and (not w_zp or w_zp in g.initializers)
 
 
-def _emit_gemm_pk(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act):
-    """MatMulIntegerToFloat (+ epilogue) as q8_gemm_pk, B packed here once per weight."""
+def _packed_b(b, w, w_zp):
+    """A Ref to pack_q8_b of the constant w, made once per (weight, zero point)."""
     k, n = b.shape(w)
-    m = numel(b.shape(a)[:-1])
     cache = b.__dict__.setdefault("q8_packed", {})
     if (w, w_zp) not in cache:
         zps = [int(v) for v in _const_values(b.graph, w_zp)] if w_zp else [0]
         cache[(w, w_zp)] = b.constant(pack_q8_b(b.graph.initializers[w], zps, k, n))
-    b.emit("q8_gemm_pk", a=b.ref(a), bp=cache[(w, w_zp)], a_zp=b.ref(a_zp) if a_zp else None, scale=scale,
+    return cache[(w, w_zp)]
+
+
+def _emit_gemm_pk(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act):
+    """MatMulIntegerToFloat (+ epilogue) as q8_gemm_pk, B packed here once per weight."""
+    k, n = b.shape(w)
+    m = numel(b.shape(a)[:-1])
+    b.emit("q8_gemm_pk", a=b.ref(a), bp=_packed_b(b, w, w_zp), a_zp=b.ref(a_zp) if a_zp else None, scale=scale,
            fbias=b.ref(fbias) if fbias else None, r=b.ref(r) if r else None, y=b.ref(y),
            scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", m, k)), a_dtype=b.dtype(a).onnx,
            m=m, n=n, k=k, scale_s=scale_s, act=act)
@@ -381,7 +402,16 @@ def _emit_conv(node, b, x, w, x_zp, w_zp, bias, y_dtype, scale=None, scale_s=0, 
     g = b.graph
     n, c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(_ConvView(node, x, w), g)
     m = b.shape(w)[0]
-    b.emit("q8_conv2d", x=b.ref(x), weight=b.ref(w), x_zp=b.ref(x_zp) if x_zp else None,
+    op, weight, group = "q8_conv2d", b.ref(w), node.attr("group", 1)
+    if group == 1 and y_dtype in (U8.onnx, I8.onnx) and w in g.initializers and (not w_zp or w_zp in g.initializers):
+        # the weights packed once at plan load, in the layout of the host's hints (ops.def)
+        k = c * kh * kw
+        weight, new = b.persistent_buffer(("q8_conv2d_pack_w", w, w_zp), 16 + 4 * m * ((k + 1) // 2))
+        if new:
+            b.emit_init("q8_conv2d_pack_w", weight=b.ref(w), w_zp=b.ref(w_zp) if w_zp else None, wp=weight,
+                        w_dtype=b.dtype(w).onnx, m=m, k=k, w_zp_s=_per_channel(g, w_zp, m) if w_zp else 0)
+        op = "q8_conv2d_pk"
+    b.emit(op, x=b.ref(x), weight=weight, x_zp=b.ref(x_zp) if x_zp else None,
            w_zp=b.ref(w_zp) if w_zp else None, bias=b.ref(bias) if bias else None, scale=scale,
            y=b.ref(node.outputs[0]), scratch=b.scratch(_conv_scratch(node, g, b.host, x, w)),
            x_dtype=b.dtype(x).onnx, w_dtype=b.dtype(w).onnx, y_dtype=y_dtype, n=n, c=c, h=h, w=wd, m=m,
