@@ -124,7 +124,7 @@ static NNW_ALWAYS_INLINE void tile(int mr, int32_t k, const float *a, const floa
  * load-splats from the packed rows no faster than tile(), so it keeps tile(). The same products
  * summed in the same order as tile(): the same bits. */
 static NNW_ALWAYS_INLINE void tile_pa(int32_t k, const float *pa, const float *bp, float *y,
-                                      int32_t i, int32_t j, const struct ep *e) {
+                                      int32_t i, int32_t j, const struct ep *e, int fin) {
   v4 acc[MR][2];
   for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = v4_set1(0.0f);
   for (int32_t kk = 0; kk < k; kk++, pa += MR, bp += NR) {
@@ -143,15 +143,15 @@ static NNW_ALWAYS_INLINE void tile_pa(int32_t k, const float *pa, const float *b
   for (int r = 0; r < MR; r++) {
     float *yr = y + (size_t)(i + r) * e->n + j;
     const float *rr = e->r != NULL ? e->r + (size_t)(i + r) * e->n + j : NULL;
-    v4_store(yr, finish(acc[r][0], bias0, rr, e));
-    v4_store(yr + 4, finish(acc[r][1], bias1, rr != NULL ? rr + 4 : NULL, e));
+    v4_store(yr, finish_c(acc[r][0], bias0, rr, e, fin));
+    v4_store(yr + 4, finish_c(acc[r][1], bias1, rr != NULL ? rr + 4 : NULL, e, fin));
   }
 }
 
 /* rows [0, rows4) (a multiple of 4) against the `full` columns of whole panels: A packed chunk by
  * chunk, each chunk against every panel (a panel still streams from L1 past a chunk's rows) */
-static void packed_rows(int32_t rows4, int32_t full, int32_t k, const float *a, const float *bp,
-                        float *y, const struct ep *e) {
+static NNW_ALWAYS_INLINE void packed_rows(int32_t rows4, int32_t full, int32_t k, const float *a, const float *bp,
+                                          float *y, const struct ep *e, int fin) {
   int32_t chunk = nnw_pack_a_rows(k);
   for (int32_t c = 0; c < rows4; c += chunk) {
     int32_t rows = rows4 - c < chunk ? rows4 - c : chunk;
@@ -159,7 +159,7 @@ static void packed_rows(int32_t rows4, int32_t full, int32_t k, const float *a, 
     const float *b = bp;
     for (int32_t j = 0; j < full; j += NR, b += (size_t)NR * k) {
       const float *pa = nnw_pack_a_buf;
-      for (int32_t i = c; i < c + rows; i += MR, pa += (size_t)MR * k) tile_pa(k, pa, b, y, i, j, e);
+      for (int32_t i = c; i < c + rows; i += MR, pa += (size_t)MR * k) tile_pa(k, pa, b, y, i, j, e, fin);
     }
   }
 }
@@ -217,6 +217,19 @@ NNW_PANELS(0)
 NNW_PANELS(1)
 #undef NNW_PANELS
 
+/* The wasmtime path's rows, one function per epilogue shape (fin as finish_c's), kept out of line:
+ * inlined into nnw_run_gemm_packed, they made V8 compile its tile loops worse. */
+#define NNW_PACKED(name, fin)                                                                       \
+  static __attribute__((noinline)) void packed_##name(int32_t rows4, int32_t full, int32_t k,       \
+                                                      const float *a, const float *bp, float *y,    \
+                                                      const struct ep *e) {                         \
+    packed_rows(rows4, full, k, a, bp, y, e, fin);                                                   \
+  }
+NNW_PACKED(bias, 0)
+NNW_PACKED(residual, 1)
+NNW_PACKED(any, -1)
+#undef NNW_PACKED
+
 void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
   struct gemm_packed p;
   gp_decode(args, &p);
@@ -224,11 +237,14 @@ void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
   float *y = nnw_f32_at(arena, p.y);
   const struct ep e = {nnw_f32_at(arena, p.bias), nnw_f32_at(arena, p.r), p.n, p.act, p.lo, p.hi};
   int32_t k = p.k, m = p.m, i0 = 0; /* rows below i0 are done for every whole panel */
+  int unclamped = p.lo == -INFINITY && p.hi == INFINITY;
   if ((nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) && nnw_pack_a_rows(k) > 0) {
     i0 = m / MR * MR;
-    packed_rows(i0, p.n / NR * NR, k, a, bp, y, &e);
+    int32_t full = p.n / NR * NR;
+    if (unclamped && p.act == 0 && e.r == NULL) packed_bias(i0, full, k, a, bp, y, &e);
+    else if (unclamped && p.act == 0) packed_residual(i0, full, k, a, bp, y, &e);
+    else packed_any(i0, full, k, a, bp, y, &e);
   }
-  int unclamped = p.lo == -INFINITY && p.hi == INFINITY;
   if (unclamped && p.act == 0 && e.r == NULL)
     panels_0(m, p.n, k, a, bp, y, i0, &e);
   else if (unclamped && p.act == 0)
