@@ -47,6 +47,12 @@ int nnw_conv2d_winograd_fits(int32_t c, int32_t m, int32_t group, int32_t kh, in
 uint64_t nnw_conv2d_winograd_floats(int32_t c, int32_t m, int32_t oh, int32_t ow);
 void nnw_conv2d_winograd(const struct nnw_conv2d *p, const float *x, const float *wt,
                          const float *bias, float *y, float *scratch);
+/* the validation both Winograd ops share (conv2d_winograd.c): their init op's weights and U of
+ * `points` C x M matrices; their conv op's tensors, scratch (-1: refused) and largest pad */
+int nnw_conv2d_winograd_check_weights(int32_t c, int32_t m, int32_t wt, int32_t u, int points, int scratch_ok,
+                                      uint32_t arena_bytes);
+int nnw_conv2d_winograd_check(const struct nnw_conv2d *p, int points, int64_t scratch, int32_t limit,
+                              uint32_t arena_bytes);
 /* the four channels ci.. of x as a zero-padded plane of ph x pw v4 pixels, pixel (py, px) =
  * x[py-pt][px-pl] (conv2d_winograd.c; conv2d_winograd_s2.c uses it too) */
 void nnw_conv2d_winograd_pad_plane(const struct nnw_conv2d *p, const float *x, int32_t ci,

@@ -273,15 +273,47 @@ static void decode(const int32_t *a, struct nnw_conv2d *p) {
                            nnw_arg_f32(a[NNW_CONV2D_WINOGRAD_ACT_MAX])};
 }
 
-int nnw_validate_conv2d_winograd_weights(const int32_t *args, uint32_t arena_bytes) {
-  int32_t c = args[NNW_CONV2D_WINOGRAD_WEIGHTS_C], m = args[NNW_CONV2D_WINOGRAD_WEIGHTS_M];
-  int32_t wt = args[NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT], u = args[NNW_CONV2D_WINOGRAD_WEIGHTS_U];
-  if (scratch_bytes(c, m, 1, 1) < 0) return NNW_BAD_ARGS;
+/* Shared by conv2d_winograd.c and conv2d_winograd_s2.c (conv2d.h): the init op's weight [m, c, 3, 3]
+ * and its U of `points` C x M matrices, where scratch_ok says c and m are ones the kernel takes. */
+int nnw_conv2d_winograd_check_weights(int32_t c, int32_t m, int32_t wt, int32_t u, int points, int scratch_ok,
+                                      uint32_t arena_bytes) {
+  if (!scratch_ok) return NNW_BAD_ARGS;
   uint64_t w_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), 9 * 4);
-  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), NT * 4);
+  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), (uint64_t)points * 4);
   NNW_TRY(nnw_check_tensor(wt, w_bytes, arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(u, u_bytes, arena_bytes, 0, 1));
   return nnw_check_apart(wt, w_bytes, u, u_bytes, 0);
+}
+
+/* ... and the conv op's tensors, on U of `points` matrices, with its scratch (-1: refused) and the
+ * largest pad it takes. */
+int nnw_conv2d_winograd_check(const struct nnw_conv2d *p, int points, int64_t scratch, int32_t limit,
+                              uint32_t arena_bytes) {
+  int32_t pos[] = {p->n, p->h, p->w};
+  if (nnw_check_positive(pos, 3) || !(p->lo <= p->hi)) return NNW_BAD_ARGS;
+  if (p->pt < 0 || p->pl < 0 || p->pt > limit || p->pl > limit || scratch < 0) return NNW_BAD_ARGS;
+  uint64_t n = (uint64_t)p->n, m = (uint64_t)p->m;
+  uint64_t x_bytes = nnw_mul(nnw_mul(n * 4, (uint64_t)p->c), nnw_mul((uint64_t)p->h, (uint64_t)p->w));
+  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)p->c, m), (uint64_t)points * 4);
+  uint64_t y_bytes = nnw_mul(nnw_mul(n * 4, m), nnw_mul((uint64_t)p->oh, (uint64_t)p->ow));
+  NNW_TRY(nnw_check_tensor(p->x, x_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p->wt, u_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p->b, m * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p->y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p->scratch, (uint64_t)scratch, arena_bytes, 0, 1));
+  const int32_t at[] = {p->x, p->wt, p->b, p->y, p->scratch};
+  const uint64_t size[] = {x_bytes, u_bytes, m * 4, y_bytes, (uint64_t)scratch};
+  for (int i = 0; i < 5; i++)      /* the output and the scratch apart from everything else */
+    for (int j = i + 1; j < 5; j++)
+      if (j >= 3) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
+  return NNW_OK;
+}
+
+int nnw_validate_conv2d_winograd_weights(const int32_t *args, uint32_t arena_bytes) {
+  int32_t c = args[NNW_CONV2D_WINOGRAD_WEIGHTS_C], m = args[NNW_CONV2D_WINOGRAD_WEIGHTS_M];
+  return nnw_conv2d_winograd_check_weights(c, m, args[NNW_CONV2D_WINOGRAD_WEIGHTS_WEIGHT],
+                                           args[NNW_CONV2D_WINOGRAD_WEIGHTS_U], NT,
+                                           scratch_bytes(c, m, 1, 1) >= 0, arena_bytes);
 }
 
 void nnw_run_conv2d_winograd_weights(const int32_t *args, uint8_t *arena) {
@@ -293,26 +325,7 @@ void nnw_run_conv2d_winograd_weights(const int32_t *args, uint8_t *arena) {
 int nnw_validate_conv2d_winograd(const int32_t *args, uint32_t arena_bytes) {
   struct nnw_conv2d p;
   decode(args, &p);
-  int32_t pos[] = {p.n, p.h, p.w};
-  if (nnw_check_positive(pos, 3) || !(p.lo <= p.hi)) return NNW_BAD_ARGS;
-  if (p.pt < 0 || p.pl < 0 || p.pt > WINOGRAD_LIMIT || p.pl > WINOGRAD_LIMIT) return NNW_BAD_ARGS;
-  int64_t scratch = scratch_bytes(p.c, p.m, p.oh, p.ow);
-  if (scratch < 0) return NNW_BAD_ARGS;
-  uint64_t n = (uint64_t)p.n, m = (uint64_t)p.m;
-  uint64_t x_bytes = nnw_mul(nnw_mul(n * 4, (uint64_t)p.c), nnw_mul((uint64_t)p.h, (uint64_t)p.w));
-  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)p.c, m), NT * 4);
-  uint64_t y_bytes = nnw_mul(nnw_mul(n * 4, m), nnw_mul((uint64_t)p.oh, (uint64_t)p.ow));
-  NNW_TRY(nnw_check_tensor(p.x, x_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.wt, u_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.b, m * 4, arena_bytes, 1, 1));
-  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.scratch, (uint64_t)scratch, arena_bytes, 0, 1));
-  const int32_t at[] = {p.x, p.wt, p.b, p.y, p.scratch};
-  const uint64_t size[] = {x_bytes, u_bytes, m * 4, y_bytes, (uint64_t)scratch};
-  for (int i = 0; i < 5; i++)      /* the output and the scratch apart from everything else */
-    for (int j = i + 1; j < 5; j++)
-      if (j >= 3) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
-  return NNW_OK;
+  return nnw_conv2d_winograd_check(&p, NT, scratch_bytes(p.c, p.m, p.oh, p.ow), WINOGRAD_LIMIT, arena_bytes);
 }
 
 void nnw_run_conv2d_winograd(const int32_t *args, uint8_t *arena) {

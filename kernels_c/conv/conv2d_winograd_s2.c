@@ -185,13 +185,9 @@ static void decode(const int32_t *a, struct nnw_conv2d *p) {
 
 int nnw_validate_conv2d_winograd_s2_weights(const int32_t *args, uint32_t arena_bytes) {
   int32_t c = args[NNW_CONV2D_WINOGRAD_S2_WEIGHTS_C], m = args[NNW_CONV2D_WINOGRAD_S2_WEIGHTS_M];
-  int32_t wt = args[NNW_CONV2D_WINOGRAD_S2_WEIGHTS_WEIGHT], u = args[NNW_CONV2D_WINOGRAD_S2_WEIGHTS_U];
-  if (scratch_bytes(c, m, 1, 1) < 0) return NNW_BAD_ARGS;
-  uint64_t w_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), 9 * 4);
-  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)c, (uint64_t)m), NG * 4);
-  NNW_TRY(nnw_check_tensor(wt, w_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(u, u_bytes, arena_bytes, 0, 1));
-  return nnw_check_apart(wt, w_bytes, u, u_bytes, 0);
+  return nnw_conv2d_winograd_check_weights(c, m, args[NNW_CONV2D_WINOGRAD_S2_WEIGHTS_WEIGHT],
+                                           args[NNW_CONV2D_WINOGRAD_S2_WEIGHTS_U], NG,
+                                           scratch_bytes(c, m, 1, 1) >= 0, arena_bytes);
 }
 
 void nnw_run_conv2d_winograd_s2_weights(const int32_t *args, uint8_t *arena) {
@@ -203,26 +199,7 @@ void nnw_run_conv2d_winograd_s2_weights(const int32_t *args, uint8_t *arena) {
 int nnw_validate_conv2d_winograd_s2(const int32_t *args, uint32_t arena_bytes) {
   struct nnw_conv2d p;
   decode(args, &p);
-  int32_t pos[] = {p.n, p.h, p.w};
-  if (nnw_check_positive(pos, 3) || !(p.lo <= p.hi)) return NNW_BAD_ARGS;
-  if (p.pt < 0 || p.pl < 0 || p.pt > LIMIT || p.pl > LIMIT) return NNW_BAD_ARGS;
-  int64_t scratch = scratch_bytes(p.c, p.m, p.oh, p.ow);
-  if (scratch < 0) return NNW_BAD_ARGS;
-  uint64_t n = (uint64_t)p.n, m = (uint64_t)p.m;
-  uint64_t x_bytes = nnw_mul(nnw_mul(n * 4, (uint64_t)p.c), nnw_mul((uint64_t)p.h, (uint64_t)p.w));
-  uint64_t u_bytes = nnw_mul(nnw_mul((uint64_t)p.c, m), NG * 4);
-  uint64_t y_bytes = nnw_mul(nnw_mul(n * 4, m), nnw_mul((uint64_t)p.oh, (uint64_t)p.ow));
-  NNW_TRY(nnw_check_tensor(p.x, x_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.wt, u_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.b, m * 4, arena_bytes, 1, 1));
-  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_tensor(p.scratch, (uint64_t)scratch, arena_bytes, 0, 1));
-  const int32_t at[] = {p.x, p.wt, p.b, p.y, p.scratch};
-  const uint64_t size[] = {x_bytes, u_bytes, m * 4, y_bytes, (uint64_t)scratch};
-  for (int i = 0; i < 5; i++)      /* the output and the scratch apart from everything else */
-    for (int j = i + 1; j < 5; j++)
-      if (j >= 3) NNW_TRY(nnw_check_apart(at[i], size[i], at[j], size[j], 0));
-  return NNW_OK;
+  return nnw_conv2d_winograd_check(&p, NG, scratch_bytes(p.c, p.m, p.oh, p.ow), LIMIT, arena_bytes);
 }
 
 void nnw_run_conv2d_winograd_s2(const int32_t *args, uint8_t *arena) {

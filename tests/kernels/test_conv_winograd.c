@@ -81,25 +81,29 @@ static void wg_case(const struct wg_case *t) {
   free(mag);
 }
 
-/* What the validators refuse: channels not in fours, sizes <= 0, pads < 0, overlaps, too little
- * arena for u or the scratch. */
-static void wg_hostile(void) {
-  int32_t c = 8, m = 4, h = 7, w = 7, scratch = nnw_conv2d_winograd_scratch_bytes(c, m, 7, 7);
-  expect(scratch > 0, "winograd scratch query");
-  expect(nnw_conv2d_winograd_scratch_bytes(6, 4, 7, 7) == -1, "winograd c % 4 refused");
-  expect(nnw_conv2d_winograd_scratch_bytes(4, 4, 0, 7) == -1, "winograd oh 0 refused");
-  expect(nnw_conv2d_winograd_scratch_bytes(4, 4, 7, 1 << 30) == -1, "winograd ow huge refused");
-  expect(nnw_conv2d_winograd_pays(6, 4, 56, 56) == 0, "winograd pays only where it runs");
-  int32_t x = 0, u = 4096, y = u + 36 * c * m * 4, s = y + m * 49 * 4;
+/* The validators both Winograd ops share (conv2d_winograd.c: nnw_conv2d_winograd_check and
+ * _check_weights), through op and its weights' init op, whose arguments stand in the same order:
+ * what they refuse (channels not in fours, sizes <= 0, pads < 0, overlaps, too little arena for u or
+ * the scratch). points: U's C x M matrices; an h x w input (7x7 output), its scratch bytes. */
+_Static_assert((int)NNW_CONV2D_WINOGRAD_S2_NARGS == (int)NNW_CONV2D_WINOGRAD_NARGS &&
+               (int)NNW_CONV2D_WINOGRAD_S2_C == (int)NNW_CONV2D_WINOGRAD_C &&
+               (int)NNW_CONV2D_WINOGRAD_S2_OW == (int)NNW_CONV2D_WINOGRAD_OW &&
+               (int)NNW_CONV2D_WINOGRAD_S2_ACT_MAX == (int)NNW_CONV2D_WINOGRAD_ACT_MAX &&
+               (int)NNW_CONV2D_WINOGRAD_S2_WEIGHTS_M == (int)NNW_CONV2D_WINOGRAD_WEIGHTS_M,
+               "conv2d_winograd and conv2d_winograd_s2 take their arguments in the same order");
+
+void wg_check_validators(int op, int weights_op, int points, int32_t h, int32_t w, int32_t scratch,
+                         const char *name) {
+  int32_t c = 8, m = 4;
+  int32_t x = 0, u = (c * h * w * 4 + 4095) / 4096 * 4096, y = u + points * c * m * 4, s = y + m * 49 * 4;
   uint32_t bytes = (uint32_t)(s + scratch);
   int32_t ok[] = {x, u, -1, y, s, 1, c, h, w, m, 7, 7, 1, 1, f32_bits(0.0f), f32_bits(INFINITY)};
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD, ok, NNW_CONV2D_WINOGRAD_NARGS, bytes) == NNW_OK,
-         "winograd: valid args load");
-  static const struct { int arg; int32_t value; const char *what; } bad[] = {
+  expect(load_status(op, ok, NNW_CONV2D_WINOGRAD_NARGS, bytes) == NNW_OK, "%s: valid args load", name);
+  const struct { int arg; int32_t value; const char *what; } bad[] = {
       {NNW_CONV2D_WINOGRAD_C, 6, "c not in fours"}, {NNW_CONV2D_WINOGRAD_M, 0, "m 0"},
       {NNW_CONV2D_WINOGRAD_N, 0, "n 0"},          {NNW_CONV2D_WINOGRAD_H, -1, "h < 0"},
       {NNW_CONV2D_WINOGRAD_PT, -1, "pt < 0"},     {NNW_CONV2D_WINOGRAD_PL, 1 << 30, "pl huge"},
-      {NNW_CONV2D_WINOGRAD_OW, 9, "ow past the scratch"}, {NNW_CONV2D_WINOGRAD_Y, 4100, "y over u"},
+      {NNW_CONV2D_WINOGRAD_OW, 9, "ow past the scratch"}, {NNW_CONV2D_WINOGRAD_Y, u + 4, "y over u"},
       {NNW_CONV2D_WINOGRAD_SCRATCH, 8, "scratch over x"}, {NNW_CONV2D_WINOGRAD_U, -1, "u absent"},
       {NNW_CONV2D_WINOGRAD_SCRATCH, -1, "scratch absent"},
       {NNW_CONV2D_WINOGRAD_ACT_MIN, 0x7fc00000, "act_min NaN"}};
@@ -107,17 +111,27 @@ static void wg_hostile(void) {
     int32_t a[NNW_CONV2D_WINOGRAD_NARGS];
     memcpy(a, ok, sizeof a);
     a[bad[i].arg] = bad[i].value;
-    expect(load_status(NNW_OP_CONV2D_WINOGRAD, a, NNW_CONV2D_WINOGRAD_NARGS, bytes) != NNW_OK,
-           "winograd refuses %s", bad[i].what);
+    expect(load_status(op, a, NNW_CONV2D_WINOGRAD_NARGS, bytes) != NNW_OK, "%s refuses %s", name, bad[i].what);
   }
   int32_t wok[] = {0, 4096, c, m};
-  uint32_t wbytes = 4096 + 36 * (uint32_t)(c * m) * 4;
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_WEIGHTS, wok, 4, wbytes) == NNW_OK, "weights: valid");
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_WEIGHTS, wok, 4, wbytes - 4) != NNW_OK, "weights: u past the arena");
+  uint32_t wbytes = 4096 + (uint32_t)(points * c * m) * 4;
+  expect(load_status(weights_op, wok, 4, wbytes) == NNW_OK, "%s weights: valid", name);
+  expect(load_status(weights_op, wok, 4, wbytes - 4) != NNW_OK, "%s weights: u past the arena", name);
   int32_t overlap[] = {0, 64, c, m}, odd[] = {0, 4096, 3, m}, neg[] = {0, 4096, c, -4};
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_WEIGHTS, overlap, 4, wbytes) != NNW_OK, "weights: u over the weights");
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_WEIGHTS, odd, 4, wbytes) != NNW_OK, "weights: c not in fours");
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_WEIGHTS, neg, 4, wbytes) != NNW_OK, "weights: m < 0");
+  expect(load_status(weights_op, overlap, 4, wbytes) != NNW_OK, "%s weights: u over the weights", name);
+  expect(load_status(weights_op, odd, 4, wbytes) != NNW_OK, "%s weights: c not in fours", name);
+  expect(load_status(weights_op, neg, 4, wbytes) != NNW_OK, "%s weights: m < 0", name);
+}
+
+/* The scratch query and the choice table refuse what the kernel does not take. */
+static void wg_hostile(void) {
+  int32_t scratch = nnw_conv2d_winograd_scratch_bytes(8, 4, 7, 7);
+  expect(scratch > 0, "winograd scratch query");
+  expect(nnw_conv2d_winograd_scratch_bytes(6, 4, 7, 7) == -1, "winograd c % 4 refused");
+  expect(nnw_conv2d_winograd_scratch_bytes(4, 4, 0, 7) == -1, "winograd oh 0 refused");
+  expect(nnw_conv2d_winograd_scratch_bytes(4, 4, 7, 1 << 30) == -1, "winograd ow huge refused");
+  expect(nnw_conv2d_winograd_pays(6, 4, 56, 56) == 0, "winograd pays only where it runs");
+  wg_check_validators(NNW_OP_CONV2D_WINOGRAD, NNW_OP_CONV2D_WINOGRAD_WEIGHTS, 36, 7, 7, scratch, "winograd");
 }
 
 void test_conv2d_winograd(void) {

@@ -82,8 +82,8 @@ static void s2_case(const struct s2_case *t) {
   free(mag);
 }
 
-/* What the validators refuse: channels not in fours, sizes <= 0, pads < 0, overlaps, too little
- * arena for u or the scratch. */
+/* The scratch query and the choice table refuse what the kernel does not take; the validators
+ * (shared with conv2d_winograd) are checked through this op too. */
 static void s2_hostile(void) {
   int32_t c = 8, m = 4, h = 14, w = 14, scratch = nnw_conv2d_winograd_s2_scratch_bytes(c, m, 7, 7);
   expect(scratch > 0, "winograd_s2 scratch query");
@@ -93,34 +93,7 @@ static void s2_hostile(void) {
   expect(nnw_conv2d_winograd_s2_pays(6, 4, 56, 56) == 0, "winograd_s2 pays only where it runs");
   expect(nnw_conv2d_winograd_s2_pays(8, 8, 7, 7) == 0 && nnw_conv2d_winograd_s2_pays(8, 8, 14, 14),
          "winograd_s2 pays from 25 tiles");
-  int32_t x = 0, u = 8192, y = u + 16 * c * m * 4, s = y + m * 49 * 4;
-  uint32_t bytes = (uint32_t)(s + scratch);
-  int32_t ok[] = {x, u, -1, y, s, 1, c, h, w, m, 7, 7, 1, 1, f32_bits(0.0f), f32_bits(INFINITY)};
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_S2, ok, NNW_CONV2D_WINOGRAD_S2_NARGS, bytes) == NNW_OK,
-         "winograd_s2: valid args load");
-  static const struct { int arg; int32_t value; const char *what; } bad[] = {
-      {NNW_CONV2D_WINOGRAD_S2_C, 6, "c not in fours"}, {NNW_CONV2D_WINOGRAD_S2_M, 0, "m 0"},
-      {NNW_CONV2D_WINOGRAD_S2_N, 0, "n 0"},          {NNW_CONV2D_WINOGRAD_S2_H, -1, "h < 0"},
-      {NNW_CONV2D_WINOGRAD_S2_PT, -1, "pt < 0"},     {NNW_CONV2D_WINOGRAD_S2_PL, 1 << 30, "pl huge"},
-      {NNW_CONV2D_WINOGRAD_S2_OW, 9, "ow past the scratch"}, {NNW_CONV2D_WINOGRAD_S2_Y, 8196, "y over u"},
-      {NNW_CONV2D_WINOGRAD_S2_SCRATCH, 8, "scratch over x"}, {NNW_CONV2D_WINOGRAD_S2_U, -1, "u absent"},
-      {NNW_CONV2D_WINOGRAD_S2_SCRATCH, -1, "scratch absent"},
-      {NNW_CONV2D_WINOGRAD_S2_ACT_MIN, 0x7fc00000, "act_min NaN"}};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    int32_t a[NNW_CONV2D_WINOGRAD_S2_NARGS];
-    memcpy(a, ok, sizeof a);
-    a[bad[i].arg] = bad[i].value;
-    expect(load_status(NNW_OP_CONV2D_WINOGRAD_S2, a, NNW_CONV2D_WINOGRAD_S2_NARGS, bytes) != NNW_OK,
-           "winograd_s2 refuses %s", bad[i].what);
-  }
-  int32_t wok[] = {0, 4096, c, m};
-  uint32_t wbytes = 4096 + 16 * (uint32_t)(c * m) * 4;
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS, wok, 4, wbytes) == NNW_OK, "s2 weights: valid");
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS, wok, 4, wbytes - 4) != NNW_OK, "s2 weights: u past the arena");
-  int32_t overlap[] = {0, 64, c, m}, odd[] = {0, 4096, 3, m}, neg[] = {0, 4096, c, -4};
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS, overlap, 4, wbytes) != NNW_OK, "s2 weights: u over the weights");
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS, odd, 4, wbytes) != NNW_OK, "s2 weights: c not in fours");
-  expect(load_status(NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS, neg, 4, wbytes) != NNW_OK, "s2 weights: m < 0");
+  wg_check_validators(NNW_OP_CONV2D_WINOGRAD_S2, NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS, 16, h, w, scratch, "winograd_s2");
 }
 
 void test_conv2d_winograd_s2(void) {
