@@ -17,6 +17,7 @@
 
 #include "conv2d.h"
 #include "simd.h"
+#include "winograd.h"
 
 #define NT 36 /* points of the 6x6 transformed tile */
 

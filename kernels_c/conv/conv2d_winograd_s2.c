@@ -16,6 +16,7 @@
 
 #include "conv2d.h"
 #include "simd.h"
+#include "winograd.h"
 
 #define NP 25 /* points of the 5x5 transformed tile */
 #define NG 16 /* distinct weight transforms */
