@@ -1,6 +1,7 @@
 /* conv2d_winograd_weights (the init op) and conv2d_winograd against a direct double-precision
  * reference: the transform run once at plan load, then the convolution on many shapes (tiles cut
- * by the image's edge, pads and crops, batch 2, no bias, clamps), and hostile arguments. */
+ * by the image's edge, pads and crops, batch 2, no bias, clamps), and hostile arguments. The case
+ * runner serves test_conv_winograd_s2.c's stride-2 op too (winograd_cases.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,13 +9,9 @@
 
 #include "harness.h"
 #include "tests.h"
+#include "winograd_cases.h"
 
-struct wg_case {
-  int n, c, h, w, m, pt, pl, pb, pr, bias;
-  float lo, hi;
-};
-
-static void ref(const struct wg_case *t, int oh, int ow, const float *x, const float *wt,
+static void ref(const struct wg_case *t, int stride, int oh, int ow, const float *x, const float *wt,
                 const float *b, double *y, double *mag) {
   for (int ni = 0; ni < t->n; ni++)
     for (int o = 0; o < t->m; o++)
@@ -24,7 +21,7 @@ static void ref(const struct wg_case *t, int oh, int ow, const float *x, const f
           for (int ci = 0; ci < t->c; ci++)
             for (int ky = 0; ky < 3; ky++)
               for (int kx = 0; kx < 3; kx++) {
-                int iy = oy - t->pt + ky, ix = ox - t->pl + kx;
+                int iy = stride * oy - t->pt + ky, ix = stride * ox - t->pl + kx;
                 if (iy < 0 || iy >= t->h || ix < 0 || ix >= t->w) continue;
                 double v = (double)x[((ni * t->c + ci) * t->h + iy) * t->w + ix] *
                            wt[((o * t->c + ci) * 3 + ky) * 3 + kx];
@@ -40,15 +37,19 @@ static void ref(const struct wg_case *t, int oh, int ow, const float *x, const f
 
 /* Offsets of x, weight, b, u, y, scratch; the init op runs at load from the plan's weights
  * (x, weight, b copied into the arena by nnw_plan_load), the conv as the run op. */
-static void wg_case(const struct wg_case *t) {
-  int oh = t->h + t->pt + t->pb - 2, ow = t->w + t->pl + t->pr - 2;
-  int32_t scratch = nnw_conv2d_winograd_scratch_bytes(t->c, t->m, oh, ow);
+void wg_run_case(const struct wg_case *t, int stride) {
+  int oh = (t->h + t->pt + t->pb - 3) / stride + 1, ow = (t->w + t->pl + t->pr - 3) / stride + 1;
+  int s2 = stride == 2, points = s2 ? 16 : 36;
+  int op = s2 ? NNW_OP_CONV2D_WINOGRAD_S2 : NNW_OP_CONV2D_WINOGRAD;
+  int init_op = s2 ? NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS : NNW_OP_CONV2D_WINOGRAD_WEIGHTS;
+  int32_t scratch = s2 ? nnw_conv2d_winograd_s2_scratch_bytes(t->c, t->m, oh, ow)
+                       : nnw_conv2d_winograd_scratch_bytes(t->c, t->m, oh, ow);
   char name[160];
-  snprintf(name, sizeof name, "conv2d_winograd n%d c%d %dx%d m%d pad%d,%d,%d,%d bias%d [%g,%g]",
-           t->n, t->c, t->h, t->w, t->m, t->pt, t->pl, t->pb, t->pr, t->bias, t->lo, t->hi);
+  snprintf(name, sizeof name, "conv2d_winograd%s n%d c%d %dx%d m%d pad%d,%d,%d,%d bias%d [%g,%g]",
+           s2 ? "_s2" : "", t->n, t->c, t->h, t->w, t->m, t->pt, t->pl, t->pb, t->pr, t->bias, t->lo, t->hi);
   if (!expect(scratch > 0, "%s: scratch query %d", name, scratch)) return;
   size_t xn = (size_t)t->n * t->c * t->h * t->w, wn = (size_t)t->m * t->c * 9;
-  size_t un = 36 * (size_t)t->c * t->m, yn = (size_t)t->n * t->m * oh * ow;
+  size_t un = (size_t)points * t->c * t->m, yn = (size_t)t->n * t->m * oh * ow;
   size_t xb = (4 * xn + 15) / 16 * 16, wb = (4 * wn + 15) / 16 * 16, bb = (4 * (size_t)t->m + 15) / 16 * 16;
   uint32_t weights_bytes = (uint32_t)(xb + wb + bb);
   uint8_t *weights = calloc(1, weights_bytes);
@@ -58,7 +59,7 @@ static void wg_case(const struct wg_case *t) {
   fill_random(wt, wn, -1, 1);
   fill_random(b, (size_t)t->m, -1, 1);
   double *want = malloc(8 * yn), *mag = malloc(8 * yn);
-  ref(t, oh, ow, x, wt, b, want, mag);
+  ref(t, stride, oh, ow, x, wt, b, want, mag);
   int32_t u_at = (int32_t)weights_bytes, y_at = u_at + (int32_t)(4 * un);
   int32_t s_at = y_at + (int32_t)(4 * yn);
   uint32_t arena_bytes = (uint32_t)s_at + (uint32_t)scratch; /* the scratch flush with the end */
@@ -66,8 +67,8 @@ static void wg_case(const struct wg_case *t) {
   int32_t args[] = {0, u_at, t->bias ? (int32_t)(xb + wb) : -1, y_at, s_at, t->n, t->c, t->h, t->w,
                     t->m, oh, ow, t->pt, t->pl, f32_bits(t->lo), f32_bits(t->hi)};
   int32_t init[8], run[24];
-  int ni = op_words(init, NNW_OP_CONV2D_WINOGRAD_WEIGHTS, init_args, NNW_CONV2D_WINOGRAD_WEIGHTS_NARGS);
-  int nr = op_words(run, NNW_OP_CONV2D_WINOGRAD, args, NNW_CONV2D_WINOGRAD_NARGS);
+  int ni = op_words(init, init_op, init_args, NNW_CONV2D_WINOGRAD_WEIGHTS_NARGS);
+  int nr = op_words(run, op, args, NNW_CONV2D_WINOGRAD_NARGS);
   struct plan p = plan_build(init, (uint32_t)ni, run, (uint32_t)nr, arena_bytes, weights, weights_bytes);
   uint8_t *arena = arena_new(arena_bytes);
   int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
@@ -79,6 +80,19 @@ static void wg_case(const struct wg_case *t) {
   free(weights);
   free(want);
   free(mag);
+}
+
+void wg_run_random_cases(int stride) {
+  const float I = INFINITY;
+  for (int r = 0; r < 20; r++) {
+    struct wg_case t = {1 + (int)(rng_u32() % 2), 4 * (1 + (int)(rng_u32() % 4)),
+                        1 + (int)(rng_u32() % 15), 1 + (int)(rng_u32() % 15),
+                        4 * (1 + (int)(rng_u32() % 4)), (int)(rng_u32() % 3), (int)(rng_u32() % 3),
+                        (int)(rng_u32() % 3), (int)(rng_u32() % 3), (int)(rng_u32() % 2),
+                        rng_u32() % 2 ? 0.0f : -I, rng_u32() % 2 ? 1.0f : I};
+    if (t.h + t.pt + t.pb < 3 || t.w + t.pl + t.pr < 3) continue;
+    wg_run_case(&t, stride);
+  }
 }
 
 /* The validators both Winograd ops share (conv2d_winograd.c: nnw_conv2d_winograd_check and
@@ -152,15 +166,7 @@ void test_conv2d_winograd(void) {
       {1, 64, 28, 28, 64, 1, 1, 1, 1, 1, 0, I},   /* tiles in 2 blocks (tile_block) */
       {2, 16, 45, 43, 20, 1, 1, 1, 1, 1, -I, I},  /* 3 blocks, edge tiles, batch 2 */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) wg_case(&cases[i]);
-  for (int r = 0; r < 20; r++) {
-    struct wg_case t = {1 + (int)(rng_u32() % 2), 4 * (1 + (int)(rng_u32() % 4)),
-                        1 + (int)(rng_u32() % 15), 1 + (int)(rng_u32() % 15),
-                        4 * (1 + (int)(rng_u32() % 4)), (int)(rng_u32() % 3), (int)(rng_u32() % 3),
-                        (int)(rng_u32() % 3), (int)(rng_u32() % 3), (int)(rng_u32() % 2),
-                        rng_u32() % 2 ? 0.0f : -I, rng_u32() % 2 ? 1.0f : I};
-    if (t.h + t.pt + t.pb < 3 || t.w + t.pl + t.pr < 3) continue;
-    wg_case(&t);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) wg_run_case(&cases[i], 1);
+  wg_run_random_cases(1);
   wg_hostile();
 }

@@ -1,86 +1,13 @@
 /* conv2d_winograd_s2_weights (the init op) and conv2d_winograd_s2 (3x3 stride 2) against a
- * direct double-precision reference: the transform run once at plan load, then the convolution on
- * many shapes (tiles cut by the image's edge, odd and even sizes, pads and crops, batch 2, no
- * bias, clamps), and hostile arguments. */
+ * direct double-precision reference, through test_conv_winograd.c's case runner (winograd_cases.h):
+ * the transform run once at plan load, then the convolution on many shapes (tiles cut by the
+ * image's edge, odd and even sizes, pads and crops, batch 2, no bias, clamps), and hostile
+ * arguments. */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "harness.h"
 #include "tests.h"
-
-struct s2_case {
-  int n, c, h, w, m, pt, pl, pb, pr, bias;
-  float lo, hi;
-};
-
-static void ref(const struct s2_case *t, int oh, int ow, const float *x, const float *wt,
-                const float *b, double *y, double *mag) {
-  for (int ni = 0; ni < t->n; ni++)
-    for (int o = 0; o < t->m; o++)
-      for (int oy = 0; oy < oh; oy++)
-        for (int ox = 0; ox < ow; ox++) {
-          double s = t->bias ? b[o] : 0.0, a = fabs(s);
-          for (int ci = 0; ci < t->c; ci++)
-            for (int ky = 0; ky < 3; ky++)
-              for (int kx = 0; kx < 3; kx++) {
-                int iy = 2 * oy - t->pt + ky, ix = 2 * ox - t->pl + kx;
-                if (iy < 0 || iy >= t->h || ix < 0 || ix >= t->w) continue;
-                double v = (double)x[((ni * t->c + ci) * t->h + iy) * t->w + ix] *
-                           wt[((o * t->c + ci) * 3 + ky) * 3 + kx];
-                s += v;
-                a += fabs(v);
-              }
-          s = s < t->lo ? t->lo : s > t->hi ? t->hi : s;
-          size_t i = ((size_t)(ni * t->m + o) * oh + oy) * ow + ox;
-          y[i] = s;
-          mag[i] = a;
-        }
-}
-
-/* Offsets of x, weight, b, u, y, scratch; the init op runs at load from the plan's weights
- * (x, weight, b copied into the arena by nnw_plan_load), the conv as the run op. */
-static void s2_case(const struct s2_case *t) {
-  int oh = (t->h + t->pt + t->pb - 3) / 2 + 1, ow = (t->w + t->pl + t->pr - 3) / 2 + 1;
-  int32_t scratch = nnw_conv2d_winograd_s2_scratch_bytes(t->c, t->m, oh, ow);
-  char name[160];
-  snprintf(name, sizeof name, "conv2d_winograd_s2 n%d c%d %dx%d m%d pad%d,%d,%d,%d bias%d [%g,%g]",
-           t->n, t->c, t->h, t->w, t->m, t->pt, t->pl, t->pb, t->pr, t->bias, t->lo, t->hi);
-  if (!expect(scratch > 0, "%s: scratch query %d", name, scratch)) return;
-  size_t xn = (size_t)t->n * t->c * t->h * t->w, wn = (size_t)t->m * t->c * 9;
-  size_t un = 16 * (size_t)t->c * t->m, yn = (size_t)t->n * t->m * oh * ow;
-  size_t xb = (4 * xn + 15) / 16 * 16, wb = (4 * wn + 15) / 16 * 16, bb = (4 * (size_t)t->m + 15) / 16 * 16;
-  uint32_t weights_bytes = (uint32_t)(xb + wb + bb);
-  uint8_t *weights = calloc(1, weights_bytes);
-  float *x = (float *)(void *)weights, *wt = (float *)(void *)(weights + xb);
-  float *b = (float *)(void *)(weights + xb + wb);
-  fill_random(x, xn, -1, 1);
-  fill_random(wt, wn, -1, 1);
-  fill_random(b, (size_t)t->m, -1, 1);
-  double *want = malloc(8 * yn), *mag = malloc(8 * yn);
-  ref(t, oh, ow, x, wt, b, want, mag);
-  int32_t u_at = (int32_t)weights_bytes, y_at = u_at + (int32_t)(4 * un);
-  int32_t s_at = y_at + (int32_t)(4 * yn);
-  uint32_t arena_bytes = (uint32_t)s_at + (uint32_t)scratch; /* the scratch flush with the end */
-  int32_t init_args[] = {(int32_t)xb, u_at, t->c, t->m};
-  int32_t args[] = {0, u_at, t->bias ? (int32_t)(xb + wb) : -1, y_at, s_at, t->n, t->c, t->h, t->w,
-                    t->m, oh, ow, t->pt, t->pl, f32_bits(t->lo), f32_bits(t->hi)};
-  int32_t init[8], run[24];
-  int ni = op_words(init, NNW_OP_CONV2D_WINOGRAD_S2_WEIGHTS, init_args, NNW_CONV2D_WINOGRAD_S2_WEIGHTS_NARGS);
-  int nr = op_words(run, NNW_OP_CONV2D_WINOGRAD_S2, args, NNW_CONV2D_WINOGRAD_S2_NARGS);
-  struct plan p = plan_build(init, (uint32_t)ni, run, (uint32_t)nr, arena_bytes, weights, weights_bytes);
-  uint8_t *arena = arena_new(arena_bytes);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  if (status == NNW_OK) status = nnw_plan_run(p.bytes, arena);
-  if (expect(status == NNW_OK, "%s: status %d", name, status))
-    check_close(name, at(arena, y_at), want, mag, yn, 1e-6, 2e-5); /* transforms of additions: rounds less than F(4x4) */
-  free(arena);
-  plan_free(&p);
-  free(weights);
-  free(want);
-  free(mag);
-}
+#include "winograd_cases.h"
 
 /* The scratch query and the choice table refuse what the kernel does not take; the validators
  * (shared with conv2d_winograd) are checked through this op too. */
@@ -98,7 +25,7 @@ static void s2_hostile(void) {
 
 void test_conv2d_winograd_s2(void) {
   const float I = INFINITY;
-  static const struct s2_case cases[] = {
+  static const struct wg_case cases[] = {
       /* n  c   h   w   m pt pl pb pr bias lo hi */
       {1, 8, 14, 14, 4, 1, 1, 1, 1, 1, 0, I},     /* ResNet-50's layer4 shape: 7x7, edge tiles */
       {1, 16, 28, 28, 8, 1, 1, 1, 1, 1, -I, I},   /* 14x14 */
@@ -115,15 +42,7 @@ void test_conv2d_winograd_s2(void) {
       {1, 32, 58, 58, 32, 1, 1, 1, 1, 1, 0, I},   /* many channels and tiles */
       {2, 16, 61, 57, 24, 1, 1, 0, 1, 1, -I, I},  /* edge tiles, batch 2 */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) s2_case(&cases[i]);
-  for (int r = 0; r < 20; r++) {
-    struct s2_case t = {1 + (int)(rng_u32() % 2), 4 * (1 + (int)(rng_u32() % 4)),
-                        1 + (int)(rng_u32() % 15), 1 + (int)(rng_u32() % 15),
-                        4 * (1 + (int)(rng_u32() % 4)), (int)(rng_u32() % 3), (int)(rng_u32() % 3),
-                        (int)(rng_u32() % 3), (int)(rng_u32() % 3), (int)(rng_u32() % 2),
-                        rng_u32() % 2 ? 0.0f : -I, rng_u32() % 2 ? 1.0f : I};
-    if (t.h + t.pt + t.pb < 3 || t.w + t.pl + t.pr < 3) continue;
-    s2_case(&t);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) wg_run_case(&cases[i], 2);
+  wg_run_random_cases(2);
   s2_hostile();
 }

@@ -6,9 +6,6 @@
 void test_conv2d(void);
 void test_conv2d_winograd(void);
 void test_conv2d_winograd_s2(void);
-/* test_conv_winograd.c: the validators both Winograd ops share, through op and its weights init op */
-void wg_check_validators(int op, int weights_op, int points, int32_t h, int32_t w, int32_t scratch,
-                         const char *name);
 void test_gemm(void);
 void test_matmul(void);
 void test_host_hints(void);
