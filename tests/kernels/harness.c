@@ -104,6 +104,15 @@ int load_status(int opcode, const int32_t *args, int n_args, uint32_t arena_byte
   return status;
 }
 
+void load_patched(const char *what, int opcode, const int32_t *base, int n, int i, int32_t v,
+                  uint32_t arena_bytes, int want) {
+  int32_t args[64];
+  memcpy(args, base, 4 * (size_t)n);
+  if (i >= 0) args[i] = v;
+  int got = load_status(opcode, args, n, arena_bytes);
+  expect(got == want, "%s: %s gives %d, want %d", nnw_op_names[opcode], what, got, want);
+}
+
 int run_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes) {
   int32_t words[128];
   int n = op_words(words, opcode, args, n_args);

@@ -46,6 +46,11 @@ int run_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t
  * expectation recorded): for hostile-argument tests. */
 int load_status(int opcode, const int32_t *args, int n_args, uint32_t arena_bytes);
 
+/* Expects load_status `want` for the op's n (<= 64) arguments base with argument i (if >= 0) set
+ * to v; `what` names the patch in the failure. */
+void load_patched(const char *what, int opcode, const int32_t *base, int n, int i, int32_t v,
+                  uint32_t arena_bytes, int want);
+
 /* words of one op: [opcode, n_args, args...]; returns the word count */
 int op_words(int32_t *dst, int opcode, const int32_t *args, int n_args);
 

@@ -116,9 +116,6 @@ void test_q8_gemm(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) gemm_case(&cases[i]);
 }
 
-static void patched(const char *what, int opcode, const int32_t *base, int n, int i, int32_t v,
-                    uint32_t arena_bytes, int want);
-
 /* q8_gemm_ep: uint8 x int8 into float32, then + fbias + r and gelu, against a double reference */
 static void gemm_ep_case(int batch, int m, int n, int k, int has_fbias, int has_r, int act) {
   size_t a_n = (size_t)batch * m * k, b_n = (size_t)k * n, y_n = (size_t)batch * m * n;
@@ -191,18 +188,18 @@ void test_q8_gemm_ep(void) {
   const int32_t g[NNW_Q8_GEMM_EP_NARGS] = {A, B, AZ, BZ, BIAS, SC, Y, SCR, U8, I8, F32, 1, 2, 8, 4, 0, 0,
                                            0, 1, 0, 1, 1, 0, 0, 0, FB, R, 1};
   const int n = NNW_Q8_GEMM_EP_NARGS;
-  patched("valid", NNW_OP_Q8_GEMM_EP, g, n, -1, 0, ARENA, NNW_OK);
-  patched("no fbias", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, -1, ARENA, NNW_OK);
-  patched("act 2", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_ACT, 2, ARENA, NNW_BAD_ARGS);
-  patched("y int8", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_Y_DTYPE, I8, ARENA, NNW_BAD_ARGS);
-  patched("per_row", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_PER_ROW, 1, ARENA, NNW_BAD_ARGS);
-  patched("m 0 (q8_gemm's checks)", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_M, 0, ARENA, NNW_BAD_ARGS);
-  patched("fbias past the arena", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, ARENA - 16, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("r past the arena", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, ARENA - 32, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("r misaligned", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, R + 2, ARENA, NNW_BAD_ARGS);
-  patched("r is y", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, Y, ARENA, NNW_BAD_ARGS);
-  patched("fbias over y", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, Y + 16, ARENA, NNW_BAD_ARGS);
-  patched("batch huge", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_BATCH, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("valid", NNW_OP_Q8_GEMM_EP, g, n, -1, 0, ARENA, NNW_OK);
+  load_patched("no fbias", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, -1, ARENA, NNW_OK);
+  load_patched("act 2", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_ACT, 2, ARENA, NNW_BAD_ARGS);
+  load_patched("y int8", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_Y_DTYPE, I8, ARENA, NNW_BAD_ARGS);
+  load_patched("per_row", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_PER_ROW, 1, ARENA, NNW_BAD_ARGS);
+  load_patched("m 0 (q8_gemm's checks)", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_M, 0, ARENA, NNW_BAD_ARGS);
+  load_patched("fbias past the arena", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, ARENA - 16, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("r past the arena", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, ARENA - 32, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("r misaligned", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, R + 2, ARENA, NNW_BAD_ARGS);
+  load_patched("r is y", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_R, Y, ARENA, NNW_BAD_ARGS);
+  load_patched("fbias over y", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_FBIAS, Y + 16, ARENA, NNW_BAD_ARGS);
+  load_patched("batch huge", NNW_OP_Q8_GEMM_EP, g, n, NNW_Q8_GEMM_EP_BATCH, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
 }
 
 /* ---- q8_conv2d -------------------------------------------------------------------------- */
@@ -532,44 +529,35 @@ void test_q8_add(void) {
 
 /* ---- hostile arguments ------------------------------------------------------------------ */
 
-static void patched(const char *what, int opcode, const int32_t *base, int n, int i, int32_t v,
-                    uint32_t arena_bytes, int want) {
-  int32_t args[64];
-  memcpy(args, base, 4 * (size_t)n);
-  if (i >= 0) args[i] = v;
-  int got = load_status(opcode, args, n, arena_bytes);
-  expect(got == want, "%s: %s gives %d, want %d", nnw_op_names[opcode], what, got, want);
-}
-
 void test_q8_hostile(void) {
   enum { A = 0, B = 64, AZ = 128, BZ = 132, BIAS = 136, SC = 168, Y = 200, SCR = 264, ARENA = 512 };
   /* gemm m 2, n 8, k 4 into int8 */
   const int32_t g[NNW_Q8_GEMM_NARGS] = {A, B, AZ, BZ, BIAS, SC, Y, SCR, U8, I8, I8, 1, 2, 8, 4, 0, 0,
                                         0, 1, 0, 1, 1, -3, -128, 127};
   const int n = NNW_Q8_GEMM_NARGS;
-  patched("valid", NNW_OP_Q8_GEMM, g, n, -1, 0, ARENA, NNW_OK);
-  patched("a dtype f32", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A_DTYPE, F32, ARENA, NNW_BAD_ARGS);
-  patched("y dtype 99", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_DTYPE, 99, ARENA, NNW_BAD_ARGS);
-  patched("m 0", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_M, 0, ARENA, NNW_BAD_ARGS);
-  patched("k negative", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_K, -4, ARENA, NNW_BAD_ARGS);
-  patched("n huge", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_N, INT32_MAX, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("batch huge", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_BATCH, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("a_bs negative", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A_BS, -1, ARENA, NNW_BAD_ARGS);
-  patched("zp stride 2", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_B_ZP_CS, 2, ARENA, NNW_BAD_ARGS);
-  patched("per_row -1", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_PER_ROW, -1, ARENA, NNW_BAD_ARGS);
-  patched("y_zp out of int8", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_ZP, 128, ARENA, NNW_BAD_ARGS);
-  patched("y_min = y_max", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_MIN, 127, ARENA, NNW_OK);
-  patched("y_max < y_min", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_MAX, -129, ARENA, NNW_BAD_ARGS);
-  patched("a past the arena", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A, ARENA - 4, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("a negative", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A, -8, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("b absent", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_B, -1, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("scale absent for int8 out", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCALE, -1, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("bias misaligned", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_BIAS, BIAS + 2, ARENA, NNW_BAD_ARGS);
-  patched("scratch misaligned", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCRATCH, SCR + 1, ARENA, NNW_BAD_ARGS);
-  patched("scratch too small", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCRATCH, ARENA - 8, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("y over a", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y, A + 4, ARENA, NNW_BAD_ARGS);
-  patched("scratch over b", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCRATCH, B, ARENA, NNW_BAD_ARGS);
-  patched("y over the scratch", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y, SCR, ARENA, NNW_BAD_ARGS);
+  load_patched("valid", NNW_OP_Q8_GEMM, g, n, -1, 0, ARENA, NNW_OK);
+  load_patched("a dtype f32", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A_DTYPE, F32, ARENA, NNW_BAD_ARGS);
+  load_patched("y dtype 99", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_DTYPE, 99, ARENA, NNW_BAD_ARGS);
+  load_patched("m 0", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_M, 0, ARENA, NNW_BAD_ARGS);
+  load_patched("k negative", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_K, -4, ARENA, NNW_BAD_ARGS);
+  load_patched("n huge", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_N, INT32_MAX, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("batch huge", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_BATCH, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("a_bs negative", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A_BS, -1, ARENA, NNW_BAD_ARGS);
+  load_patched("zp stride 2", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_B_ZP_CS, 2, ARENA, NNW_BAD_ARGS);
+  load_patched("per_row -1", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_PER_ROW, -1, ARENA, NNW_BAD_ARGS);
+  load_patched("y_zp out of int8", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_ZP, 128, ARENA, NNW_BAD_ARGS);
+  load_patched("y_min = y_max", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_MIN, 127, ARENA, NNW_OK);
+  load_patched("y_max < y_min", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y_MAX, -129, ARENA, NNW_BAD_ARGS);
+  load_patched("a past the arena", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A, ARENA - 4, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("a negative", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_A, -8, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("b absent", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_B, -1, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("scale absent for int8 out", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCALE, -1, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("bias misaligned", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_BIAS, BIAS + 2, ARENA, NNW_BAD_ARGS);
+  load_patched("scratch misaligned", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCRATCH, SCR + 1, ARENA, NNW_BAD_ARGS);
+  load_patched("scratch too small", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCRATCH, ARENA - 8, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("y over a", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y, A + 4, ARENA, NNW_BAD_ARGS);
+  load_patched("scratch over b", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_SCRATCH, B, ARENA, NNW_BAD_ARGS);
+  load_patched("y over the scratch", NNW_OP_Q8_GEMM, g, n, NNW_Q8_GEMM_Y, SCR, ARENA, NNW_BAD_ARGS);
 
   /* conv 1x2x4x4 -> 3 channels 3x3 kernel, pads 1 */
   int32_t cs = nnw_q8_conv2d_scratch_bytes(2, 3, 1, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, 4, 4);
@@ -577,70 +565,70 @@ void test_q8_hostile(void) {
   const int32_t c[NNW_Q8_CONV2D_NARGS] = {A, B, AZ, BZ, BIAS, SC, Y, SCR, U8, I8, U8, 1, 2, 4, 4, 3,
                                           4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 128, 0, 255};
   const int nc = NNW_Q8_CONV2D_NARGS;
-  patched("valid", NNW_OP_Q8_CONV2D, c, nc, -1, 0, 2048, NNW_OK);
-  patched("group 0", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_GROUP, 0, 2048, NNW_BAD_ARGS);
-  patched("group not dividing c", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_GROUP, 3, 2048, NNW_BAD_ARGS);
-  patched("pads negative", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_PT, -1, 2048, NNW_BAD_ARGS);
-  patched("stride huge", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_SH, INT32_MAX, 2048, NNW_BAD_ARGS);
-  patched("oh huge", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_OH, 1 << 29, 2048, NNW_BAD_ARGS);
-  patched("n huge", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_N, INT32_MAX, 2048, NNW_OUT_OF_BOUNDS);
-  patched("x dtype i32", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_X_DTYPE, I32, 2048, NNW_BAD_ARGS);
-  patched("w_zp_s 5", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_W_ZP_S, 5, 2048, NNW_BAD_ARGS);
-  patched("scratch short", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_SCRATCH, 2048 - cs + 4, 2048, NNW_OUT_OF_BOUNDS);
-  patched("y over w", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_Y, B, 2048, NNW_BAD_ARGS);
-  patched("y_zp out of uint8", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_Y_ZP, -1, 2048, NNW_BAD_ARGS);
+  load_patched("valid", NNW_OP_Q8_CONV2D, c, nc, -1, 0, 2048, NNW_OK);
+  load_patched("group 0", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_GROUP, 0, 2048, NNW_BAD_ARGS);
+  load_patched("group not dividing c", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_GROUP, 3, 2048, NNW_BAD_ARGS);
+  load_patched("pads negative", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_PT, -1, 2048, NNW_BAD_ARGS);
+  load_patched("stride huge", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_SH, INT32_MAX, 2048, NNW_BAD_ARGS);
+  load_patched("oh huge", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_OH, 1 << 29, 2048, NNW_BAD_ARGS);
+  load_patched("n huge", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_N, INT32_MAX, 2048, NNW_OUT_OF_BOUNDS);
+  load_patched("x dtype i32", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_X_DTYPE, I32, 2048, NNW_BAD_ARGS);
+  load_patched("w_zp_s 5", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_W_ZP_S, 5, 2048, NNW_BAD_ARGS);
+  load_patched("scratch short", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_SCRATCH, 2048 - cs + 4, 2048, NNW_OUT_OF_BOUNDS);
+  load_patched("y over w", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_Y, B, 2048, NNW_BAD_ARGS);
+  load_patched("y_zp out of uint8", NNW_OP_Q8_CONV2D, c, nc, NNW_Q8_CONV2D_Y_ZP, -1, 2048, NNW_BAD_ARGS);
   /* q8_conv2d_pk on the same conv, weights packed at 2048 (16 + 4 * 3 * 9 = 124 bytes) */
   int32_t cp[NNW_Q8_CONV2D_PK_NARGS];
   memcpy(cp, c, sizeof cp);
   cp[NNW_Q8_CONV2D_PK_WEIGHT] = 2048;
-  patched("valid", NNW_OP_Q8_CONV2D_PK, cp, nc, -1, 0, 2176, NNW_OK);
-  patched("packed weights past the arena", NNW_OP_Q8_CONV2D_PK, cp, nc, -1, 0, 2048 + 120, NNW_OUT_OF_BOUNDS);
-  patched("packed weights misaligned", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_WEIGHT, 2050, 2176, NNW_BAD_ARGS);
-  patched("group 2", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_GROUP, 2, 2176, NNW_BAD_ARGS);
-  patched("y int32", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_Y_DTYPE, I32, 2176, NNW_BAD_ARGS);
-  patched("y over the packed weights", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_Y, 2048, 2176, NNW_BAD_ARGS);
-  patched("c 3 (k 27: 16 + 168 bytes)", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_C, 3, 2176, NNW_OUT_OF_BOUNDS);
+  load_patched("valid", NNW_OP_Q8_CONV2D_PK, cp, nc, -1, 0, 2176, NNW_OK);
+  load_patched("packed weights past the arena", NNW_OP_Q8_CONV2D_PK, cp, nc, -1, 0, 2048 + 120, NNW_OUT_OF_BOUNDS);
+  load_patched("packed weights misaligned", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_WEIGHT, 2050, 2176, NNW_BAD_ARGS);
+  load_patched("group 2", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_GROUP, 2, 2176, NNW_BAD_ARGS);
+  load_patched("y int32", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_Y_DTYPE, I32, 2176, NNW_BAD_ARGS);
+  load_patched("y over the packed weights", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_Y, 2048, 2176, NNW_BAD_ARGS);
+  load_patched("c 3 (k 27: 16 + 168 bytes)", NNW_OP_Q8_CONV2D_PK, cp, nc, NNW_Q8_CONV2D_PK_C, 3, 2176, NNW_OUT_OF_BOUNDS);
   const int32_t pw[NNW_Q8_CONV2D_PACK_W_NARGS] = {B, BZ, 2048, I8, 3, 18, 0};
   const int npw = NNW_Q8_CONV2D_PACK_W_NARGS;
-  patched("valid", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, -1, 0, 2176, NNW_OK);
-  patched("no zero point", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_ZP, -1, 2176, NNW_OK);
-  patched("m 0", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_M, 0, 2176, NNW_BAD_ARGS);
-  patched("k -1", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_K, -1, 2176, NNW_BAD_ARGS);
-  patched("dtype i32", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_DTYPE, I32, 2176, NNW_BAD_ARGS);
-  patched("w_zp_s 2", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_ZP_S, 2, 2176, NNW_BAD_ARGS);
-  patched("wp past the arena", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, -1, 0, 2160, NNW_OUT_OF_BOUNDS);
-  patched("wp misaligned", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, 2049, 2176, NNW_BAD_ARGS);
-  patched("wp over w", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, B, 2176, NNW_BAD_ARGS);
-  patched("wp over the zero points", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, BZ - 64, 2176, NNW_BAD_ARGS);
-  patched("m huge", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_M, INT32_MAX, 2176, NNW_OUT_OF_BOUNDS);
-  patched("k huge", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_K, 1 << 30, 2176, NNW_OUT_OF_BOUNDS);
+  load_patched("valid", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, -1, 0, 2176, NNW_OK);
+  load_patched("no zero point", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_ZP, -1, 2176, NNW_OK);
+  load_patched("m 0", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_M, 0, 2176, NNW_BAD_ARGS);
+  load_patched("k -1", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_K, -1, 2176, NNW_BAD_ARGS);
+  load_patched("dtype i32", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_DTYPE, I32, 2176, NNW_BAD_ARGS);
+  load_patched("w_zp_s 2", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_W_ZP_S, 2, 2176, NNW_BAD_ARGS);
+  load_patched("wp past the arena", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, -1, 0, 2160, NNW_OUT_OF_BOUNDS);
+  load_patched("wp misaligned", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, 2049, 2176, NNW_BAD_ARGS);
+  load_patched("wp over w", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, B, 2176, NNW_BAD_ARGS);
+  load_patched("wp over the zero points", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_WP, BZ - 64, 2176, NNW_BAD_ARGS);
+  load_patched("m huge", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_M, INT32_MAX, 2176, NNW_OUT_OF_BOUNDS);
+  load_patched("k huge", NNW_OP_Q8_CONV2D_PACK_W, pw, npw, NNW_Q8_CONV2D_PACK_W_K, 1 << 30, 2176, NNW_OUT_OF_BOUNDS);
 
   const int32_t q[8] = {A, SC, AZ, Y, U8, 2, 4, 3};
-  patched("valid", NNW_OP_Q8_QUANTIZE, q, 8, -1, 0, ARENA, NNW_OK);
-  patched("dtype i32", NNW_OP_Q8_QUANTIZE, q, 8, 4, I32, ARENA, NNW_BAD_ARGS);
-  patched("axis 0", NNW_OP_Q8_QUANTIZE, q, 8, 6, 0, ARENA, NNW_BAD_ARGS);
-  patched("inner huge", NNW_OP_Q8_QUANTIZE, q, 8, 7, INT32_MAX, ARENA, NNW_OUT_OF_BOUNDS);
-  patched("x misaligned", NNW_OP_Q8_QUANTIZE, q, 8, 0, 2, ARENA, NNW_BAD_ARGS);
-  patched("y over x", NNW_OP_Q8_QUANTIZE, q, 8, 3, A + 8, ARENA, NNW_BAD_ARGS);
-  patched("scale past the arena", NNW_OP_Q8_QUANTIZE, q, 8, 1, ARENA - 8, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("valid", NNW_OP_Q8_QUANTIZE, q, 8, -1, 0, ARENA, NNW_OK);
+  load_patched("dtype i32", NNW_OP_Q8_QUANTIZE, q, 8, 4, I32, ARENA, NNW_BAD_ARGS);
+  load_patched("axis 0", NNW_OP_Q8_QUANTIZE, q, 8, 6, 0, ARENA, NNW_BAD_ARGS);
+  load_patched("inner huge", NNW_OP_Q8_QUANTIZE, q, 8, 7, INT32_MAX, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("x misaligned", NNW_OP_Q8_QUANTIZE, q, 8, 0, 2, ARENA, NNW_BAD_ARGS);
+  load_patched("y over x", NNW_OP_Q8_QUANTIZE, q, 8, 3, A + 8, ARENA, NNW_BAD_ARGS);
+  load_patched("scale past the arena", NNW_OP_Q8_QUANTIZE, q, 8, 1, ARENA - 8, ARENA, NNW_OUT_OF_BOUNDS);
   const int32_t dq[8] = {A, SC, AZ, Y, I32, 2, 4, 3};
-  patched("valid int32", NNW_OP_Q8_DEQUANTIZE, dq, 8, -1, 0, ARENA, NNW_OK);
-  patched("dtype f32", NNW_OP_Q8_DEQUANTIZE, dq, 8, 4, F32, ARENA, NNW_BAD_ARGS);
-  patched("zp misaligned", NNW_OP_Q8_DEQUANTIZE, dq, 8, 2, AZ + 1, ARENA, NNW_BAD_ARGS);
+  load_patched("valid int32", NNW_OP_Q8_DEQUANTIZE, dq, 8, -1, 0, ARENA, NNW_OK);
+  load_patched("dtype f32", NNW_OP_Q8_DEQUANTIZE, dq, 8, 4, F32, ARENA, NNW_BAD_ARGS);
+  load_patched("zp misaligned", NNW_OP_Q8_DEQUANTIZE, dq, 8, 2, AZ + 1, ARENA, NNW_BAD_ARGS);
   const int32_t dyn[5] = {A, Y, SC, AZ, 16};
-  patched("valid", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, -1, 0, ARENA, NNW_OK);
-  patched("count 0", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, 4, 0, ARENA, NNW_BAD_ARGS);
-  patched("scale over y", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, 2, Y + 4, ARENA, NNW_BAD_ARGS);
-  patched("zero point over x", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, 3, A + 3, ARENA, NNW_BAD_ARGS);
+  load_patched("valid", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, -1, 0, ARENA, NNW_OK);
+  load_patched("count 0", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, 4, 0, ARENA, NNW_BAD_ARGS);
+  load_patched("scale over y", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, 2, Y + 4, ARENA, NNW_BAD_ARGS);
+  load_patched("zero point over x", NNW_OP_Q8_DYN_QUANTIZE, dyn, 5, 3, A + 3, ARENA, NNW_BAD_ARGS);
   int32_t add[NNW_Q8_ADD_NARGS] = {A, B, Y, U8, f32_bits(0.5f), f32_bits(0.5f), 1, 2, 3, 0, 255, 2, 4, 8,
                                    1, 1, 1, 1, 8, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
-  patched("valid", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, -1, 0, ARENA, NNW_OK);
-  patched("rank 7", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_RANK, 7, ARENA, NNW_BAD_ARGS);
-  patched("dim 0", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_D0, 0, ARENA, NNW_BAD_ARGS);
-  patched("stride negative", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_AS1, -1, ARENA, NNW_BAD_ARGS);
-  patched("a_zp out of uint8", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_A_ZP, 256, ARENA, NNW_BAD_ARGS);
-  patched("y over b", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_Y, B + 1, ARENA, NNW_BAD_ARGS);
-  patched("a stride huge", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_AS0, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
+  load_patched("valid", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, -1, 0, ARENA, NNW_OK);
+  load_patched("rank 7", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_RANK, 7, ARENA, NNW_BAD_ARGS);
+  load_patched("dim 0", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_D0, 0, ARENA, NNW_BAD_ARGS);
+  load_patched("stride negative", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_AS1, -1, ARENA, NNW_BAD_ARGS);
+  load_patched("a_zp out of uint8", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_A_ZP, 256, ARENA, NNW_BAD_ARGS);
+  load_patched("y over b", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_Y, B + 1, ARENA, NNW_BAD_ARGS);
+  load_patched("a stride huge", NNW_OP_Q8_ADD, add, NNW_Q8_ADD_NARGS, NNW_Q8_ADD_AS0, 1 << 30, ARENA, NNW_OUT_OF_BOUNDS);
 
   /* fuzz: random edits of the valid ops; whatever loads must run inside the arena (ASan) */
   static const int32_t specials[] = {0, -1, 1, 2, 3, 4, 6, 7, 8, 16, 255, 256, 1 << 20, INT32_MAX,

@@ -103,11 +103,7 @@ static void pk_case(int m, int n, int k, int a_dt, int scale_s, int has_zp, int 
 }
 
 static void patched(const char *what, const int32_t *base, int i, int32_t v, uint32_t arena_bytes, int want) {
-  int32_t args[NNW_Q8_GEMM_PK_NARGS];
-  memcpy(args, base, sizeof args);
-  if (i >= 0) args[i] = v;
-  int got = load_status(NNW_OP_Q8_GEMM_PK, args, NNW_Q8_GEMM_PK_NARGS, arena_bytes);
-  expect(got == want, "q8_gemm_pk: %s gives %d, want %d", what, got, want);
+  load_patched(what, NNW_OP_Q8_GEMM_PK, base, NNW_Q8_GEMM_PK_NARGS, i, v, arena_bytes, want);
 }
 
 void test_q8_gemm_pk(void) {
@@ -213,11 +209,7 @@ static void pkq_case(int m, int n, int k, int a_dt, int y_dt, int bias_s, int sc
 }
 
 static void patched_q(const char *what, const int32_t *base, int i, int32_t v, uint32_t arena_bytes, int want) {
-  int32_t args[NNW_Q8_GEMM_PKQ_NARGS];
-  memcpy(args, base, sizeof args);
-  if (i >= 0) args[i] = v;
-  int got = load_status(NNW_OP_Q8_GEMM_PKQ, args, NNW_Q8_GEMM_PKQ_NARGS, arena_bytes);
-  expect(got == want, "q8_gemm_pkq: %s gives %d, want %d", what, got, want);
+  load_patched(what, NNW_OP_Q8_GEMM_PKQ, base, NNW_Q8_GEMM_PKQ_NARGS, i, v, arena_bytes, want);
 }
 
 /* q8_pack_b (the init op) against pack() above, byte for byte, b flush against the arena's end */
