@@ -4,7 +4,7 @@
 //   node bench/ab_kernels.mjs PLAN SECONDS MATCH A.wasm B.wasm ...
 // prints one JSON line: {"ms": [median per build], "match_ms": [...], "runs": n}: match_ms sums
 // the per-op medians of the ops whose node name contains MATCH (each op timed alone), or null.
-import { loadPlanOnBuilds } from "./plan_builds.mjs";
+import { loadPlanOnBuilds, warmUp } from "./plan_builds.mjs";
 
 const [planPath, secondsArg, match, ...wasms] = process.argv.slice(2);
 const { io, builds: loaded } = await loadPlanOnBuilds(planPath, wasms);
@@ -17,8 +17,7 @@ const opRuns = loaded.map((b) => b.op);
 const picked = match ? io.ops.map((op, i) => (op.node.includes(match) ? i : -1)).filter((i) => i >= 0) : [];
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const times = builds.map(() => []);
-const warmEnd = performance.now() + 4000;
-for (let i = 0; i < 30 || performance.now() < warmEnd; i++) builds.forEach((run) => run());
+warmUp(builds);
 const end = performance.now() + Number(secondsArg) * 1000;
 while (performance.now() < end || times[0].length < 5) {
   builds.forEach((run, i) => {

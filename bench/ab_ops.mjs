@@ -6,7 +6,7 @@
 // each "_big" above 14x14 outputs. --input: raw bytes of the plan's first input (default: the
 // arena as loaded). --ops: also every op's median per build.
 import { readFileSync } from "node:fs";
-import { loadPlanOnBuilds } from "./plan_builds.mjs";
+import { loadPlanOnBuilds, timeOps, warmUp } from "./plan_builds.mjs";
 
 const args = process.argv.slice(2);
 const flag = (name) => { const i = args.indexOf(name); return i < 0 ? null : args.splice(i, name === "--ops" ? 1 : 2)[1] ?? true; };
@@ -27,13 +27,8 @@ if (input) {
   for (const { k, arena } of builds) new Uint8Array(k.memory.buffer, arena + io.inputs[0].offset, io.inputs[0].nbytes).set(bytes);
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const warmEnd = performance.now() + 4000;
-for (let i = 0; i < 30 || performance.now() < warmEnd; i++) builds.forEach((b) => b.run());
-const times = builds.map(() => io.ops.map(() => []));
-const end = performance.now() + Number(secs) * 1000;
-while (performance.now() < end || times[0][0].length < 5)
-  for (let i = 0; i < io.ops.length; i++)
-    builds.forEach((b, j) => { const t = performance.now(); b.op(i); times[j][i].push(performance.now() - t); });
+warmUp(builds.map((b) => b.run));
+const times = timeOps(builds, io.ops.length, secs);
 const names = ["total", ...new Set(classes)];
 console.log("build".padEnd(20) + names.map((n) => n.padStart(16)).join(""));
 times.forEach((ops, j) => {

@@ -2,7 +2,7 @@
 // interleaved pair by pair (medians), then each plan op run alone (nnw_plan_run_ops), pairs
 // interleaved op by op (minima; ops aligned by index). Prints {ms: [...], ops: [[...], ...]}.
 //   node bench/ab_plans.mjs SECONDS PLAN@WASM [PLAN@WASM ...]
-import { loadPlanOnBuilds } from "./plan_builds.mjs";
+import { loadPlanOnBuilds, warmUp } from "./plan_builds.mjs";
 
 const [secs, ...pairs] = process.argv.slice(2);
 const builds = [];
@@ -11,8 +11,7 @@ for (const pair of pairs) {
   const { io, builds: [b] } = await loadPlanOnBuilds(plan, [wasm]);
   builds.push({ ...b, nops: io.ops.length });
 }
-const warmEnd = performance.now() + 4000;   // V8 tiers up in the background
-for (let i = 0; i < 30 || performance.now() < warmEnd; i++) builds.forEach((b) => b.run());
+warmUp(builds.map((b) => b.run));
 const runs = builds.map(() => []);
 let end = performance.now() + Number(secs) * 500;
 while (performance.now() < end || runs[0].length < 5)
