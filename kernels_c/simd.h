@@ -9,6 +9,7 @@
  */
 #ifndef NNW_SIMD_H
 #define NNW_SIMD_H
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -196,6 +197,15 @@ static inline v4 v4_unpackhi64(v4 a, v4 b) { return nnw_v4_of(a.f[2], a.f[3], b.
 
 static inline v4 v4_madd(v4 acc, v4 a, v4 b) { return v4_add(acc, v4_mul(a, b)); }
 static inline v4 v4_clamp(v4 x, v4 lo, v4 hi) { return v4_min(v4_max(x, lo), hi); }
+/* the largest of x[0..len) (-inf for len 0): softmax's row max (reduce/softmax.c, linalg/attention.c) */
+static inline float nnw_row_max(const float *x, int32_t len) {
+  int32_t i = 0;
+  v4 mv = v4_set1(-INFINITY);
+  for (; i + 4 <= len; i += 4) mv = v4_max(mv, v4_load(x + i));
+  float mx = v4_hmax(mv);
+  for (; i < len; i++) mx = mx < x[i] ? x[i] : mx;
+  return mx;
+}
 /* the even and the odd lanes of a then b: columns 0 2 4 6 and 1 3 5 7 of eight */
 static inline void v4_deinterleave(v4 a, v4 b, v4 *even, v4 *odd) {
   v4 lo = v4_unpacklo(a, b), hi = v4_unpackhi(a, b); /* a0 b0 a1 b1, a2 b2 a3 b3 */

@@ -104,11 +104,8 @@ static inline v4 exp_scores(v4 x) {
 
 /* softmax of one row of scores in place (reduce/softmax.c's row passes, with exp_scores) */
 static void softmax_scores(float *x, int32_t len) {
-  int32_t i = 0;
-  v4 mv = v4_set1(-INFINITY);
-  for (; i + 4 <= len; i += 4) mv = v4_max(mv, v4_load(x + i));
-  float mx = v4_hmax(mv);
-  for (; i < len; i++) mx = mx < x[i] ? x[i] : mx;
+  int32_t i;
+  float mx = nnw_row_max(x, len);
   v4 vmx = v4_set1(mx), sv = v4_set1(0.0f);
   for (i = 0; i + 4 <= len; i += 4) {
     v4 e = exp_scores(v4_sub(v4_load(x + i), vmx));

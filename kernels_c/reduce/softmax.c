@@ -22,11 +22,8 @@ static float exp_nonpos(float x) { return v4_lane0(v4_exp_nonpos(v4_set1(x))); }
 /* one contiguous row (inner == 1); y may equal x. (linalg/attention.c's scores have their own, with
  * a cheaper exp.) */
 static void softmax_row(const float *x, float *y, int32_t len, int log_) {
-  int32_t i = 0;
-  v4 mv = v4_set1(-INFINITY);
-  for (; i + 4 <= len; i += 4) mv = v4_max(mv, v4_load(x + i));
-  float mx = v4_hmax(mv);
-  for (; i < len; i++) mx = mx < x[i] ? x[i] : mx;
+  int32_t i;
+  float mx = nnw_row_max(x, len);
   v4 vmx = v4_set1(mx), sv = v4_set1(0.0f);
   float sum = 0.0f;
   if (log_) {
