@@ -86,14 +86,10 @@ static void tile4(const uint32_t *a, int32_t kp, const int16_t *panel, const v12
     v128_t bl = wasm_v128_load(panel), bh = wasm_v128_load(panel + 8);
     v128_t v0 = wasm_v128_load32_splat(a0 + q), v1 = wasm_v128_load32_splat(a1 + q);
     v128_t v2 = wasm_v128_load32_splat(a2 + q), v3 = wasm_v128_load32_splat(a3 + q);
-    c00 = wasm_i32x4_add(c00, wasm_i32x4_dot_i16x8(v0, bl));
-    c01 = wasm_i32x4_add(c01, wasm_i32x4_dot_i16x8(v0, bh));
-    c10 = wasm_i32x4_add(c10, wasm_i32x4_dot_i16x8(v1, bl));
-    c11 = wasm_i32x4_add(c11, wasm_i32x4_dot_i16x8(v1, bh));
-    c20 = wasm_i32x4_add(c20, wasm_i32x4_dot_i16x8(v2, bl));
-    c21 = wasm_i32x4_add(c21, wasm_i32x4_dot_i16x8(v2, bh));
-    c30 = wasm_i32x4_add(c30, wasm_i32x4_dot_i16x8(v3, bl));
-    c31 = wasm_i32x4_add(c31, wasm_i32x4_dot_i16x8(v3, bh));
+    NNW_Q8_DOT_ROW(c00, c01, v0, bl, bh);
+    NNW_Q8_DOT_ROW(c10, c11, v1, bl, bh);
+    NNW_Q8_DOT_ROW(c20, c21, v2, bl, bh);
+    NNW_Q8_DOT_ROW(c30, c31, v3, bl, bh);
   }
   put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, scale[0]), nnw_q8_rq4(rq, c01, scale[0]), u8));
   put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, scale[1]), nnw_q8_rq4(rq, c11, scale[1]), u8));
@@ -117,14 +113,10 @@ static void tile4_shuffle(
     v128_t bl = wasm_v128_load(panel), bh = wasm_v128_load(panel + 8), v = wasm_v128_load(a);
     v128_t v0 = wasm_i32x4_shuffle(v, v, 0, 0, 0, 0), v1 = wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
     v128_t v2 = wasm_i32x4_shuffle(v, v, 2, 2, 2, 2), v3 = wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
-    c00 = wasm_i32x4_add(c00, wasm_i32x4_dot_i16x8(v0, bl));
-    c01 = wasm_i32x4_add(c01, wasm_i32x4_dot_i16x8(v0, bh));
-    c10 = wasm_i32x4_add(c10, wasm_i32x4_dot_i16x8(v1, bl));
-    c11 = wasm_i32x4_add(c11, wasm_i32x4_dot_i16x8(v1, bh));
-    c20 = wasm_i32x4_add(c20, wasm_i32x4_dot_i16x8(v2, bl));
-    c21 = wasm_i32x4_add(c21, wasm_i32x4_dot_i16x8(v2, bh));
-    c30 = wasm_i32x4_add(c30, wasm_i32x4_dot_i16x8(v3, bl));
-    c31 = wasm_i32x4_add(c31, wasm_i32x4_dot_i16x8(v3, bh));
+    NNW_Q8_DOT_ROW(c00, c01, v0, bl, bh);
+    NNW_Q8_DOT_ROW(c10, c11, v1, bl, bh);
+    NNW_Q8_DOT_ROW(c20, c21, v2, bl, bh);
+    NNW_Q8_DOT_ROW(c30, c31, v3, bl, bh);
   }
   /* the output stage's constants loaded here, after the loop, not held across it; the bias too
    * (int32 sums wrap: the same sums in any order) */

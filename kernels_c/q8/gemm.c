@@ -79,14 +79,10 @@ static void tile(const uint32_t *apack, int32_t kp, int32_t mr, const int16_t *p
       v128_t bl = wasm_v128_load(panel), bh = wasm_v128_load(panel + 8);
       v128_t v0 = wasm_v128_load32_splat(a0 + p), v1 = wasm_v128_load32_splat(a1 + p);
       v128_t v2 = wasm_v128_load32_splat(a2 + p), v3 = wasm_v128_load32_splat(a3 + p);
-      c00 = wasm_i32x4_add(c00, wasm_i32x4_dot_i16x8(v0, bl));
-      c01 = wasm_i32x4_add(c01, wasm_i32x4_dot_i16x8(v0, bh));
-      c10 = wasm_i32x4_add(c10, wasm_i32x4_dot_i16x8(v1, bl));
-      c11 = wasm_i32x4_add(c11, wasm_i32x4_dot_i16x8(v1, bh));
-      c20 = wasm_i32x4_add(c20, wasm_i32x4_dot_i16x8(v2, bl));
-      c21 = wasm_i32x4_add(c21, wasm_i32x4_dot_i16x8(v2, bh));
-      c30 = wasm_i32x4_add(c30, wasm_i32x4_dot_i16x8(v3, bl));
-      c31 = wasm_i32x4_add(c31, wasm_i32x4_dot_i16x8(v3, bh));
+      NNW_Q8_DOT_ROW(c00, c01, v0, bl, bh);
+      NNW_Q8_DOT_ROW(c10, c11, v1, bl, bh);
+      NNW_Q8_DOT_ROW(c20, c21, v2, bl, bh);
+      NNW_Q8_DOT_ROW(c30, c31, v3, bl, bh);
     }
     wasm_v128_store(acc[0], c00);
     wasm_v128_store(acc[0] + 4, c01);

@@ -29,10 +29,15 @@ static inline const uint8_t *nnw_q8_at(const uint8_t *arena, int32_t t) {
   return t < 0 ? NULL : arena + t;
 }
 
-/* round half to even (the default rounding mode) and saturate into [lo, hi] after adding zp;
- * NaN goes to lo. The clamp happens in float so the conversion never overflows. */
 #ifdef __wasm_simd128__
 #include <wasm_simd128.h>
+
+/* One k step of one row of a 4 x 8 int8 tile on int16 pairs: the row's pair v (splatted) against
+ * the panel's two column halves bl and bh, added into sums c0 (columns 0-3) and c1 (4-7). A macro:
+ * the microkernels (conv2d_pw.c, gemm.c) keep their eight sums in their own locals. */
+#define NNW_Q8_DOT_ROW(c0, c1, v, bl, bh) \
+  ((c0) = wasm_i32x4_add((c0), wasm_i32x4_dot_i16x8((v), (bl))), \
+   (c1) = wasm_i32x4_add((c1), wasm_i32x4_dot_i16x8((v), (bh))))
 
 /* 8 values of dtype (uint8 or int8) at p, widened to int16, minus vz */
 static inline v128_t nnw_q8_load8_sub(const uint8_t *p, int32_t dtype, v128_t vz) {
@@ -48,6 +53,8 @@ static inline void nnw_q8_pair_row8(int16_t *out, const uint8_t *r0, const uint8
 }
 #endif
 
+/* round half to even (the default rounding mode) and saturate into [lo, hi] after adding zp;
+ * NaN goes to lo. The clamp happens in float so the conversion never overflows. */
 static inline int32_t nnw_q8_round_sat(float v, int32_t zp, int32_t lo, int32_t hi) {
   float r = nearbyintf(v) + (float)zp;
   if (!(r >= (float)lo)) return lo;
