@@ -88,7 +88,10 @@ def test_every_failure_is_in_the_manifest(outcomes, manifest, lst, request):
 
 @pytest.mark.parametrize("lst", list(backend_suite.PROVIDER_LISTS))
 def test_manifest_lists_only_failures(outcomes, manifest, lst):
-    fixed = sorted(k for (k, m) in manifest if m == lst and outcomes[lst].get(k, ("missing",))[0] == "pass")
+    """A listed case that passes must leave the list, except a random-output case: its draws can match
+    the expected values by chance (test_bernoulli_double's 10 draws do about 1 run in 60)."""
+    fixed = sorted(k for (k, m) in manifest if m == lst and outcomes[lst].get(k, ("missing",))[0] == "pass"
+                   and not backend_suite.random_output(manifest, k, lst))
     missing = sorted(k for (k, m) in manifest if m == lst and k not in outcomes[lst])
     assert not fixed, f"these pass now; take them out of tests/conformance_manifest.txt ({lst}): {fixed}"
     assert not missing, f"tests/conformance_manifest.txt names cases that do not exist: {missing}"
@@ -102,11 +105,12 @@ def test_pass_count_ratchet(outcomes):
     assert on_wasm >= MIN_ON_WASM, on_wasm
 
 
-def test_optimizer_levels_agree(cases, outcomes):
+def test_optimizer_levels_agree(cases, outcomes, manifest):
     """Node cases that pass at the default level (ORT_ENABLE_ALL) pass at ORT_DISABLE_ALL too, with
-    outputs equal within the case's tolerance."""
+    outputs equal within the case's tolerance (random-output cases, passing by chance, are left out)."""
     chosen = sorted((c for c in cases if outcomes["default"][c.name][0] == "pass" and c.name not in LEVELS_DIFFER
-                     and "/" not in c.name), key=lambda c: c.name)
+                     and "/" not in c.name and not backend_suite.random_output(manifest, c.name, "default")),
+                    key=lambda c: c.name)
     bad = []
     for case in chosen:
         full, off = [], []
