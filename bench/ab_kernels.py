@@ -13,52 +13,20 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "py_runtime"))
+from plan_builds import ROOT, Build, read_plan, time_ops, time_runs, warm_up
 
 
 def wasmtime_times(plan_path, wasms, seconds, match):
-    import os
-    from nnwasm import planfile
-    from nnwasm.host.wasmtime_host import WasmtimeHost
-    from nnwasm.tensor import numel
-    from nnwasm.wasm.runner import WasmRunner
-    os.environ["NNWASM_WASMTIME_CACHE"] = "0"   # each build compiled here, with the host's config
-    pf = planfile.read(Path(plan_path).read_bytes())
-    runs, op_runs = [], []
-    for w in wasms:
-        r = WasmRunner(WasmtimeHost(Path(w).read_bytes()), pf.plan, pf.arena_bytes, [], [], pf.ops)
-        zeros = [(v.offset, bytes(v.dtype.size * numel(v.shape))) for v in pf.inputs]
-        # the memory plan reuses inputs' space once read: zero them (valid ids, too) before each run
-        runs.append(lambda r=r, z=zeros: ([r.host.write(r.arena + o, b) for o, b in z],
-                                          r.host.call("nnw_plan_run", r.plan, r.arena)))
-        op_runs.append(lambda i, r=r: r.host.call("nnw_plan_run_ops", r.plan, r.arena, i, 1))
-    for _ in range(5):
-        for run in runs:
-            run()
-    times = [[] for _ in runs]
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end or len(times[0]) < 5:
-        for i, run in enumerate(runs):
-            for _ in range(2):
-                t = time.perf_counter()
-                run()
-                times[i].append((time.perf_counter() - t) * 1e3)
+    pf = read_plan(plan_path)
+    builds = [Build(pf, w) for w in wasms]
+    warm_up(builds)
+    times = time_runs(builds, seconds)
     picked = [i for i, op in enumerate(pf.ops) if match and match in op.node]
     match_ms = None
     if picked:
-        per = [[[] for _ in picked] for _ in wasms]
-        end = time.perf_counter() + seconds / 2
-        while time.perf_counter() < end or len(per[0][0]) < 5:
-            for b, run_op in enumerate(op_runs):
-                for j, i in enumerate(picked):
-                    t = time.perf_counter()
-                    run_op(i)
-                    per[b][j].append((time.perf_counter() - t) * 1e3)
+        per = time_ops(builds, picked, seconds / 2)
         match_ms = [sum(statistics.median(t) for t in ops) for ops in per]
     return [statistics.median(t) for t in times], match_ms, len(times[0])
 

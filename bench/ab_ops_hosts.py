@@ -10,15 +10,12 @@ kernel (docs/wasmtime.md). --ops also prints every op's minima.
 """
 import argparse
 import json
-import os
 import struct
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "py_runtime"))
+from plan_builds import ROOT, Build, read_plan, time_ops, warm_up
+
 CONV = {"oh": 10, "kh": 12, "sh": 14, "group": 20}   # conv2d's argument indices (ops.def)
 
 
@@ -46,27 +43,14 @@ def main():
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--ops", action="store_true")
     args = ap.parse_args()
-    os.environ["NNWASM_WASMTIME_CACHE"] = "0"   # each build compiled here, with the host's config
-    from nnwasm import planfile
-    from nnwasm.host.wasmtime_host import WasmtimeHost
-    from nnwasm.wasm.runner import WasmRunner
     node = subprocess.Popen(["node", str(ROOT / "bench" / "ab_ops_hosts.mjs"), args.plan, str(args.seconds),
                              *args.wasms], stdout=subprocess.PIPE, text=True)
-    pf = planfile.read(Path(args.plan).read_bytes())
-    runners = [WasmRunner(WasmtimeHost(Path(w).read_bytes()), pf.plan, pf.arena_bytes, [], [], pf.ops)
-               for w in args.wasms]
-    for _ in range(5):
-        for r in runners:
-            r.host.call("nnw_plan_run", r.plan, r.arena)
-    best = [[float("inf")] * len(pf.ops) for _ in runners]
-    end, rounds = time.perf_counter() + args.seconds, 0
-    while time.perf_counter() < end or rounds < 5:
-        for i in range(len(pf.ops)):
-            for b, r in enumerate(runners):
-                t = time.perf_counter()
-                r.host.call("nnw_plan_run_ops", r.plan, r.arena, i, 1)
-                best[b][i] = min(best[b][i], (time.perf_counter() - t) * 1e3)
-        rounds += 1
+    pf = read_plan(args.plan)
+    builds = [Build(pf, w) for w in args.wasms]
+    warm_up(builds)
+    per = time_ops(builds, range(len(pf.ops)), args.seconds)
+    best = [[min(t) for t in ops] for ops in per]
+    rounds = len(per[0][0])
     js = [[m for m, _ in ops] for ops in json.loads(node.communicate()[0])]
     cls = classes(pf)
     names = sorted(set(cls), key=lambda c: -sum(best[0][i] for i, k in enumerate(cls) if k == c))
