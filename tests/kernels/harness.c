@@ -113,6 +113,12 @@ void load_patched(const char *what, int opcode, const int32_t *base, int n, int 
   expect(got == want, "%s: %s gives %d, want %d", nnw_op_names[opcode], what, got, want);
 }
 
+void load_patches(int opcode, const int32_t *base, int n, uint32_t arena_bytes, const struct arg_patch *rows,
+                  size_t n_rows) {
+  for (size_t r = 0; r < n_rows; r++)
+    load_patched(rows[r].what, opcode, base, n, rows[r].arg, rows[r].value, arena_bytes, rows[r].want);
+}
+
 int run_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes) {
   int32_t words[128];
   int n = op_words(words, opcode, args, n_args);

@@ -51,6 +51,18 @@ int load_status(int opcode, const int32_t *args, int n_args, uint32_t arena_byte
 void load_patched(const char *what, int opcode, const int32_t *base, int n, int i, int32_t v,
                   uint32_t arena_bytes, int want);
 
+/* One hostile-argument case for load_patches: argument `arg` set to `value` must load with `want`. */
+struct arg_patch {
+  const char *what;
+  int arg;
+  int32_t value;
+  int want;
+};
+
+/* load_patched for each of the n_rows patches of the op's valid arguments base. */
+void load_patches(int opcode, const int32_t *base, int n, uint32_t arena_bytes, const struct arg_patch *rows,
+                  size_t n_rows);
+
 /* words of one op: [opcode, n_args, args...]; returns the word count */
 int op_words(int32_t *dst, int opcode, const int32_t *args, int n_args);
 

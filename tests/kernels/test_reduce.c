@@ -21,20 +21,6 @@ static uint32_t layout8(const uint64_t *bytes, int count, int order, int32_t *of
   return (uint32_t)at;
 }
 
-/* loads a one-op plan over an arena of arena_bytes and expects `want` */
-static void expect_status(const char *what, int opcode, const int32_t *args, int n_args,
-                          uint32_t arena_bytes, int want) {
-  int32_t words[64];
-  int n = op_words(words, opcode, args, n_args);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  uint8_t *arena = arena_new(arena_bytes);
-  int32_t bad_op = 99;
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, &bad_op);
-  expect(status == want, "%s: status %d, expected %d", what, status, want);
-  free(arena);
-  plan_free(&p);
-}
-
 /* ---- reduce ---------------------------------------------------------------------------- */
 
 static double ref_reduce(int kind, const float *x, int len, int inner, double *mag) {
@@ -189,8 +175,8 @@ void test_reduce(void) {
   }
   /* hostile: arena of 64 bytes, x at 0 (8 floats), y at 32 */
   int32_t ok[NNW_REDUCE_NARGS] = {0, F32, 0, 32, 2, 4, 1};
-  expect_status("reduce valid", NNW_OP_REDUCE, ok, NNW_REDUCE_NARGS, 64, NNW_OK);
-  static const struct { const char *what; int arg; int32_t value; int want; } bad[] = {
+  load_patched("reduce valid", NNW_OP_REDUCE, ok, NNW_REDUCE_NARGS, -1, 0, 64, NNW_OK);
+  static const struct arg_patch bad[] = {
       {"reduce kind -1", NNW_REDUCE_KIND, -1, NNW_BAD_ARGS},
       {"reduce kind 10", NNW_REDUCE_KIND, 10, NNW_BAD_ARGS},
       {"reduce sum of int32", NNW_REDUCE_DTYPE, I32, NNW_BAD_ARGS},
@@ -206,16 +192,11 @@ void test_reduce(void) {
       {"reduce y INT32_MIN", NNW_REDUCE_Y, INT32_MIN, NNW_OUT_OF_BOUNDS},
       {"reduce y overlaps x", NNW_REDUCE_Y, 24, NNW_BAD_ARGS},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    int32_t args[NNW_REDUCE_NARGS];
-    memcpy(args, ok, sizeof args);
-    args[bad[i].arg] = bad[i].value;
-    expect_status(bad[i].what, NNW_OP_REDUCE, args, NNW_REDUCE_NARGS, 64, bad[i].want);
-  }
+  load_patches(NNW_OP_REDUCE, ok, NNW_REDUCE_NARGS, 64, bad, sizeof bad / sizeof bad[0]);
   int32_t imax[NNW_REDUCE_NARGS] = {2, I64, 0, 36, 1, 4, 1};
-  expect_status("reduce int64 y misaligned", NNW_OP_REDUCE, imax, NNW_REDUCE_NARGS, 64, NNW_BAD_ARGS);
+  load_patched("reduce int64 y misaligned", NNW_OP_REDUCE, imax, NNW_REDUCE_NARGS, -1, 0, 64, NNW_BAD_ARGS);
   imax[NNW_REDUCE_Y] = 40;
-  expect_status("reduce int64 y past the arena", NNW_OP_REDUCE, imax, NNW_REDUCE_NARGS, 44, NNW_OUT_OF_BOUNDS);
+  load_patched("reduce int64 y past the arena", NNW_OP_REDUCE, imax, NNW_REDUCE_NARGS, -1, 0, 44, NNW_OUT_OF_BOUNDS);
 }
 
 /* ---- argreduce ------------------------------------------------------------------------- */
@@ -282,8 +263,8 @@ void test_argreduce(void) {
   free(arena);
   /* hostile: x 4 floats at 0, y 2 int64 at 16, arena 32 */
   int32_t ok[NNW_ARGREDUCE_NARGS] = {0, F32, 0, 16, 2, 2, 1, 0};
-  expect_status("argreduce valid", NNW_OP_ARGREDUCE, ok, NNW_ARGREDUCE_NARGS, 32, NNW_OK);
-  static const struct { const char *what; int arg; int32_t value; int want; } bad[] = {
+  load_patched("argreduce valid", NNW_OP_ARGREDUCE, ok, NNW_ARGREDUCE_NARGS, -1, 0, 32, NNW_OK);
+  static const struct arg_patch bad[] = {
       {"argreduce kind 3", NNW_ARGREDUCE_KIND, 3, NNW_BAD_ARGS},
       {"argreduce select_last 2", NNW_ARGREDUCE_SELECT_LAST, 2, NNW_BAD_ARGS},
       {"argreduce dtype int8", NNW_ARGREDUCE_DTYPE, 3, NNW_BAD_ARGS},
@@ -293,18 +274,13 @@ void test_argreduce(void) {
       {"argreduce inner 0", NNW_ARGREDUCE_INNER, 0, NNW_BAD_ARGS},
       {"argreduce outer huge", NNW_ARGREDUCE_OUTER, 0x40000000, NNW_OUT_OF_BOUNDS},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    int32_t a[NNW_ARGREDUCE_NARGS];
-    memcpy(a, ok, sizeof a);
-    a[bad[i].arg] = bad[i].value;
-    expect_status(bad[i].what, NNW_OP_ARGREDUCE, a, NNW_ARGREDUCE_NARGS, 32, bad[i].want);
-  }
+  load_patches(NNW_OP_ARGREDUCE, ok, NNW_ARGREDUCE_NARGS, 32, bad, sizeof bad / sizeof bad[0]);
   int32_t hard[NNW_ARGREDUCE_NARGS] = {2, I32, 0, 16, 1, 4, 1, 0};
-  expect_status("hardmax of int32", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, 32, NNW_BAD_ARGS);
+  load_patched("hardmax of int32", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, -1, 0, 32, NNW_BAD_ARGS);
   hard[NNW_ARGREDUCE_DTYPE] = F32;
-  expect_status("hardmax y (4 floats) fits", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, 32, NNW_OK);
+  load_patched("hardmax y (4 floats) fits", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, -1, 0, 32, NNW_OK);
   hard[NNW_ARGREDUCE_Y] = 20;
-  expect_status("hardmax y past the arena", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, 32, NNW_OUT_OF_BOUNDS);
+  load_patched("hardmax y past the arena", NNW_OP_ARGREDUCE, hard, NNW_ARGREDUCE_NARGS, -1, 0, 32, NNW_OUT_OF_BOUNDS);
 }
 
 /* ---- lp_normalize ---------------------------------------------------------------------- */
@@ -348,8 +324,8 @@ void test_lp_normalize(void) {
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       for (int z = 0; z < 2; z++) lp_case(p, shapes[s][0], shapes[s][1], shapes[s][2], z, (int)(s % 2));
   int32_t ok[NNW_LP_NORMALIZE_NARGS] = {0, 32, 2, 4, 1, 2};
-  expect_status("lp_normalize valid", NNW_OP_LP_NORMALIZE, ok, NNW_LP_NORMALIZE_NARGS, 64, NNW_OK);
-  static const struct { const char *what; int arg; int32_t value; int want; } bad[] = {
+  load_patched("lp_normalize valid", NNW_OP_LP_NORMALIZE, ok, NNW_LP_NORMALIZE_NARGS, -1, 0, 64, NNW_OK);
+  static const struct arg_patch bad[] = {
       {"lp_normalize p 3", NNW_LP_NORMALIZE_P, 3, NNW_BAD_ARGS},
       {"lp_normalize p 0", NNW_LP_NORMALIZE_P, 0, NNW_BAD_ARGS},
       {"lp_normalize y partly over x", NNW_LP_NORMALIZE_Y, 16, NNW_BAD_ARGS},
@@ -359,12 +335,7 @@ void test_lp_normalize(void) {
       {"lp_normalize x misaligned", NNW_LP_NORMALIZE_X, 1, NNW_BAD_ARGS},
       {"lp_normalize in place", NNW_LP_NORMALIZE_Y, 0, NNW_OK},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    int32_t a[NNW_LP_NORMALIZE_NARGS];
-    memcpy(a, ok, sizeof a);
-    a[bad[i].arg] = bad[i].value;
-    expect_status(bad[i].what, NNW_OP_LP_NORMALIZE, a, NNW_LP_NORMALIZE_NARGS, 64, bad[i].want);
-  }
+  load_patches(NNW_OP_LP_NORMALIZE, ok, NNW_LP_NORMALIZE_NARGS, 64, bad, sizeof bad / sizeof bad[0]);
 }
 
 /* ---- norm ------------------------------------------------------------------------------ */
@@ -460,8 +431,8 @@ void test_norm(void) {
   }
   /* hostile: x 8 floats at 0, scale/bias 4 at 32/48, y at 64, mean/inv_std 2 at 96/104; arena 112 */
   int32_t ok[NNW_NORM_NARGS] = {0, 32, 48, 64, 96, 104, 2, 1, 1, 4, 0, 0, 1, f32_bits(1e-5f)};
-  expect_status("norm valid", NNW_OP_NORM, ok, NNW_NORM_NARGS, 112, NNW_OK);
-  static const struct { const char *what; int arg; int32_t value; int want; } bad[] = {
+  load_patched("norm valid", NNW_OP_NORM, ok, NNW_NORM_NARGS, -1, 0, 112, NNW_OK);
+  static const struct arg_patch bad[] = {
       {"norm pi 2", NNW_NORM_PI, 2, NNW_BAD_ARGS},
       {"norm pg -1", NNW_NORM_PG, -1, NNW_BAD_ARGS},
       {"norm groups 0", NNW_NORM_GROUPS, 0, NNW_BAD_ARGS},
@@ -478,16 +449,11 @@ void test_norm(void) {
       {"norm inner huge", NNW_NORM_INNER, 0x7FFFFFFF, NNW_OUT_OF_BOUNDS},
       {"norm y in place", NNW_NORM_Y, 0, NNW_OK},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    int32_t a[NNW_NORM_NARGS];
-    memcpy(a, ok, sizeof a);
-    a[bad[i].arg] = bad[i].value;
-    expect_status(bad[i].what, NNW_OP_NORM, a, NNW_NORM_NARGS, 112, bad[i].want);
-  }
+  load_patches(NNW_OP_NORM, ok, NNW_NORM_NARGS, 112, bad, sizeof bad / sizeof bad[0]);
   int32_t grp[NNW_NORM_NARGS] = {0, 32, 48, 64, -1, -1, 1, 2, 2, 2, 2, 1, 0, f32_bits(1e-5f)};
-  expect_status("norm group params fit", NNW_OP_NORM, grp, NNW_NORM_NARGS, 112, NNW_OK);
+  load_patched("norm group params fit", NNW_OP_NORM, grp, NNW_NORM_NARGS, -1, 0, 112, NNW_OK);
   grp[NNW_NORM_PC] = 0x40000000;
-  expect_status("norm pc past the arena", NNW_OP_NORM, grp, NNW_NORM_NARGS, 112, NNW_OUT_OF_BOUNDS);
+  load_patched("norm pc past the arena", NNW_OP_NORM, grp, NNW_NORM_NARGS, -1, 0, 112, NNW_OUT_OF_BOUNDS);
 }
 
 /* ---- bmatmul --------------------------------------------------------------------------- */
@@ -547,8 +513,8 @@ void test_bmatmul(void) {
                  1 + (int)(rng_u32() % 9), 1 + (int)(rng_u32() % 9), (int)(rng_u32() % 4), (int)(rng_u32() % 4));
   /* hostile: a [2,2,2] at 0 (32 B), b [2,2] broadcast at 32 (16 B), y [2,2,2] at 48; arena 80 */
   int32_t ok[NNW_BMATMUL_NARGS] = {0, 32, 48, 1, 2, 2, 2, 2, 0, 4, 0, 0};
-  expect_status("bmatmul valid", NNW_OP_BMATMUL, ok, NNW_BMATMUL_NARGS, 80, NNW_OK);
-  static const struct { const char *what; int arg; int32_t value; int want; } bad[] = {
+  load_patched("bmatmul valid", NNW_OP_BMATMUL, ok, NNW_BMATMUL_NARGS, -1, 0, 80, NNW_OK);
+  static const struct arg_patch bad[] = {
       {"bmatmul as1 reaches y", NNW_BMATMUL_AS1, 9, NNW_BAD_ARGS},
       {"bmatmul bs1 past the arena", NNW_BMATMUL_BS1, 40, NNW_OUT_OF_BOUNDS},
       {"bmatmul negative stride", NNW_BMATMUL_AS0, -4, NNW_BAD_ARGS},
@@ -558,10 +524,5 @@ void test_bmatmul(void) {
       {"bmatmul y misaligned", NNW_BMATMUL_Y, 50, NNW_BAD_ARGS},
       {"bmatmul k huge", NNW_BMATMUL_K, 0x7FFFFFFF, NNW_OUT_OF_BOUNDS},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    int32_t a[NNW_BMATMUL_NARGS];
-    memcpy(a, ok, sizeof a);
-    a[bad[i].arg] = bad[i].value;
-    expect_status(bad[i].what, NNW_OP_BMATMUL, a, NNW_BMATMUL_NARGS, 80, bad[i].want);
-  }
+  load_patches(NNW_OP_BMATMUL, ok, NNW_BMATMUL_NARGS, 80, bad, sizeof bad / sizeof bad[0]);
 }
