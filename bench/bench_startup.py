@@ -3,8 +3,9 @@ with --pages plan-nowarmup, /demo/?nowarmup: without the kernel warm-up), the sa
 Pyodide (/demo/?onnx), and onnxruntime-web 1.30 (wasm backend, one thread, no proxy;
 bench/startup/ort-web.html, with the demo's preloads; ort-web-plain.html, without them, as
 onnxruntime-web's docs write a page) on the same model, photo and preprocessing; and a floor
-(--pages download download-busy): a page that only downloads the plan file and reads its body
-(bench/startup/plan-download.html; with a worker keeping one core busy meanwhile). Each page load is
+(--pages download download-busy download-photo): a page that only downloads the plan file and reads
+its body (bench/startup/plan-download.html; with a worker keeping one core busy meanwhile; and
+preparing the photo meanwhile: the plan page without kernels.wasm and the run). Each page load is
 a new browser process with an empty cache; the pages take turns, round after round, and the table
 gives medians, each page's bytes and requests (counted by the server: the workers' too), and
 where the plan page's time goes (its marks and its downloads' ends on the page's timeline).
@@ -38,6 +39,7 @@ PAGES = {
     "ort-web-plain": ("/bench/startup/ort-web-plain.html", "the same, without preloads"),
     "download": ("/bench/startup/plan-download.html", "floor: the plan file's download alone"),
     "download-busy": ("/bench/startup/plan-download.html?busy", "the same, one core kept busy"),
+    "download-photo": ("/bench/startup/plan-download.html?photo", "the same, and the photo prepared"),
 }
 EXTRA_PREFIXES = ("/bench/startup/", "/node_modules/onnxruntime-web/dist/")
 # Set by demo/app.mjs and bench/startup/ort-web.mjs when the top-1 is on screen.
