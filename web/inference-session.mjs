@@ -5,7 +5,7 @@
 import { resolveEnv } from "./env.mjs";
 import { resolveProviders } from "./execution-providers.mjs";
 import { loadBytes } from "./load-bytes.mjs";
-import { isPlanFile, PlanFileWatcher } from "./plan-file.mjs";
+import { isPlanFile } from "./plan-file.mjs";
 import { PlanReceiver } from "./plan-receiver.mjs";
 import { loadKernels, PlanSession, warmUpKernels } from "./plan-session.mjs";
 import { ProxySession } from "./proxy-session.mjs";
@@ -31,32 +31,27 @@ export async function boot() {
 // Pyodide session (or boot()) fixes the side for good.
 const planInWorker = () => (Impl ?? (resolveEnv().proxy ? ProxySession : PyodideSession)) === ProxySession;
 
-// A plan file fetched by URL: kernels.wasm loads while the rest of the file downloads (a failure
-// is create()'s to report), and the checksum is computed as it arrives. A file that comes in
-// pieces (a download, not a local file) also gets kernels.wasm warmed up meanwhile; when its plan
-// runs on this thread, its weights go straight into kernels.wasm's memory (plan-receiver.mjs).
-// -> [bytes, crc] or [bytes, crc, received] (bytes: the file, or with `received` its prefix)
+// A plan file fetched by URL and run on this thread: once its first piece shows the magic,
+// kernels.wasm loads (and, as more pieces arrive, is warmed up) while the rest downloads, and the
+// pieces go to a PlanReceiver (plan-receiver.mjs), which writes the weights straight into
+// kernels.wasm's memory and computes the checksum as they arrive. Anything else (an .onnx, a plan
+// for the proxy worker, a file read in one piece) comes back as bytes, checked where it is used.
+// -> [bytes, null] or [prefix, crc, received]
 async function loadModel(url) {
-  let here = false;
-  const watcher = new PlanFileWatcher(() => {
-    try {
-      here = !planInWorker();
-      if (here) loadKernels().catch(() => {});
-    } catch {} // eslint-disable-line no-empty
-  });
-  const onChunk = (piece, offset) => {
-    if (!receiver) watcher.onChunk(piece, offset);
-    if (offset > 0 && here) warmUpKernels();
-  };
   let receiver = null;
   const sinkFor = (first) => {
-    watcher.onChunk(first, 0);
-    if (watcher.crc === null || !here) return null;
-    receiver = new PlanReceiver();
+    let here = false;
+    try {
+      here = isPlanFile(first) && !planInWorker();
+    } catch {} // eslint-disable-line no-empty -- a bad env is create()'s to report, not the download's
+    if (here) receiver = new PlanReceiver(); // starts loading kernels.wasm
     return receiver;
   };
+  const onChunk = (piece, offset) => {
+    if (offset > 0 && receiver) warmUpKernels();
+  };
   const got = await loadBytes(url, onChunk, sinkFor);
-  if (!receiver) return [got, watcher.crc];
+  if (!receiver) return [got, null];
   if (got.bytes) return [got.bytes, got.crc];
   return [got.prefix, got.crc, got];
 }

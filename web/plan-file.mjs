@@ -57,29 +57,6 @@ export function isPlanFile(bytes) {
   return bytes.length >= 4 && bytes[0] === 0x4e && bytes[1] === 0x4e && bytes[2] === 0x57 && bytes[3] === 0x46;
 }
 
-/** For loadBytes's onChunk: watches a file arrive; once its first piece shows the plan file magic,
- * calls onPlanFile() (say, to start loading kernels.wasm meanwhile) and computes the checksum of
- * the file's bytes [32, end) as they arrive. `crc` is then that checksum (for parsePlanFile),
- * else null. */
-export class PlanFileWatcher {
-  crc = null;
-  #pending = true;
-
-  constructor(onPlanFile = () => {}) {
-    this.onChunk = (piece, offset) => {
-      if (offset === 0 && this.#pending) {
-        this.#pending = false;
-        if (!isPlanFile(piece)) return;
-        this.crc = 0;
-        onPlanFile();
-      }
-      if (this.crc !== null && offset + piece.length > HEADER_BYTES) {
-        this.crc = crc32(piece.subarray(Math.max(0, HEADER_BYTES - offset)), this.crc);
-      }
-    };
-  }
-}
-
 /** The weights' place in a plan (its 32-byte header in `head`, a DataView; planLength: the whole
  * plan's bytes): {arenaBytes, weightsBytes, weightsOffset, opsEnd, sane}. sane: the header adds up
  * so that the weights can sit at the arena's start, right after the ops (PlanSession's block). */
@@ -147,7 +124,7 @@ function checkValue(v, where) {
  * producer, model, ops}, plan: Uint8Array (a view of the plan part), arenaBytes}; each input and
  * output is {name, dtype, shape, offset, nbytes}, each op {node, opType, kernel}. Throws an Error
  * named InvalidModel on any refusal of the format. contentCrc: the CRC-32 of bytes [32, end) if
- * the caller computed it as the bytes arrived (PlanFileWatcher); null computes it here.
+ * the caller computed it as the bytes arrived (PlanReceiver); null computes it here.
  * totalLength: the file's length when `bytes` is only its start (PlanReceiver's prefix, which
  * then must come with contentCrc): everything up to the plan's weights; `plan` is then as long.
  */
