@@ -10,12 +10,10 @@ with --match, also the sum of the per-op medians of the ops whose node name cont
 (Builds: `emcc` as build_scripts/build_kernels.py does, to files of your own.)
 """
 import argparse
-import json
 import statistics
-import subprocess
 from pathlib import Path
 
-from plan_builds import ROOT, Build, read_plan, time_ops, time_runs, warm_up
+from plan_builds import Build, read_plan, start_node_half, time_ops, time_runs, warm_up
 
 
 def wasmtime_times(plan_path, wasms, seconds, match):
@@ -38,10 +36,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--match", default="")
     args = ap.parse_args()
-    node = subprocess.Popen(["node", str(ROOT / "bench" / "ab_kernels.mjs"), args.plan, str(args.seconds),
-                             args.match, *args.wasms], stdout=subprocess.PIPE, text=True)
+    node = start_node_half("ab_kernels.mjs", args.plan, args.seconds, args.match, *args.wasms)
     py, py_match, n = wasmtime_times(args.plan, args.wasms, args.seconds, args.match)   # both hosts at once: same load
-    js = json.loads(node.communicate()[0])
+    js = node()
     for i, w in enumerate(args.wasms):
         print(f"{Path(w).name:24s} wasmtime {py[i]:7.2f} ms ({py[i] / py[0]:.3f})  "
               f"V8 {js['ms'][i]:7.2f} ms ({js['ms'][i] / js['ms'][0]:.3f})  wasmtime/V8 {py[i] / js['ms'][i]:.2f}")

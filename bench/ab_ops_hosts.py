@@ -9,12 +9,10 @@ Minima, not medians: on a shared machine a preempted op shows as a slow median, 
 kernel (docs/wasmtime.md). --ops also prints every op's minima.
 """
 import argparse
-import json
 import struct
-import subprocess
 from pathlib import Path
 
-from plan_builds import ROOT, Build, read_plan, time_ops, warm_up
+from plan_builds import Build, read_plan, start_node_half, time_ops, warm_up
 
 CONV = {"oh": 10, "kh": 12, "sh": 14, "group": 20}   # conv2d's argument indices (ops.def)
 
@@ -43,15 +41,14 @@ def main():
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--ops", action="store_true")
     args = ap.parse_args()
-    node = subprocess.Popen(["node", str(ROOT / "bench" / "ab_ops_hosts.mjs"), args.plan, str(args.seconds),
-                             *args.wasms], stdout=subprocess.PIPE, text=True)
+    node = start_node_half("ab_ops_hosts.mjs", args.plan, args.seconds, *args.wasms)
     pf = read_plan(args.plan)
     builds = [Build(pf, w) for w in args.wasms]
     warm_up(builds)
     per = time_ops(builds, range(len(pf.ops)), args.seconds)
     best = [[min(t) for t in ops] for ops in per]
     rounds = len(per[0][0])
-    js = [[m for m, _ in ops] for ops in json.loads(node.communicate()[0])]
+    js = [[m for m, _ in ops] for ops in node()]
     cls = classes(pf)
     names = sorted(set(cls), key=lambda c: -sum(best[0][i] for i, k in enumerate(cls) if k == c))
     print(f"{'minima, ms':22s}" + "".join(f"  {Path(w).name[:18]:>18s} wasmtime / V8  ratio" for w in args.wasms))

@@ -10,12 +10,10 @@ interleaved op by op; ops aligned by index, so compare plans of the same model).
 every op's minima too.
 """
 import argparse
-import json
 import statistics
-import subprocess
 from pathlib import Path
 
-from plan_builds import ROOT, Build, read_plan, time_ops, time_runs, warm_up
+from plan_builds import Build, read_plan, start_node_half, time_ops, time_runs, warm_up
 
 
 def main():
@@ -24,14 +22,13 @@ def main():
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--ops", action="store_true")
     args = ap.parse_args()
-    node = subprocess.Popen(["node", str(ROOT / "bench" / "ab_plans.mjs"), str(args.seconds), *args.pairs],
-                            stdout=subprocess.PIPE, text=True)
+    node = start_node_half("ab_plans.mjs", args.seconds, *args.pairs)
     builds = [Build(read_plan(plan), wasm) for plan, wasm in (pair.split("@") for pair in args.pairs)]
     warm_up(builds)
     times = time_runs(builds, args.seconds / 2)
     nops = min(len(b.pf.ops) for b in builds)
     best = [[min(t) for t in ops] for ops in time_ops(builds, range(nops), args.seconds / 2)]
-    js = json.loads(node.communicate()[0])
+    js = node()
     py = [statistics.median(t) for t in times]
     for i, pair in enumerate(args.pairs):
         so, sj = sum(best[i]), sum(js["ops"][i])

@@ -2,7 +2,9 @@
 plan_builds.mjs does for their Node halves: a plan file loaded on a build of kernels.wasm in
 wasmtime (with the host's hints; each build compiled here, not taken from the compilation cache),
 the warm-up, and timing whole runs or single plan ops with the builds interleaved."""
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,6 +17,20 @@ from nnwasm import planfile  # noqa: E402
 from nnwasm.host.wasmtime_host import WasmtimeHost  # noqa: E402
 from nnwasm.tensor import numel  # noqa: E402
 from nnwasm.wasm.runner import WasmRunner  # noqa: E402
+
+
+def start_node_half(script, *args):
+    """Starts the Node half (bench/SCRIPT with ARGS), which then runs alongside the caller's wasmtime
+    timing, under the same load; returns a function that waits for it and gives its JSON output
+    (raising, with its exit status, if it failed)."""
+    proc = subprocess.Popen(["node", str(ROOT / "bench" / script), *map(str, args)], stdout=subprocess.PIPE, text=True)
+
+    def result():
+        out = proc.communicate()[0]
+        if proc.returncode != 0:
+            raise RuntimeError(f"bench/{script} exited with status {proc.returncode}")
+        return json.loads(out)
+    return result
 
 
 def read_plan(path):
