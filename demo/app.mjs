@@ -5,6 +5,7 @@
 // assets/efficientnet-lite0.json.
 import { boot, env, InferenceSession, Tensor } from "../web/nnwasm.mjs";
 import { loadKernels, warmUpKernels } from "../web/plan-session.mjs";
+import { decodeImage } from "./image.mjs";
 import { checkRecipe, preprocess } from "./preprocess.mjs";
 
 const RECIPE_URL = new URL("assets/efficientnet-lite0.json", import.meta.url);
@@ -126,26 +127,10 @@ function showPath(session, { plan, name }) {
   }
 }
 
-async function decode(blob) {
-  let bitmap;
-  try {
-    bitmap = await createImageBitmap(blob);
-  } catch {
-    throw new Error(`cannot decode ${blob.name ?? "the image"}: not an image this browser can read`);
-  }
-  const canvas = document.createElement("canvas");
-  canvas.width = bitmap.width;
-  canvas.height = bitmap.height;
-  const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  ctx.drawImage(bitmap, 0, 0); // native size: the resize is preprocess()'s, not the canvas's
-  bitmap.close();
-  return ctx.getImageData(0, 0, canvas.width, canvas.height);
-}
-
 /** The model input for an image; throws on a file that is no image. */
 async function prepare(blob) {
   const t0 = performance.now();
-  const image = await decode(blob);
+  const image = await decodeImage(blob);
   const { data, dims } = preprocess(image.data, image.width, image.height, state.recipe);
   return { tensor: new Tensor("float32", data, dims), ms: performance.now() - t0 };
 }

@@ -1,7 +1,8 @@
 // The demo's start-up path on onnxruntime-web 1.30 (wasm backend, one thread, no proxy), for
-// bench/bench_startup.py: the same model (.onnx), photo and preprocessing (demo/preprocess.mjs),
+// bench/bench_startup.py: the same model (.onnx), photo and preprocessing (demo/image.mjs, preprocess.mjs),
 // the same overlap of downloads, and the same marks on the page's timeline.
 import * as ort from "/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs";
+import { decodeImage } from "/demo/image.mjs";
 import { checkRecipe, preprocess } from "/demo/preprocess.mjs";
 
 performance.mark("demo-modules");
@@ -21,12 +22,7 @@ async function fetchOk(url) {
 
 async function prepare(blob, recipe) {
   const t0 = performance.now();
-  const bitmap = await createImageBitmap(blob);
-  const canvas = document.createElement("canvas");
-  [canvas.width, canvas.height] = [bitmap.width, bitmap.height];
-  const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  ctx.drawImage(bitmap, 0, 0);
-  const image = ctx.getImageData(0, 0, canvas.width, canvas.height);
+  const image = await decodeImage(blob);
   const { data, dims } = preprocess(image.data, image.width, image.height, recipe);
   state.timings.preMs = performance.now() - t0;
   performance.mark("demo-input");
