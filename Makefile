@@ -68,19 +68,19 @@ demo-plan: .venv/.installed
 	$(PY) build_scripts/compile_demo_plan.py
 
 bench: build
-	$(PY) bench/bench_efficientnet.py
+	$(PY) bench/speed/bench_efficientnet.py
 
 # Page open -> first result: the demo on its plan file, the demo through Pyodide, onnxruntime-web
 bench-startup: build
-	$(PY) bench/bench_startup.py
+	$(PY) bench/startup/bench_startup.py
 
 bench-zoo: build zoo
-	$(PY) bench/bench_zoo.py
+	$(PY) bench/zoo/bench_zoo.py
 
 # issue 7's suite: nnwasm (Node plan file, CPython) against onnxruntime-web, TF.js wasm, onnxruntime,
 # interleaved; models built by build_scripts/build_bench_models.py; tables and chart in bench/results/
 bench-speed: build .venv/.zoo-installed
-	$(PY) bench/bench_speed.py $(BENCH_ARGS)
+	$(PY) bench/speed/bench_speed.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build dist py_runtime/nnwasm/kernels.wasm

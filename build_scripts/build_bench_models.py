@@ -1,4 +1,4 @@
-"""Build the speed benchmark's models (bench/bench_speed.py): batch 1, static shapes, RANDOM weights
+"""Build the speed benchmark's models (bench/speed/bench_speed.py): batch 1, static shapes, RANDOM weights
 except EfficientNet-Lite0 (the demo's real model), each also compiled to a .nnwp plan file.
 
     .venv/bin/python build_scripts/build_bench_models.py [--only NAME ...] [--force] [--list]

@@ -11,7 +11,7 @@ import { checkRecipe, preprocess } from "./preprocess.mjs";
 const RECIPE_URL = new URL("assets/efficientnet-lite0.json", import.meta.url);
 const DEFAULT_PHOTO = new URL("assets/coffee.png", import.meta.url);
 const TOP_K = 5;
-// Marks on the page's timeline (bench/bench_startup.py reads them; "first-result" is when the
+// Marks on the page's timeline (bench/startup/bench_startup.py reads them; "first-result" is when the
 // first top-1 is on screen): the modules have loaded, the session exists, the photo is an input.
 const mark = (name) => performance.mark(`demo-${name}`);
 mark("modules");

@@ -81,7 +81,7 @@ class DemoServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, port=8000, root=ROOT, verbose=False, extra_prefixes=(), handler=DemoRequestHandler):
         """extra_prefixes: more URL path prefixes to serve; handler: a DemoRequestHandler subclass
-        (bench/bench_startup.py serves onnxruntime-web with one that counts the bytes it sends).
+        (bench/startup/bench_startup.py serves onnxruntime-web with one that counts the bytes it sends).
         Serving this checkout, it first rebuilds demo/app.bundle.mjs if a module changed since."""
         if Path(root).resolve() == ROOT and ensure_bundle() and verbose:
             print("rebuilt demo/app.bundle.mjs (a module had changed)")

@@ -1,4 +1,4 @@
-"""bench/bench_speed.py end to end on one small model, as short as it goes (a smoke run: no timing
+"""bench/speed/bench_speed.py end to end on one small model, as short as it goes (a smoke run: no timing
 is asserted, only that every runtime ran, answered like onnxruntime, and the report was written)."""
 import json
 import subprocess
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.node
 
 
 def test_bench_speed_quick(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_speed.py"), "--quick", "--rounds", "2",
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "speed" / "bench_speed.py"), "--quick", "--rounds", "2",
                            "--seconds", "0.3", "--models", "squeezenet1_1", "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

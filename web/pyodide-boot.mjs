@@ -151,7 +151,7 @@ async function startPython(cfg, snapshotURL, snapshot, log) {
 async function bootOnce() {
   const t0 = performance.now();
   const cfg = resolveEnv();
-  const steps = {}; // step -> ms since this realm's time origin when it ended (for bench/boot_breakdown.py)
+  const steps = {}; // step -> ms since this realm's time origin when it ended (for bench/startup/boot_breakdown.py)
   const log = (msg) => {
     steps[msg] = performance.now();
     if (cfg.debug) console.log(`nnwasm: ${msg} (${(performance.now() - t0).toFixed(0)} ms)`);

@@ -1,5 +1,5 @@
 // The demo's start-up path on onnxruntime-web 1.30 (wasm backend, one thread, no proxy), for
-// bench/bench_startup.py: the same model (.onnx), photo and preprocessing (demo/image.mjs, preprocess.mjs),
+// bench/startup/bench_startup.py: the same model (.onnx), photo and preprocessing (demo/image.mjs, preprocess.mjs),
 // the same overlap of downloads, and the same marks on the page's timeline.
 import * as ort from "/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs";
 import { decodeImage } from "/demo/image.mjs";

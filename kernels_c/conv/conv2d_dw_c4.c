@@ -16,7 +16,7 @@
 
 /* NNW_ROLLED (internal.h) on block4's kernel rows: unrolled, its 3x3 loop held 27 loaded pixels
  * at once in Cranelift and spilled most of them. One block per kernel row: depthwise layers
- * 0.81x the time in wasmtime, unchanged in V8 (bench/ab_kernels.py). */
+ * 0.81x the time in wasmtime, unchanged in V8 (bench/ab/ab_kernels.py). */
 /* Measured in V8 against conv2d_dw.c (GFLOP/s, EfficientNet-Lite0's layers): this wins on rows
  * of 16 or fewer outputs (dw 5x5 @7: 16 -> 31, dw 3x3 @7: 12 -> 23), on 5x5 kernels (5x5 @28:
  * 28 -> 37) and on stride 2 (3x3/2 @112: 12.6 -> 13.4); the per-row kernel keeps 3x3 stride 1 on

@@ -250,7 +250,7 @@ NNW_EXPORT int32_t nnw_conv2d_winograd_scratch_bytes(int32_t c, int32_t m, int32
 /* The choice table (NNPACK's way: by shape, measured): 1 where conv2d_winograd on transformed
  * weights beats conv2d (im2col + GEMM, or its own Winograd) in V8. The GEMMs have one row per
  * tile: with 4 tiles and more (outputs 5x5 and up) Winograd won on every shape measured
- * (bench/bench_kernels_native.py --net resnet50 --winograd, ms, conv2d -> conv2d_winograd):
+ * (bench/speed/bench_kernels_native.py --net resnet50 --winograd, ms, conv2d -> conv2d_winograd):
  *   ResNet-50 3x3 64 @56 1.93 -> 1.80, 128 @28 2.47 -> 1.48, 256 @14 4.89 -> 2.54,
  *   512 @7 5.71 -> 3.14; SqueezeNet 16->64 @55 0.71 -> 0.65, 32->128 @27 0.69 -> 0.48,
  *   48->192 @13 0.61 -> 0.34, 64->256 @13 1.04 -> 0.52; 8 @28 0.022 (wt) vs 0.04, 128 @7 0.42 -> 0.13,

@@ -163,7 +163,7 @@ NNW_EXPORT int32_t nnw_conv2d_winograd_s2_scratch_bytes(int32_t c, int32_t m, in
 }
 
 /* The choice table: 1 where conv2d_winograd_s2 beats conv2d (im2col + GEMM) in V8. Measured
- * in ResNet-50 (bench/ab_ops.mjs, per-op medians, ms, conv2d -> conv2d_winograd_s2): 128 @28
+ * in ResNet-50 (bench/ab/ab_ops.mjs, per-op medians, ms, conv2d -> conv2d_winograd_s2): 128 @28
  * out (196 tiles) 4.96 -> 3.97, 256 @14 (49 tiles) 5.06 -> 3.93, 512 @7 (16 tiles, 8x8 outputs
  * computed for 7x7, U 17 MB) 5.82 -> 6.19 (loses): from 25 tiles on. Tiles in blocks whose V and Z
  * fit L2 (conv2d_winograd.c's tile_block) did not pay: 128 @28 4.44 -> 4.51. */

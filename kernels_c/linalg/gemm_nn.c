@@ -104,7 +104,7 @@ static NNW_ALWAYS_INLINE void row_block(int mr, int32_t n, int32_t k, int32_t j0
  * on the vector ports the multiplies need, and it spills a pointer or two of A's four rows. Here
  * each block of four rows is first copied k-major into pack_a.h's buffer (A[i..i+3][kk] are four
  * consecutive floats), so a k step loads one v128 and splats its lanes with pshufd. Measured
- * (bench/ab_kernels.py, EfficientNet-Lite0's convs): 0.89x the time in wasmtime, wasmtime/V8
+ * (bench/ab/ab_kernels.py, EfficientNet-Lite0's convs): 0.89x the time in wasmtime, wasmtime/V8
  * 1.39 -> 1.23. V8 ran a mock of this variant 12% slower (pshufd takes a shuffle port where its
  * vbroadcastss rides on the load), hence the hint. Same products, summed in the same order as
  * tile(): bit-identical results. */

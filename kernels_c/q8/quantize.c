@@ -60,7 +60,7 @@ static v128_t near_half(v128_t t) {
  * from the clamped floats by the 0x1.8p23 trick (exact below 2^22), which V8 compiles to two
  * instructions where i32x4.trunc_sat_f32x4_s takes five. BERT-mini int8's 16
  * DynamicQuantizeLinear ops (with the four min/max chains below): 0.80 -> 0.46 ms in V8, 0.98 -> 0.59
- * ms in wasmtime (per-op medians, bench/ab_kernels.py, a loaded machine); 0.42 -> 0.30 ms in a
+ * ms in wasmtime (per-op medians, bench/ab/ab_kernels.py, a loaded machine); 0.42 -> 0.30 ms in a
  * quieter V8 profile. */
 static void quantize_row(const float *x, uint8_t *y, size_t n, float scale, int32_t zp,
                          int32_t dtype) {

@@ -1,0 +1,184 @@
+"""The speed benchmark (issue 7): batch 1, one thread, every runtime interleaved in one run.
+
+    .venv/bin/python bench/speed/bench_speed.py [--models NAME ...] [--rounds 10] [--seconds 5] [--quick]
+                                          [--no-python] [--no-tfjs] [--pyodide] [--out bench/results]
+
+Per model (build_scripts/build_bench_models.py, cached in ~/.cache/nnwasm/bench), one Node process
+(bench/speed/speed_node.mjs) holds nnwasm on its .nnwp plan file, onnxruntime-web (wasm, 1 thread),
+TF.js's wasm backend where it has the architecture, bench/speed/peak.c's f32x4 loop, and with --pyodide
+nnwasm on the .onnx through Pyodide; this process holds nnwasm in CPython (wasmtime, WASM alone),
+onnxruntime (1 thread, sequential) and the peak loop under wasmtime. All warm up first (Node: each
+>= 30 runs and >= 4 s, so that V8 has tiered up), then R rounds each run every runtime a few times
+in turn (Node's then CPython's), so that the machine's drift cancels in ratios: a ratio is the
+median over rounds of the two runtimes' medians in that round. Writes OUT/speed.json, and through
+bench/speed/speed_report.py OUT/speed.md and OUT/speed.png.
+"""
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "build_scripts"))
+sys.path.insert(0, str(ROOT / "py_runtime"))
+sys.path.insert(0, str(ROOT / "bench" / "speed"))
+import build_bench_models  # noqa: E402
+import model_flops  # noqa: E402
+import speed_report  # noqa: E402
+
+TFJS = {"mobilenet_v2", "squeezenet1_1", "resnet50"}   # speed_tfjs_models.mjs
+PEAK_ITERS = 1_200_000                                 # as speed_node.mjs: 96 flops each
+
+
+def build_peak():
+    from build_kernels import EMCC_WASM, tool
+    out = ROOT / "build" / "bench" / "peak.wasm"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    src = ROOT / "bench" / "speed" / "peak.c"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        flags = [f for f in EMCC_WASM if f != "-sALLOW_MEMORY_GROWTH=1"]
+        subprocess.run([tool("emcc"), *flags, str(src), "-o", str(out)], check=True)
+    return out
+
+
+def machine():
+    cpu = [ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+           if ln.startswith("model name")]
+    from importlib.metadata import version
+    pkg = lambda p: json.loads((ROOT / "node_modules" / p / "package.json").read_text())["version"]  # noqa: E731
+    return {"cpu": f"{cpu[0]} x {len(cpu)}" if cpu else platform.processor(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "node": subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip(),
+            "onnxruntime": version("onnxruntime"), "wasmtime": version("wasmtime"),
+            "onnxruntime-web": pkg("onnxruntime-web"), "tfjs": pkg("@tensorflow/tfjs-backend-wasm"),
+            "load_average": list(__import__("os").getloadavg())}
+
+
+class Node:
+    """speed_node.mjs for one model: one JSON command a line, one JSON reply."""
+    def __init__(self, cfg):
+        self.p = subprocess.Popen(["node", str(ROOT / "bench" / "speed" / "speed_node.mjs"), json.dumps(cfg)], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready = self._reply()
+
+    def _reply(self):
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"speed_node.mjs exited ({self.p.wait()})")
+        return json.loads(line)
+
+    def __call__(self, **cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        return self._reply()
+
+
+def python_runtimes(meta, d, peak_bytes):
+    """name -> (run, session or None) for CPython; errors -> why not."""
+    import numpy as np
+    import onnxruntime
+    import nnwasm
+    from nnwasm.host.wasmtime_host import WasmtimeHost
+    case = meta["cases"][0]
+    x = {n: np.fromfile(d / s["file"], dtype=s["dtype"]).reshape(s["dims"]) for n, s in case["inputs"].items()}
+    path = str(d / meta["file"])
+    out, errors, create = {}, {}, {}
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    wasm_only = nnwasm.SessionOptions()
+    wasm_only.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    makers = {"py-nnwasm": lambda: nnwasm.InferenceSession(path, wasm_only, providers=["WasmExecutionProvider"]),
+              "ort": lambda: onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"])}
+    for name, make in makers.items():
+        t = time.perf_counter()
+        try:
+            s = make()
+            create[name] = (time.perf_counter() - t) * 1e3
+            s.run(None, x)
+            out[name] = (lambda s=s: s.run(None, x))
+        except Exception as e:   # noqa: BLE001 -- reported, not fatal
+            errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    host = WasmtimeHost(peak_bytes)
+    out["py-peak"] = lambda: host.call("peak", PEAK_ITERS, 1000)
+    return out, errors, create
+
+
+def timed(run):
+    t = time.perf_counter()
+    run()
+    return (time.perf_counter() - t) * 1e3
+
+
+def bench_model(name, a, d, peak):
+    meta = build_bench_models.load_sidecar(name, d)
+    rts = ["nnwasm", *(["nnwasm-pyodide"] if a.pyodide else []), "ort-web",
+           *(["tfjs"] if name in TFJS and not a.no_tfjs else []), "peak", *(["nnwasm-fp32"] if meta["base"] else [])]
+    print(f"{name}: starting Node ({', '.join(rts)})", flush=True)
+    node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak), "base": meta["base"]})
+    row = {"model": name, "kind": meta["kind"], "base": meta["base"], "gflop": model_flops.gflop(d / meta["file"]),
+           "plan_error": meta.get("plan_error"), **node.ready}
+    py, py_errors, py_create = ({}, {}, {}) if a.no_python else python_runtimes(meta, d, peak.read_bytes())
+    row["errors"].update(py_errors)
+    row["create_ms"].update(py_create)
+    w = node(cmd="warm", runs=a.warm_runs, seconds=a.warm_seconds)
+    last = dict(w["last_ms"])
+    end = time.perf_counter() + min(a.warm_seconds, 2)
+    for k, run in py.items():   # wasmtime compiles ahead of time: a few runs warm the caches
+        for i in range(3):
+            last[k] = timed(run)
+        while time.perf_counter() < end and k != "py-peak":
+            last[k] = timed(run)
+    per_round = {k: max(1, round(a.seconds * 1e3 / a.rounds / max(v, 0.01))) for k, v in last.items()}
+    per_round = {k: min(n, 50) for k, n in per_round.items()}
+    rounds = []
+    for r in range(a.rounds):
+        times = node(cmd="round", runs=per_round, index=r)["times"]
+        order = list(py)[r % max(len(py), 1):] + list(py)[:r % max(len(py), 1)]
+        for k in order:
+            times[k] = [timed(py[k]) for _ in range(per_round[k])]
+        rounds.append({k: [round(t, 3) for t in v] for k, v in times.items()})
+        print(f"  round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in times.items()),
+              flush=True)
+    prof = node(cmd="profile", runs=a.profile_runs)
+    row["ops"], row["top_nodes"] = prof["ops"], prof.get("nodes")
+    row["memory"] = node(cmd="quit")["memory"]
+    row["warm_runs"] = w["warm_runs"]
+    row["rounds"] = rounds
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="*", choices=list(build_bench_models.MODELS), default=list(build_bench_models.MODELS))
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--seconds", type=float, default=5, help="measured time per model and runtime, over all rounds")
+    ap.add_argument("--warm-runs", type=int, default=30)
+    ap.add_argument("--warm-seconds", type=float, default=4)
+    ap.add_argument("--profile-runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 3 rounds, 1 s, little warm-up (V8 not tiered up)")
+    ap.add_argument("--no-python", action="store_true", help="skip CPython (nnwasm under wasmtime, onnxruntime)")
+    ap.add_argument("--no-tfjs", action="store_true")
+    ap.add_argument("--pyodide", action="store_true", help="also nnwasm on the .onnx through Pyodide in Node")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.seconds, a.warm_runs, a.warm_seconds, a.profile_runs = 3, 1, 3, 0.3, 2
+    d = build_bench_models.ensure(a.models)
+    peak = build_peak()
+    result = {"machine": machine(), "settings": {k: v for k, v in vars(a).items() if k != "out"},
+              "peak_gflop_per_run": 96 * PEAK_ITERS / 1e9, "models": []}
+    for name in a.models:
+        result["models"].append(bench_model(name, a, d, peak))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "speed.json").write_text(json.dumps(result, indent=1))
+    speed_report.write(result, out)
+    print((out / "speed.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
