@@ -51,6 +51,11 @@ class KernelError(EPFail):
     """kernels.wasm refused or failed a plan; the message carries its status and op."""
 
 
+class WasmOutOfMemory(KernelError):
+    """kernels.wasm's linear memory could not hold a plan's arena or its op words (wasm32 addresses
+    4 GiB); a session then drops the variants it prepared for other input shapes and tries again."""
+
+
 class RunTerminated(Fail):
     """RunOptions.terminate was set: the run stopped between two ops (onnxruntime raises Fail with
     "Exiting due to terminate flag being set to true.")."""

@@ -10,12 +10,14 @@ compiling, and the optimizer passes that need concrete shapes) per concrete inpu
 first run with it, and cached.
 A .nnwp plan file (recognised by its magic) gives a PlanSession instead: plan_session.py.
 """
+import gc
 import os
 import threading
 from collections import OrderedDict
 
 from . import optimizer, passes
-from .errors import InvalidArgument, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated, Unsupported
+from .errors import (InvalidArgument, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated, Unsupported,
+                     WasmOutOfMemory)
 from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model
 from .options import RunOptions, SessionOptions
@@ -285,6 +287,9 @@ class InferenceSession:
         else:
             # Unsupported ops fail at creation, as in onnxruntime; what needs concrete shapes waits.
             assign(self._graph, self._providers, defer=True)
+            for p in self._providers:   # a variant per input shape: their plans share derived weights
+                if hasattr(p, "derived"):
+                    p.derived = {}
 
     # --- onnxruntime's introspection API ---------------------------------------------------
     def get_inputs(self):
@@ -552,6 +557,19 @@ class InferenceSession:
             raise InvalidArgument(f"input '{arg.name}' has shape {list(t.shape)}, expected {list(vi.shape)} "
                                   f"(mismatch at dimension {', '.join(map(str, bad))})")
 
+    def _compile_evicting(self, graph):
+        """_Prepared(graph); where kernels.wasm's memory can't hold its plans, the variants prepared
+        for other shapes are dropped, least recently used first, until it fits (a decoder with
+        500 MB of weights otherwise runs out at its third past length: each variant has its own arena)."""
+        while True:
+            try:
+                return _Prepared(graph, self._providers)
+            except WasmOutOfMemory:
+                if not self._cache:
+                    raise
+                self._cache.popitem(last=False)   # its runners' finalizers queue their memory for freeing
+                gc.collect()   # the failed attempt's runners, held by the traceback's frames until now
+
     def _prepared(self, shapes, over=None):
         """The variant for these input shapes; with overridden initializers ({name: shape}), one
         rebuilt from the model with those initializers made graph inputs (never folded)."""
@@ -576,7 +594,7 @@ class InferenceSession:
             g = self._graph
             spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
             spec = passes.infer_shapes(spec, shapes)
-        prepared = _Prepared(optimizer.optimize(spec, "shaped", self._level, self._providers), self._providers)
+        prepared = self._compile_evicting(optimizer.optimize(spec, "shaped", self._level, self._providers))
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:
             self._cache.popitem(last=False)

@@ -17,6 +17,7 @@ from .opcodes import OPS
 MAGIC = 0x50574E4E
 VERSION = 1
 ALIGN = 16
+MAX_DERIVED = 4096   # derived() entries a provider keeps (a model's weight matrices, many times over)
 
 
 class Ref:
@@ -41,6 +42,7 @@ class PlanBuilder:
         self.fused = set()     # ids of nodes folded into an earlier op (fused epilogues)
         self._scratch = 0
         self.constants = {}    # name -> TensorData the lowering derived (e.g. BatchNorm's scale)
+        self.derived_cache = None   # the provider's {key: (sources, tensor)} or None: derived()
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
@@ -56,6 +58,22 @@ class PlanBuilder:
         name = f"#const{len(self.constants)}"
         self.constants[name] = t
         return Ref(name)
+
+    def derived(self, key, *sources, make):
+        """make(), a tensor computed from the initializers `sources` alone (B packed into panels...),
+        remembered by the provider across the plans it builds (a session's variants for other input
+        shapes, its control-flow bodies), so it is computed once, not once per plan; key names the
+        transform and its parameters."""
+        cache = self.derived_cache
+        if cache is None:
+            return make()
+        k = (key, *map(id, sources))   # an entry holds its sources, so their ids stay theirs
+        hit = cache.get(k)
+        if hit is None:
+            if len(cache) >= MAX_DERIVED:
+                del cache[next(iter(cache))]
+            hit = cache[k] = (sources, make())
+        return hit[1]
 
     def nbytes(self, name):
         return numel(self.shape(name)) * self.dtype(name).size

@@ -25,6 +25,9 @@ class WasmExecutionProvider:
 
     def __init__(self, options=None):
         self.options = dict(options or {})
+        # PlanBuilder.derived's cache, {} when the session will build plans for several input shapes
+        # (symbolic dims): weights are then packed once, not per variant; None keeps nothing.
+        self.derived = None
 
     def capability(self, node, graph):
         if lookup(node.domain, node.op_type, node.opset) is None:
@@ -74,6 +77,7 @@ class WasmExecutionProvider:
         plan alone, not loaded; plan files (planfile.py) are written from it."""
         b = PlanBuilder(graph, inputs, outputs)
         b.host = get_host()   # lowerings may run kernels.wasm to fold constants
+        b.derived_cache = self.derived
         b.users = graph.consumers()
         b.members = {id(n) for n in nodes}
         b.position = {o: i for i, n in enumerate(nodes) for o in n.outputs if o}

@@ -5,7 +5,7 @@ import struct
 import weakref
 from collections import namedtuple
 
-from ..errors import InvalidArgument, KernelError
+from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
 from ..tensor import TensorData, numel
 
 STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
@@ -58,7 +58,7 @@ class WasmRunner:
     def _malloc(self, n):
         p = self.host.call("nnw_malloc", max(n, 1))
         if not p:
-            raise KernelError(f"kernels.wasm is out of memory allocating {n} bytes")
+            raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes")
         return p
 
     def run(self, env, prof=None):

@@ -85,7 +85,8 @@ def lower_matmul_packed(node, b, m, n, k):
     shape = b.shape(y)
     cache = b.__dict__.setdefault("packed", {})
     if w not in cache:
-        cache[w] = b.constant(pack_b(b.graph.initializers[w], k, n))
+        t = b.graph.initializers[w]
+        cache[w] = b.constant(b.derived(("pack_b", k, n), t, make=lambda: pack_b(t, k, n)))
     bias = r = None
     act, lo, hi = 0, -math.inf, math.inf
     fused = []

@@ -344,7 +344,8 @@ def _packed_b(b, w, w_zp):
     cache = b.__dict__.setdefault("q8_packed", {})
     if (w, w_zp) not in cache:
         zps = [int(v) for v in _const_values(b.graph, w_zp)] if w_zp else [0]
-        cache[(w, w_zp)] = b.constant(pack_q8_b(b.graph.initializers[w], zps, k, n))
+        t = b.graph.initializers[w]
+        cache[(w, w_zp)] = b.constant(b.derived(("pack_q8_b", k, n, *zps), t, make=lambda: pack_q8_b(t, zps, k, n)))
     return cache[(w, w_zp)]
 
 

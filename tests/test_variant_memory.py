@@ -1,0 +1,89 @@
+"""A model with symbolic input dims prepares one variant per input shape, each with its own arena
+(weights included). When kernels.wasm's memory can't hold another, the session drops the variants
+it prepared for other shapes, least recently used first, instead of failing the run. The heap is
+made small here by refusing nnw_malloc beyond a budget of live bytes."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import nnwasm
+from nnwasm.errors import KernelError, WasmOutOfMemory
+from nnwasm.host import get_host
+
+K, N = 64, 2048   # a 512 KiB weight: each variant's arena holds a copy
+
+
+def _model():
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((K, N)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", K])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", N])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m.SerializeToString(), numpy_helper.to_array(w)
+
+
+@pytest.fixture
+def small_heap(monkeypatch):
+    """nnw_malloc returns 0 once the blocks allocated through it and not yet freed pass `budget`."""
+    host = get_host()
+    call, live, state = host.call, {}, {"budget": None}
+
+    def limited(name, *args):
+        if name == "nnw_malloc" and state["budget"] is not None and sum(live.values()) + args[0] > state["budget"]:
+            return 0
+        p = call(name, *args)
+        if name == "nnw_malloc" and p:
+            live[p] = args[0]
+        elif name == "nnw_free":
+            live.pop(args[0], None)
+        return p
+
+    monkeypatch.setattr(host, "call", limited)
+    return state, live
+
+
+def test_variants_evicted_when_memory_runs_out(small_heap):
+    state, live = small_heap
+    model, w = _model()
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    sess = nnwasm.InferenceSession(model, so)
+    x1 = np.ones((1, K), np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x1})[0], x1 @ w, rtol=1e-5, atol=1e-4)
+    one_variant = sum(live.values())
+    state["budget"] = int(2.5 * one_variant)   # room for two variants, not three
+    for n in (2, 3, 4, 5, 2, 6):
+        x = np.full((n, K), 0.5, np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], x @ w, rtol=1e-5, atol=1e-4)
+        assert sum(live.values()) <= state["budget"]
+    assert len(sess._cache) <= 2
+
+
+def test_out_of_memory_with_nothing_to_evict_is_a_clear_error(small_heap):
+    state, _ = small_heap
+    model, w = _model()
+    sess = nnwasm.InferenceSession(model)
+    state["budget"] = 1024   # not even one arena fits
+    with pytest.raises(KernelError, match="out of memory"):
+        sess.run(None, {"x": np.ones((3, K), np.float32)})
+    state["budget"] = None   # the session stays usable
+    x = np.ones((3, K), np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], x @ w, rtol=1e-5, atol=1e-4)
+    assert issubclass(WasmOutOfMemory, KernelError)
+
+
+def test_weights_packed_once_across_variants(monkeypatch):
+    """The variants' plans take B's packed panels from the provider's cache: packed once per
+    session, not once per input shape (a decoder prepares a variant per past length)."""
+    from nnwasm.wasm.lower import packed
+    calls = []
+    real = packed.pack_b
+    monkeypatch.setattr(packed, "pack_b", lambda *a: calls.append(a[1:]) or real(*a))
+    model, w = _model()
+    sess = nnwasm.InferenceSession(model)
+    for n in (1, 2, 7, 2):
+        x = np.random.default_rng(n).standard_normal((n, K)).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], x @ w, rtol=1e-5, atol=1e-4)
+    assert calls == [(K, N)]
+    assert sess.get_provider_assignment() and all(p == "WasmExecutionProvider" for *_, p in sess.get_provider_assignment())
