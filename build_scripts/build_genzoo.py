@@ -53,32 +53,29 @@ def _save(model, folder):
     return folder
 
 
-def _causal(config_cls, **kw):
+def _causal(config_name, **kw):
     def make(folder):
         import torch
-        from transformers import AutoModelForCausalLM
+        import transformers
         torch.manual_seed(0)
-        cfg = config_cls(vocab_size=VOCAB, bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=INIT, **kw)
-        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+        cfg = getattr(transformers, config_name)(vocab_size=VOCAB, bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=INIT, **kw)
+        model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
         model.generation_config.max_length = 64
         return _save(model, folder)
     return make
 
 
 def gpt2_config():
-    from transformers import GPT2Config
-    return _causal(GPT2Config, n_embd=64, n_layer=2, n_head=4, n_positions=128)
+    return _causal("GPT2Config", n_embd=64, n_layer=2, n_head=4, n_positions=128)
 
 
 def llama_config(**extra):
-    from transformers import LlamaConfig
-    return _causal(LlamaConfig, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+    return _causal("LlamaConfig", hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                    num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False, **extra)
 
 
 def qwen2_config():
-    from transformers import Qwen2Config
-    return _causal(Qwen2Config, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+    return _causal("Qwen2Config", hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                    num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=True,
                    use_sliding_window=False)
 

@@ -1,0 +1,113 @@
+"""The generative model zoo (build_scripts/build_genzoo.py: tiny random-weight decoders with a KV
+cache and encoder-decoders, as Optimum, onnxruntime-genai and torch export them): greedy generation
+with the past fed back, nnwasm against onnxruntime on the same feeds at every step (same token ids,
+logits and present.* within the zoo tests' float tolerance), with the numpy fallback and on WASM
+alone (fallback disabled: what a page has).
+
+GEN_EXPECTED_FAIL is the ratchet: (model, configuration) -> why it fails today. Listed pairs are
+strict xfails that must fail with NotImplementedOp (a node no provider runs); one that starts
+passing turns into a failure: remove its row. The genzoo is built by `make genzoo` (its own venv);
+without it these tests skip.
+"""
+import time
+
+import numpy as np
+import pytest
+
+import nnwasm
+from conftest import ROOT
+
+import sys
+sys.path.insert(0, str(ROOT / "build_scripts"))
+import build_genzoo  # noqa: E402  (no torch, transformers or numpy at import)
+
+onnxruntime = pytest.importorskip("onnxruntime")
+
+_GENAI = "com.microsoft GroupQueryAttention, SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization"
+GEN_EXPECTED_FAIL = {
+    ("genai_llama_fp32", "fallback"): "no provider has " + _GENAI,
+    ("genai_llama_fp32", "wasm"): "no provider has " + _GENAI,
+    ("genai_llama_int4", "fallback"): "no provider has MatMulNBits, " + _GENAI,
+    ("genai_llama_int4", "wasm"): "no provider has MatMulNBits, " + _GENAI,
+}
+CONFIGS = ["fallback", "wasm"]
+
+
+def params():
+    out = []
+    for name in build_genzoo.GENZOO:
+        for config in CONFIGS:
+            marks = []
+            if (name, config) in GEN_EXPECTED_FAIL:
+                marks.append(pytest.mark.xfail(strict=True, raises=nnwasm.NotImplementedOp,
+                                               reason=GEN_EXPECTED_FAIL[name, config]))
+            out.append(pytest.param(name, config, marks=marks, id=f"{name}-{config}"))
+    return out
+
+
+def sidecar(name):
+    meta = build_genzoo.load_sidecar(name)
+    if meta is None:
+        pytest.skip(f"the genzoo's {name} is not built in {build_genzoo.genzoo_dir()}: run `make genzoo`")
+    return meta
+
+
+def nnwasm_sessions(meta, config):
+    out = {}
+    for role, r in meta["roles"].items():
+        so = nnwasm.SessionOptions()
+        if config == "wasm":
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        out[role] = nnwasm.InferenceSession(str(build_genzoo.genzoo_dir() / r["file"]), so,
+                                            providers=["WasmExecutionProvider", "NumpyExecutionProvider"])
+    return out
+
+
+def runner(sessions):
+    def run(role, feeds):
+        s = sessions[role]
+        return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+    return run
+
+
+def assert_close(out, ref, what):
+    assert out.dtype == ref.dtype and out.shape == ref.shape, f"{what}: {out.dtype}{out.shape} vs {ref.dtype}{ref.shape}"
+    if out.size:
+        scale = max(1.0, float(np.abs(ref).max()))
+        np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-4 * scale, err_msg=what)
+
+
+@pytest.mark.parametrize("name,config", params())
+def test_generate(name, config):
+    """nnwasm's greedy generation is onnxruntime's: every step's feeds are built from nnwasm's own
+    previous outputs, and onnxruntime runs on those same feeds for the comparison."""
+    meta = sidecar(name)
+    ours = nnwasm_sessions(meta, config)
+    ort = build_genzoo.ort_runner(build_genzoo.genzoo_dir(), {r: v["file"] for r, v in meta["roles"].items()})
+    run_ours = runner(ours)
+    times = []
+
+    def timed(role, feeds):
+        t0 = time.perf_counter()
+        outs = run_ours(role, feeds)
+        if role == "decoder":
+            times.append(time.perf_counter() - t0)
+        if role == "encoder":
+            for oname, ref in ort(role, feeds).items():
+                assert_close(outs[oname], ref, f"{name} encoder {oname}")
+        return outs
+
+    def check(step, feeds, outs):
+        for oname, ref in ort("decoder", feeds).items():
+            assert_close(outs[oname], ref, f"{name} [{config}] step {step} {oname}")
+    tokens = build_genzoo.generate(meta, timed, on_step=check)
+    assert tokens == meta["reference"]["tokens"]
+    if config == "wasm":
+        for s in ours.values():
+            assert {p for _, _, p in s.get_provider_assignment()} == {"WasmExecutionProvider"}
+    print(f"{name} [{config}]: decode step {1e3 * np.median(times[1:]):.2f} ms (median), step 0 {1e3 * times[0]:.1f} ms")
+
+
+def test_expected_failures_are_models():
+    assert {n for n, _ in GEN_EXPECTED_FAIL} <= set(build_genzoo.GENZOO)
+    assert {c for _, c in GEN_EXPECTED_FAIL} <= set(CONFIGS)
