@@ -14,12 +14,12 @@ import struct
 from collections import ChainMap
 
 from .. import dtypes
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, NotImplementedOp
 from ..ir import implicit_inputs, scoped, subgraphs
 from ..ops.control import loop_parts, scan_attrs
 from ..ops.registry import lookup
 from ..ops import shapes as S
-from ..partition import Deferred
+from ..partition import Deferred, TakenOnly
 from ..profiling import WASM, node_label
 from ..tensor import TensorData, numel
 
@@ -53,7 +53,31 @@ def control_refusal(provider, node, graph):
     shapes, else the reason: a definitive one if there is any, else a Deferred one (shapes that
     symbolic input dims leave unknown until the first run)."""
     reasons = list(_control_reasons(provider, node, graph))
-    return next((r for r in reasons if not isinstance(r, Deferred)), reasons[0] if reasons else None)
+    return next((r for r in reasons if not isinstance(r, (Deferred, TakenOnly))),
+                next((r for r in reasons if isinstance(r, TakenOnly)), reasons[0] if reasons else None))
+
+
+def _body_reasons(provider, attr, body, graph):
+    """Why the nodes of one body can't all run on WASM with static shapes (nothing if they can)."""
+    view = scoped(body, graph)
+    for vi in list(body.inputs) + list(body.outputs):
+        if vi.dtype is None or not vi.dtype.size or not vi.is_static():
+            yield Deferred(f"the shape of its {attr}'s '{vi.name}' is not static")
+    for n in body.nodes:
+        why = provider.capability(n, view)
+        if why is not None:
+            yield type(why)(f"its {attr} has {n}, which can't run on WASM: {why}")
+
+
+def if_branch_refusals(provider, node, graph):
+    """{branch: why} for the If branches that can't run on WASM while another one can, every reason
+    definitive: such a branch is checked again, and fails naming the node, only when a run takes it
+    (an Optimum merged decoder's cache branch at the first step, with an empty past)."""
+    reasons = {attr: list(_body_reasons(provider, attr, body, graph)) for attr, body in subgraphs(node)}
+    bad = {a: r for a, r in reasons.items() if r}
+    if len(bad) == len(reasons) or any(isinstance(w, Deferred) for r in bad.values() for w in r):
+        return {}
+    return {a: r[0] for a, r in bad.items()}
 
 
 def _control_reasons(provider, node, graph):
@@ -71,15 +95,10 @@ def _control_reasons(provider, node, graph):
         vi = graph.values.get(name) if name else None
         if name and (vi is None or vi.dtype is None or not vi.dtype.size):
             yield Deferred(f"the type of '{name}' is not known at session creation")
+    taken_only = if_branch_refusals(provider, node, graph) if node.op_type == "If" else {}
     for attr, body in subgraphs(node):
-        view = scoped(body, graph)
-        for vi in list(body.inputs) + list(body.outputs):
-            if vi.dtype is None or not vi.dtype.size or not vi.is_static():
-                yield Deferred(f"the shape of its {attr}'s '{vi.name}' is not static")
-        for n in body.nodes:
-            why = provider.capability(n, view)
-            if why is not None:
-                yield type(why)(f"its {attr} has {n}, which can't run on WASM: {why}")
+        for why in _body_reasons(provider, attr, body, graph):
+            yield TakenOnly(why) if attr in taken_only else why
     if node.op_type in ("Loop", "Scan"):   # a body plan has one shape per value
         body = node.attrs["body"]
         if node.op_type == "Loop":
@@ -252,10 +271,22 @@ class ControlRunner:
 
 
 class IfRunner(ControlRunner):
+    """Compiles the branches that run on WASM; one that can't (if_branch_refusals) fails the run
+    that takes it, naming the node."""
+
+    def __init__(self, provider, node, graph):
+        self.node, self.graph = node, graph
+        self.refused = if_branch_refusals(provider, node, graph)
+        self.bodies = {attr: BodyRunner(provider, g, graph) for attr, g in subgraphs(node)
+                       if attr not in self.refused}
+
     def _run(self, env, prof):
         node = self.node
         cond = _scalar(env, self.graph, node.inputs[0], node, "cond")
         attr = "then_branch" if cond else "else_branch"
+        if attr in self.refused:
+            raise NotImplementedOp(f"{node}: this run takes its {attr}, which can't run on WASM at these "
+                                   f"shapes ({self.refused[attr]}), and no enabled provider runs the whole If")
         if attr not in self.bodies:
             raise InvalidArgument(node.attrs[attr].reason)
         outs = self.bodies[attr].run(env, {}, prof)
