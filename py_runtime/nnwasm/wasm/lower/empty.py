@@ -9,8 +9,9 @@ own check and lowering, which then never see an empty tensor:
 - some input empty, an output not: only ops whose result is defined then run, listed in
   EMPTY_INPUTS: Concat (the regular lowering skips empty pieces), MatMul / Gemm with K = 0
   (zeros, or Gemm's beta * C), reductions over an empty axis (the op's identity: 0 for sums,
-  1 for ReduceProd, -inf / +inf for ReduceMax / ReduceMin, -inf for the log reductions, NaN for
-  ReduceMean, as numpy and onnxruntime give). Any other op is refused naming the empty value
+  1 for ReduceProd, -inf / +inf for ReduceMax / ReduceMin, -inf for the log reductions, 0 for
+  ReduceMean, as onnxruntime gives). Gemm follows ONNX's formula (beta * C, as the numpy
+  reference): onnxruntime 1.31 returns C unscaled when K = 0. Any other op is refused naming the empty value
   (Gather from an empty axis, ArgMax over one: errors in onnxruntime too).
 
 A fill is one gather_axes op whose tables are all PAD (lower/tables.py): every output element is
@@ -105,7 +106,7 @@ def lower_gemm(node, b):     # K = 0: alpha * A B is zeros, Y = beta * C broadca
     emit_binary(b, BINARY_KIND["Mul"], b.ref(node.inputs[2]), beta, b.ref(y))
 
 
-IDENTITY = {"ReduceSum": 0.0, "ReduceMean": math.nan, "ReduceProd": 1.0, "ReduceL1": 0.0, "ReduceL2": 0.0,
+IDENTITY = {"ReduceSum": 0.0, "ReduceMean": 0.0, "ReduceProd": 1.0, "ReduceL1": 0.0, "ReduceL2": 0.0,
             "ReduceSumSquare": 0.0, "ReduceLogSum": -math.inf, "ReduceLogSumExp": -math.inf,
             "ReduceMax": -math.inf, "ReduceMin": math.inf}
 
