@@ -111,3 +111,37 @@ def test_generate(name, config):
 def test_expected_failures_are_models():
     assert {n for n, _ in GEN_EXPECTED_FAIL} <= set(build_genzoo.GENZOO)
     assert {c for _, c in GEN_EXPECTED_FAIL} <= set(CONFIGS)
+
+
+BAD_INPUT_MODELS = ["gpt2", "gpt2_merged", "llama_merged", "qwen2"]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", BAD_INPUT_MODELS)
+def test_bad_past_is_a_clear_error_and_the_session_survives(name, config):
+    """A past whose shape contradicts the model (head count, head size) names the input; a past fed
+    back with the wrong length (longer than the attention mask says, or one layer's longer than the
+    others') names the node it breaks; the next good step still gives onnxruntime's answer."""
+    meta = sidecar(name)
+    sess = nnwasm_sessions(meta, config)
+    run = runner(sess)
+    steps = []
+    build_genzoo.generate(meta, lambda role, feeds: steps.append(dict(feeds)) or run(role, feeds), steps=3)
+    feeds = steps[2]
+    past = [n for n in feeds if n.startswith("past_key_values")]
+    p0 = feeds[past[0]]
+    heads, size = p0.shape[1], p0.shape[3]
+    bad = {
+        "head count": ({past[0]: np.concatenate([p0, p0], axis=1)[:, :heads + 1]}, rf"'{past[0]}'.*dimension 1"),
+        "head size": ({past[0]: p0[..., :size // 2]}, rf"'{past[0]}'.*dimension 3"),
+        "length vs mask": ({n: np.concatenate([feeds[n]] * 2, axis=2) for n in past}, r"node '[^']+'"),
+        "one layer longer": ({past[0]: np.concatenate([p0] * 2, axis=2)}, r"node '[^']+'"),
+    }
+    dec = sess["decoder"]
+    for what, (change, pattern) in bad.items():
+        with pytest.raises(nnwasm.InvalidArgument, match=pattern):
+            dec.run(None, {**feeds, **change})
+    ort = build_genzoo.ort_runner(build_genzoo.genzoo_dir(), {"decoder": meta["roles"]["decoder"]["file"]})
+    want = ort("decoder", feeds)
+    for (oname, ref), got in zip(want.items(), dec.run(None, feeds)):
+        assert_close(got, ref, f"{name} after the bad feeds: {oname}")
