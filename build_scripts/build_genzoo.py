@@ -13,7 +13,8 @@ sidecar records this BUILDER_VERSION is not rebuilt. Per model NAME:
                              dims, "past": true for cache inputs) and "outputs", "past_map"
                              (present.* output -> past_key_values.* input fed back next step),
                              "dims" (a past input's symbolic dims other than batch and length),
-                             "prompt", "encoder_feeds" (seed/shape of the encoder's input) and
+                             "prompt", "encoder_inputs" (the encoder's seeded feeds, saved as
+                             NAME/encoder.in.INPUT.bin) and
                              "reference": onnxruntime's greedy tokens and each step's logits row
                              (first 8 values, the argmax) for a glance without onnxruntime
 The generation driver (`generate`) is here, without numpy at import, so the tests and the
@@ -30,7 +31,7 @@ import time
 import warnings
 from pathlib import Path
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 STEPS = 8
 PROMPT = [5, 17, 300, 42, 9]   # token ids, < every model's vocab
 VOCAB = 1000
@@ -347,6 +348,12 @@ def build_one(name, out):
     if kind == "encoder-decoder":
         cfg = json.loads((folder / "config.json").read_text()) if (folder / "config.json").exists() else {}
         meta["decoder_start_token_id"] = cfg.get("decoder_start_token_id", 1 if "whisper" in name else 0)
+    if kind == "encoder-decoder":   # the encoder's feeds as raw little-endian bytes (Node reads them)
+        meta["encoder_inputs"] = {}
+        for n, a in encoder_feeds(meta).items():
+            f = f"{name}/encoder.in.{n}.bin"
+            a.astype(a.dtype.newbyteorder("<")).tofile(out / f)
+            meta["encoder_inputs"][n] = {"dtype": a.dtype.name, "dims": list(a.shape), "file": f}
     steps = []
 
     def on_step(step, feeds, outs):
