@@ -137,3 +137,23 @@ def test_trilu_with_runtime_k_is_refused():
     feeds = {"X": rand(3, 3), "K": i64(1).reshape(())}
     with pytest.raises(nnwasm.NotImplementedOp, match="k is not a constant"):
         nnwasm.InferenceSession(model("Trilu", feeds, opset=14), wasm_only_options(), providers=WASM_ONLY)
+
+
+# --- ScatterND with constant indices (lower/scatter.py) --------------------------------------------
+
+@pytest.mark.parametrize("data,idx,upd", [
+    ((4, 5), [[1], [3]], (2, 5)),                    # rows
+    ((4, 5), [[0, 1], [3, 4], [-1, 0]], (3,)),       # elements, a negative index
+    ((2, 3, 4), [[[1, 2]], [[0, 0]]], (2, 1, 4)),    # batched index tuples
+    ((3, 3), [[1], [1]], (2, 3)),                    # a duplicate: the last wins
+])
+def test_scatter_nd_constant_indices(data, idx, upd):
+    feeds = {"D": rand(*data), "U": rand(*upd, seed=1)}
+    node = helper.make_node("ScatterND", ["D", "I", "U"], ["Y"])
+    check(graph_model([node], feeds, ["Y"], {"I": np.array(idx, np.int64)}, opset=13), feeds)
+
+
+def test_scatter_nd_runtime_indices_are_refused():
+    feeds = {"D": rand(4, 5), "I": np.array([[1]], np.int64), "U": rand(1, 5)}
+    with pytest.raises(nnwasm.NotImplementedOp, match="indices are not a constant"):
+        nnwasm.InferenceSession(model("ScatterND", feeds, opset=13), wasm_only_options(), providers=WASM_ONLY)

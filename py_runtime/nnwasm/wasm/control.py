@@ -74,8 +74,10 @@ def if_branch_refusals(provider, node, graph):
     definitive: such a branch is checked again, and fails naming the node, only when a run takes it
     (an Optimum merged decoder's cache branch at the first step, with an empty past)."""
     reasons = {attr: list(_body_reasons(provider, attr, body, graph)) for attr, body in subgraphs(node)}
-    bad = {a: r for a, r in reasons.items() if r}
-    if len(bad) == len(reasons) or any(isinstance(w, Deferred) for r in bad.values() for w in r):
+    # a branch refused only until shapes are known (Deferred) may run: it is judged again then
+    bad = {a: [w for w in r if not isinstance(w, Deferred)] for a, r in reasons.items()}
+    bad = {a: r for a, r in bad.items() if r}
+    if len(bad) == len(reasons):
         return {}
     return {a: r[0] for a, r in bad.items()}
 
