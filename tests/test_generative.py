@@ -9,6 +9,11 @@ strict xfails that must fail with NotImplementedOp (a node no provider runs); on
 passing turns into a failure: remove its row. The genzoo is built by `make genzoo` (its own venv);
 without it these tests skip.
 """
+import json
+import os
+import re
+import shutil
+import subprocess
 import time
 
 import numpy as np
@@ -31,6 +36,12 @@ GEN_EXPECTED_FAIL = {
     ("genai_llama_int4", "wasm"): "no provider has MatMulNBits, " + _GENAI,
 }
 CONFIGS = ["fallback", "wasm"]
+# Node (tests/node/generative.test.mjs through web/nnwasm.mjs, WASM alone): model -> why it fails
+NODE_EXPECTED_FAIL = {
+    "genai_llama_fp32": "the shim reads a model file as bytes, so its external data (model.onnx.data) "
+                        "can't be found; then " + _GENAI,
+    "genai_llama_int4": "external data as above; then MatMulNBits, " + _GENAI,
+}
 
 
 def params():
@@ -145,3 +156,44 @@ def test_bad_past_is_a_clear_error_and_the_session_survives(name, config):
     want = ort("decoder", feeds)
     for (oname, ref), got in zip(want.items(), dec.run(None, feeds)):
         assert_close(got, ref, f"{name} after the bad feeds: {oname}")
+
+
+# --- Node: the same generation through web/nnwasm.mjs, run once for all ---------------------------
+
+@pytest.fixture(scope="module")
+def node_gen(tmp_path_factory):
+    """Runs tests/node/generative.test.mjs over the built models; returns {model: (status, detail, ms)}."""
+    names = [n for n in build_genzoo.GENZOO if build_genzoo.load_sidecar(n)]
+    if not names:
+        pytest.skip(f"the genzoo is not built in {build_genzoo.genzoo_dir()}: run `make genzoo`")
+    node = shutil.which("node")
+    assert node, "Node.js is not installed"
+    proc = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
+    spec = tmp_path_factory.mktemp("node_gen") / "genzoo.json"
+    spec.write_text(json.dumps({"dir": str(build_genzoo.genzoo_dir()), "models": names}))
+    env = {**os.environ, "NNWASM_GENZOO_SPEC": str(spec), "NNWASM_DIST_URL": (ROOT / "dist" / "web").as_uri() + "/"}
+    proc = subprocess.run([node, "--test", "--test-reporter=tap", "tests/node/generative.test.mjs"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    out = proc.stdout + proc.stderr
+    results = {m: (s, d) for m, s, d in re.findall(r"^\s*# gen-result (\S+) (\S+) ?(.*)$", out, re.M)}
+    missing = [n for n in names if n not in results]
+    assert not missing, f"generative.test.mjs reported nothing for {missing}:\n{out[-6000:]}"
+    times = dict(re.findall(r"^\s*# gen-time (\S+) (\S+)$", out, re.M))
+    return {m: (s, d, times.get(m)) for m, (s, d) in results.items()}
+
+
+def node_params():
+    return [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=NODE_EXPECTED_FAIL[n])]
+                         if n in NODE_EXPECTED_FAIL else [], id=n) for n in build_genzoo.GENZOO]
+
+
+@pytest.mark.node
+@pytest.mark.parametrize("name", node_params())
+def test_generate_in_node(name, node_gen):
+    if name not in node_gen:
+        pytest.skip(f"the genzoo's {name} is not built")
+    status, detail, ms = node_gen[name]
+    assert status == "ok", f"{name} in Node: {status} {detail}"
+    print(f"{name} in Node: decode step {ms} ms (median)")

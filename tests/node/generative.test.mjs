@@ -34,9 +34,9 @@ function argmaxLast(logits) {
 /** build_genzoo.generate, feed for feed. */
 async function generate(meta, sessions, onStep) {
   const dec = meta.roles.decoder, dims = { batch_size: 1, batch: 1, ...meta.dims };
-  let tokens, encHidden;
+  let tokens, encHidden, efeeds;
   if (meta.roles.encoder) {
-    const efeeds = Object.fromEntries(Object.entries(meta.encoder_inputs).map(([n, t]) => [n, readTensor(spec.dir, t)]));
+    efeeds = Object.fromEntries(Object.entries(meta.encoder_inputs).map(([n, t]) => [n, readTensor(spec.dir, t)]));
     encHidden = (await sessions.encoder.run(efeeds)).last_hidden_state;
     tokens = [meta.decoder_start_token_id];
   } else tokens = [...meta.prompt];
@@ -52,6 +52,7 @@ async function generate(meta, sessions, onStep) {
       else if (n === "position_ids") feeds[n] = ids(cur.map((_, j) => seen + j));
       else if (n === "use_cache_branch") feeds[n] = new Tensor("bool", Uint8Array.of(step > 0 ? 1 : 0), [1]);
       else if (n === "encoder_hidden_states") feeds[n] = encHidden;
+      else if (n === "encoder_attention_mask") feeds[n] = efeeds.attention_mask;
       else if (i.past) {
         if (past === null) {
           const shape = i.shape.map((d) => (typeof d === "string" ? dims[d] ?? 0 : d));
