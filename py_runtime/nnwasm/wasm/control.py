@@ -273,14 +273,16 @@ class ControlRunner:
 
 
 class IfRunner(ControlRunner):
-    """Compiles the branches that run on WASM; one that can't (if_branch_refusals) fails the run
-    that takes it, naming the node."""
+    """Compiles a branch at the first run that takes it (a merged decoder takes its no-cache branch
+    at the first step only: each new past length, a new prepared variant, compiles one branch, not
+    two); a branch that can't run on WASM (if_branch_refusals) fails the run that takes it, naming
+    the node."""
 
     def __init__(self, provider, node, graph):
-        self.node, self.graph = node, graph
+        self.node, self.graph, self.provider = node, graph, provider
         self.refused = if_branch_refusals(provider, node, graph)
-        self.bodies = {attr: BodyRunner(provider, g, graph) for attr, g in subgraphs(node)
-                       if attr not in self.refused}
+        self.branches = {attr: g for attr, g in subgraphs(node) if attr not in self.refused}
+        self.bodies = {}
 
     def _run(self, env, prof):
         node = self.node
@@ -289,9 +291,12 @@ class IfRunner(ControlRunner):
         if attr in self.refused:
             raise NotImplementedOp(f"{node}: this run takes its {attr}, which can't run on WASM at these "
                                    f"shapes ({self.refused[attr]}), and no enabled provider runs the whole If")
-        if attr not in self.bodies:
-            raise InvalidArgument(node.attrs[attr].reason)
-        outs = self.bodies[attr].run(env, {}, prof)
+        body = self.bodies.get(attr)
+        if body is None:
+            if attr not in self.branches:
+                raise InvalidArgument(node.attrs[attr].reason)
+            body = self.bodies[attr] = BodyRunner(self.provider, self.branches[attr], self.graph)
+        outs = body.run(env, {}, prof)
         for name, t in zip(node.outputs, outs):
             if name:
                 env[name] = t
