@@ -319,6 +319,23 @@ def test_body_the_wasm_provider_refuses_falls_back_to_numpy():
                                    ort_run(model, {"X": x, "c": np.array(c)})[0], rtol=1e-6)
 
 
+def test_branch_refused_with_symbolic_dims_is_checked_when_taken():
+    """A merged decoder's shape: symbolic input dims (the other branch waits for them) and one
+    branch WASM can't run; on WASM alone the session is created, the good branch runs at every
+    length, the bad one fails naming the node, and the session stays usable."""
+    then_g = branch("then", [helper.make_node("Asinh", ["X"], ["t"], name="asinh_in_branch")], [vi("t", F, None)])
+    else_g = branch("else", [helper.make_node("Relu", ["X"], ["e"])], [vi("e", F, None)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g, name="cf")],
+                          "g", [vi("c", TensorProto.BOOL, [1]), vi("X", F, ["n"])], [vi("Y", F, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    wasm = wasm_session(model)
+    for n in (0, 3, 5):
+        x = rand(n) if n else np.zeros(0, np.float32)
+        np.testing.assert_array_equal(wasm.run(None, {"X": x, "c": np.array([False])})[0], np.maximum(x, 0))
+        with pytest.raises(nnwasm.NotImplementedOp, match="'cf'.*then_branch has Asinh node 'asinh_in_branch'"):
+            wasm.run(None, {"X": x, "c": np.array([True])})
+
+
 def test_loop_with_growing_carried_value_falls_back():
     """A carried value whose shape changes between iterations has no static body plan."""
     body = helper.make_graph(
