@@ -69,11 +69,10 @@ def _body_reasons(provider, attr, body, graph):
             yield type(why)(f"its {attr} has {n}, which can't run on WASM: {why}")
 
 
-def if_branch_refusals(provider, node, graph):
-    """{branch: why} for the If branches that can't run on WASM while another one can, every reason
-    definitive: such a branch is checked again, and fails naming the node, only when a run takes it
-    (an Optimum merged decoder's cache branch at the first step, with an empty past)."""
-    reasons = {attr: list(_body_reasons(provider, attr, body, graph)) for attr, body in subgraphs(node)}
+def if_branch_refusals(reasons):
+    """{branch: why} for the If branches that can't run on WASM while another one can, from
+    {branch: [reasons]}: such a branch is checked again, and fails naming the node, only when a
+    run takes it (an Optimum merged decoder's cache branch at the first step, with an empty past)."""
     # a branch refused only until shapes are known (Deferred) may run: it is judged again then
     bad = {a: [w for w in r if not isinstance(w, Deferred)] for a, r in reasons.items()}
     bad = {a: r for a, r in bad.items() if r}
@@ -97,9 +96,10 @@ def _control_reasons(provider, node, graph):
         vi = graph.values.get(name) if name else None
         if name and (vi is None or vi.dtype is None or not vi.dtype.size):
             yield Deferred(f"the type of '{name}' is not known at session creation")
-    taken_only = if_branch_refusals(provider, node, graph) if node.op_type == "If" else {}
-    for attr, body in subgraphs(node):
-        for why in _body_reasons(provider, attr, body, graph):
+    reasons = {attr: list(_body_reasons(provider, attr, body, graph)) for attr, body in subgraphs(node)}
+    taken_only = if_branch_refusals(reasons) if node.op_type == "If" else {}
+    for attr, whys in reasons.items():
+        for why in whys:
             yield TakenOnly(why) if attr in taken_only else why
     if node.op_type in ("Loop", "Scan"):   # a body plan has one shape per value
         body = node.attrs["body"]
@@ -280,22 +280,22 @@ class IfRunner(ControlRunner):
 
     def __init__(self, provider, node, graph):
         self.node, self.graph, self.provider = node, graph, provider
-        self.refused = if_branch_refusals(provider, node, graph)
-        self.branches = {attr: g for attr, g in subgraphs(node) if attr not in self.refused}
-        self.bodies = {}
+        self.branches = dict(subgraphs(node))
+        self.bodies = {}   # branch -> BodyRunner, or the reason it can't run on WASM
 
     def _run(self, env, prof):
         node = self.node
         cond = _scalar(env, self.graph, node.inputs[0], node, "cond")
         attr = "then_branch" if cond else "else_branch"
-        if attr in self.refused:
-            raise NotImplementedOp(f"{node}: this run takes its {attr}, which can't run on WASM at these "
-                                   f"shapes ({self.refused[attr]}), and no enabled provider runs the whole If")
         body = self.bodies.get(attr)
         if body is None:
             if attr not in self.branches:
                 raise InvalidArgument(node.attrs[attr].reason)
-            body = self.bodies[attr] = BodyRunner(self.provider, self.branches[attr], self.graph)
+            why = next(_body_reasons(self.provider, attr, self.branches[attr], self.graph), None)
+            body = self.bodies[attr] = why or BodyRunner(self.provider, self.branches[attr], self.graph)
+        if isinstance(body, str):
+            raise NotImplementedOp(f"{node}: this run takes its {attr}, which can't run on WASM at these "
+                                   f"shapes ({body}), and no enabled provider runs the whole If")
         outs = body.run(env, {}, prof)
         for name, t in zip(node.outputs, outs):
             if name:
