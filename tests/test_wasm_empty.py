@@ -49,6 +49,13 @@ def test_empty_results(op, inputs, inits, attrs):
     check(model(op, inputs, inits, **attrs), inputs)
 
 
+def test_split_with_an_empty_piece():
+    feeds = {"X": rand(2, 5)}
+    node = helper.make_node("Split", ["X", "s"], ["A", "B", "C"], axis=1)
+    m = graph_model([node], feeds, ["A", "B", "C"], {"s": i64(2, 0, 3)}, opset=18)
+    check(m, feeds)
+
+
 # --- results that are not empty ------------------------------------------------------------------
 
 def test_concat_onto_an_empty_past():

@@ -44,6 +44,8 @@ def empty_refusal(node, g, check):
     where the regular lowering handles them), else why not."""
     if _outputs_empty(node, g):
         return None
+    if not any(_empty(g, n) for n in node.inputs if n):   # some outputs empty (Split's pieces): the op's own
+        return check(node, g)
     rule = EMPTY_INPUTS.get(node.op_type)
     if rule is None:
         first = next(n for n in tensors(node) if _empty(g, n))
@@ -56,6 +58,8 @@ def lower_empty(node, b):
     does (Concat)."""
     if _outputs_empty(node, b.graph):
         return True
+    if not any(_empty(b.graph, n) for n in node.inputs if n):
+        return False
     lower = EMPTY_INPUTS[node.op_type][1]
     if lower is None:
         return False
