@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web pack public-models zoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
+.PHONY: setup build kernels web pack public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -48,6 +48,19 @@ TORCH_INDEX ?=
 .venv/.zoo-installed: build_scripts/requirements-zoo.txt .venv/.installed
 	$(PY) -m pip install -q $$(grep '^torch==' $<) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -r $<
+	touch $@
+
+# The generative model zoo (tiny random-weight decoders and encoder-decoders exported by Optimum,
+# onnxruntime-genai's builder, torch) in $NNWASM_GENZOO_DIR or ~/.cache/nnwasm/genzoo, built in
+# its own venv (transformers 4.x): tests/test_generative.py skips without it.
+GZPY := .venv-genzoo/bin/python
+genzoo: .venv-genzoo/.installed
+	$(GZPY) build_scripts/build_genzoo.py
+
+.venv-genzoo/.installed: build_scripts/requirements-genzoo.txt
+	python3 -m venv .venv-genzoo
+	$(GZPY) -m pip install -q $$(grep '^torch==' $<) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(GZPY) -m pip install -q -r $<
 	touch $@
 
 test: build public-models zoo

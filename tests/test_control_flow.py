@@ -304,14 +304,36 @@ def test_body_the_wasm_provider_refuses_falls_back_to_numpy():
     else_g = branch("else", [helper.make_node("Relu", ["X"], ["e"])], [vi("e", F, [3])])
     model = graph_model([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g, name="cf")],
                         {"X": rand(3), "c": np.array(True)}, ["Y"])
-    with pytest.raises(nnwasm.NotImplementedOp, match="then_branch has Asinh node 'asinh_in_branch'"):
-        wasm_session(model)
+    # on WASM alone the If is created (the branch is checked only when taken): the run that takes
+    # the branch fails naming it, the other branch runs, and the session stays usable
+    wasm = wasm_session(model)
+    x = rand(3)
+    with pytest.raises(nnwasm.NotImplementedOp, match="'cf'.*then_branch has Asinh node 'asinh_in_branch'"):
+        wasm.run(None, {"X": x, "c": np.array(True)})
+    np.testing.assert_array_equal(wasm.run(None, {"X": x, "c": np.array(False)})[0], np.maximum(x, 0))
     sess = nnwasm.InferenceSession(model)
     assert sess.get_provider_assignment() == [("cf", "If", "NumpyExecutionProvider")]
     x = rand(3, seed=2)
     for c in (True, False):
         np.testing.assert_allclose(sess.run(None, {"X": x, "c": np.array(c)})[0],
                                    ort_run(model, {"X": x, "c": np.array(c)})[0], rtol=1e-6)
+
+
+def test_branch_refused_with_symbolic_dims_is_checked_when_taken():
+    """A merged decoder's shape: symbolic input dims (the other branch waits for them) and one
+    branch WASM can't run; on WASM alone the session is created, the good branch runs at every
+    length, the bad one fails naming the node, and the session stays usable."""
+    then_g = branch("then", [helper.make_node("Asinh", ["X"], ["t"], name="asinh_in_branch")], [vi("t", F, None)])
+    else_g = branch("else", [helper.make_node("Relu", ["X"], ["e"])], [vi("e", F, None)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g, name="cf")],
+                          "g", [vi("c", TensorProto.BOOL, [1]), vi("X", F, ["n"])], [vi("Y", F, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    wasm = wasm_session(model)
+    for n in (0, 3, 5):
+        x = rand(n) if n else np.zeros(0, np.float32)
+        np.testing.assert_array_equal(wasm.run(None, {"X": x, "c": np.array([False])})[0], np.maximum(x, 0))
+        with pytest.raises(nnwasm.NotImplementedOp, match="'cf'.*then_branch has Asinh node 'asinh_in_branch'"):
+            wasm.run(None, {"X": x, "c": np.array([True])})
 
 
 def test_loop_with_growing_carried_value_falls_back():

@@ -23,6 +23,12 @@ class Deferred(str):
     """A capability refusal saying only that shapes are not known yet (symbolic input dims)."""
 
 
+class TakenOnly(str):
+    """A capability refusal that matters only if a run takes the path it names (an If branch that
+    can't run while the other can): a node no provider accepts outright is that provider's, and
+    the run that takes the path fails naming the node."""
+
+
 def assign(graph, providers, defer=False, fallback_reasons=None):
     """node index -> provider; raises NotImplementedOp listing every node no provider accepts.
     defer (at the creation of a session whose input shapes are symbolic): a node that a provider
@@ -39,7 +45,7 @@ def assign(graph, providers, defer=False, fallback_reasons=None):
                 if reasons and fallback_reasons is not None:
                     fallback_reasons[node.name or str(node)] = "; ".join(reasons)
                 break
-            if defer and isinstance(why, Deferred) and tentative is None:
+            if tentative is None and (isinstance(why, TakenOnly) or (defer and isinstance(why, Deferred))):
                 tentative = p
             reasons.append(f"{p.name}: {why}")
         else:

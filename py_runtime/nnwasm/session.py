@@ -16,8 +16,8 @@ import threading
 from collections import OrderedDict
 
 from . import optimizer, passes
-from .errors import (InvalidArgument, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated, Unsupported,
-                     WasmOutOfMemory)
+from .errors import (InvalidArgument, InvalidModel, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated,
+                     Unsupported, WasmOutOfMemory)
 from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model
 from .options import RunOptions, SessionOptions
@@ -593,7 +593,11 @@ class InferenceSession:
         else:
             g = self._graph
             spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
-            spec = passes.infer_shapes(spec, shapes)
+            try:
+                spec = passes.infer_shapes(spec, shapes)
+            except InvalidModel as e:   # the model was fine for its symbolic dims: the feeds contradict it
+                # (a past whose length disagrees with the attention mask), as onnxruntime's INVALID_ARGUMENT
+                raise InvalidArgument(f"the model can't run with these input shapes: {e}") from None
         prepared = self._compile_evicting(optimizer.optimize(spec, "shaped", self._level, self._providers))
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:

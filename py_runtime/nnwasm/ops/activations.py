@@ -140,6 +140,8 @@ def _softmax_like(name, since, fn):
         np = _np()
         a = node.attr("axis", -1 if since >= 13 else 1)
         a = a + x.ndim if a < 0 else a
+        if x.size == 0:   # an empty axis (a decoder's empty past): nothing to normalise
+            return x.copy()
         if since < 13:  # opsets 1-12: softmax over the input flattened to 2-D at axis
             flat = x.reshape(math.prod(x.shape[:a]), math.prod(x.shape[a:]))
             return fn(np, flat, 1).reshape(x.shape)

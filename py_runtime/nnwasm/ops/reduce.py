@@ -64,7 +64,9 @@ def _log_sum_exp(np, x, axes, keep):
 
 REDUCERS = {
     "ReduceSum": lambda np, x, axes, keep: np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype),
-    "ReduceMean": lambda np, x, axes, keep: np.mean(x, axis=axes, keepdims=keep),
+    # over an empty axis: 0, as onnxruntime gives (numpy's mean would be 0/0 = NaN)
+    "ReduceMean": lambda np, x, axes, keep: (np.mean(x, axis=axes, keepdims=keep) if x.size else
+                                            np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)),
     "ReduceMax": lambda np, x, axes, keep: np.max(x, axis=axes, keepdims=keep, initial=_fill(np, x, True)),
     "ReduceMin": lambda np, x, axes, keep: np.min(x, axis=axes, keepdims=keep, initial=_fill(np, x, False)),
     "ReduceProd": lambda np, x, axes, keep: np.prod(x, axis=axes, keepdims=keep, dtype=x.dtype),

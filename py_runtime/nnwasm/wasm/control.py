@@ -14,12 +14,12 @@ import struct
 from collections import ChainMap
 
 from .. import dtypes
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, NotImplementedOp
 from ..ir import implicit_inputs, scoped, subgraphs
 from ..ops.control import loop_parts, scan_attrs
 from ..ops.registry import lookup
 from ..ops import shapes as S
-from ..partition import Deferred
+from ..partition import Deferred, TakenOnly
 from ..profiling import WASM, node_label
 from ..tensor import TensorData, numel
 
@@ -53,7 +53,32 @@ def control_refusal(provider, node, graph):
     shapes, else the reason: a definitive one if there is any, else a Deferred one (shapes that
     symbolic input dims leave unknown until the first run)."""
     reasons = list(_control_reasons(provider, node, graph))
-    return next((r for r in reasons if not isinstance(r, Deferred)), reasons[0] if reasons else None)
+    return next((r for r in reasons if not isinstance(r, (Deferred, TakenOnly))),
+                next((r for r in reasons if isinstance(r, TakenOnly)), reasons[0] if reasons else None))
+
+
+def _body_reasons(provider, attr, body, graph):
+    """Why the nodes of one body can't all run on WASM with static shapes (nothing if they can)."""
+    view = scoped(body, graph)
+    for vi in list(body.inputs) + list(body.outputs):
+        if vi.dtype is None or not vi.dtype.size or not vi.is_static():
+            yield Deferred(f"the shape of its {attr}'s '{vi.name}' is not static")
+    for n in body.nodes:
+        why = provider.capability(n, view)
+        if why is not None:
+            yield type(why)(f"its {attr} has {n}, which can't run on WASM: {why}")
+
+
+def if_branch_refusals(reasons):
+    """{branch: why} for the If branches that can't run on WASM while another one can, from
+    {branch: [reasons]}: such a branch is checked again, and fails naming the node, only when a
+    run takes it (an Optimum merged decoder's cache branch at the first step, with an empty past)."""
+    # a branch refused only until shapes are known (Deferred) may run: it is judged again then
+    bad = {a: [w for w in r if not isinstance(w, Deferred)] for a, r in reasons.items()}
+    bad = {a: r for a, r in bad.items() if r}
+    if len(bad) == len(reasons):
+        return {}
+    return {a: r[0] for a, r in bad.items()}
 
 
 def _control_reasons(provider, node, graph):
@@ -71,15 +96,11 @@ def _control_reasons(provider, node, graph):
         vi = graph.values.get(name) if name else None
         if name and (vi is None or vi.dtype is None or not vi.dtype.size):
             yield Deferred(f"the type of '{name}' is not known at session creation")
-    for attr, body in subgraphs(node):
-        view = scoped(body, graph)
-        for vi in list(body.inputs) + list(body.outputs):
-            if vi.dtype is None or not vi.dtype.size or not vi.is_static():
-                yield Deferred(f"the shape of its {attr}'s '{vi.name}' is not static")
-        for n in body.nodes:
-            why = provider.capability(n, view)
-            if why is not None:
-                yield type(why)(f"its {attr} has {n}, which can't run on WASM: {why}")
+    reasons = {attr: list(_body_reasons(provider, attr, body, graph)) for attr, body in subgraphs(node)}
+    taken_only = if_branch_refusals(reasons) if node.op_type == "If" else {}
+    for attr, whys in reasons.items():
+        for why in whys:
+            yield TakenOnly(why) if attr in taken_only else why
     if node.op_type in ("Loop", "Scan"):   # a body plan has one shape per value
         body = node.attrs["body"]
         if node.op_type == "Loop":
@@ -252,13 +273,30 @@ class ControlRunner:
 
 
 class IfRunner(ControlRunner):
+    """Compiles a branch at the first run that takes it (a merged decoder takes its no-cache branch
+    at the first step only: each new past length, a new prepared variant, compiles one branch, not
+    two); a branch that can't run on WASM (if_branch_refusals) fails the run that takes it, naming
+    the node."""
+
+    def __init__(self, provider, node, graph):
+        self.node, self.graph, self.provider = node, graph, provider
+        self.branches = dict(subgraphs(node))
+        self.bodies = {}   # branch -> BodyRunner, or the reason it can't run on WASM
+
     def _run(self, env, prof):
         node = self.node
         cond = _scalar(env, self.graph, node.inputs[0], node, "cond")
         attr = "then_branch" if cond else "else_branch"
-        if attr not in self.bodies:
-            raise InvalidArgument(node.attrs[attr].reason)
-        outs = self.bodies[attr].run(env, {}, prof)
+        body = self.bodies.get(attr)
+        if body is None:
+            if attr not in self.branches:
+                raise InvalidArgument(node.attrs[attr].reason)
+            why = next(_body_reasons(self.provider, attr, self.branches[attr], self.graph), None)
+            body = self.bodies[attr] = why or BodyRunner(self.provider, self.branches[attr], self.graph)
+        if isinstance(body, str):
+            raise NotImplementedOp(f"{node}: this run takes its {attr}, which can't run on WASM at these "
+                                   f"shapes ({body}), and no enabled provider runs the whole If")
+        outs = body.run(env, {}, prof)
         for name, t in zip(node.outputs, outs):
             if name:
                 env[name] = t

@@ -25,6 +25,8 @@ from .lower.movement import check_dropout, check_transpose, lower_concat, lower_
 from .lower.reindex import (check_expand, check_pad, check_slice, check_space_depth, check_split, check_tile,
                             lower_expand, lower_pad, lower_slice, lower_space_depth, lower_split, lower_tile)
 from .lower.resize import check_resize, lower_resize
+from .lower.positional import check_trilu, lower_trilu
+from .lower.scatter import check_scatter_nd, lower_scatter_nd
 from .lower.norm import check_channel_norm, check_layer_norm, lower_channel_norm, lower_layer_norm
 from .lower.reduce import (check_arg, check_global_pool, check_lp_norm, check_reduce, check_softmax, lower_arg,
                            lower_global_average_pool, lower_global_max_pool, lower_lp_norm, lower_reduce,
@@ -125,6 +127,8 @@ LOWERINGS = {
     "SpaceToDepth": (any_dtype(check_space_depth), lower_space_depth),
     "Resize": (check_resize, lower_resize),
     "Upsample": (check_resize, lower_resize),
+    "Trilu": (check_trilu, lower_trilu),
+    "ScatterND": (check_scatter_nd, lower_scatter_nd),
     # onnxruntime's contrib ops the optimizer emits (lower/fused.py)
     "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),
     "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),

@@ -141,8 +141,8 @@ class PlanBuilder:
                 size = v.nbytes if v.nbytes is not None else self.nbytes(v.name)
                 span = live.setdefault(v.name, [k, k, size])
                 span[1] = k
-        for name in self.outputs:
-            live[name][1] = last
+        for name in self.outputs:   # an empty output no op writes (lower/empty.py) still gets its place
+            live.setdefault(name, [last, last, self.nbytes(name)])[1] = last
         for name, size in self.persistent.items():
             live[name] = [-1, last, size]
         offsets = _first_fit(live)
