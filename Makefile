@@ -63,13 +63,13 @@ genzoo: .venv-genzoo/.installed
 	$(GZPY) -m pip install -q -r $<
 	touch $@
 
-test: build public-models zoo
+test: build public-models zoo genzoo
 	$(PY) -m pytest -q
 
-test-all: build public-models zoo
+test-all: build public-models zoo genzoo
 	NNWASM_ZOO_ALL=1 $(PY) -m pytest -q
 
-test-fast: kernels public-models zoo
+test-fast: kernels public-models zoo genzoo
 	$(PY) -m pytest -q -m "not browser and not node"
 
 demo: build
