@@ -2,6 +2,7 @@
  * accesses on whole lines; whoever calls nnw_malloc calls nnw_free. */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign under -std=c99 */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -12,3 +13,6 @@ NNW_EXPORT void *nnw_malloc(size_t bytes) {
 }
 
 NNW_EXPORT void nnw_free(void *p) { free(p); }
+
+/* Moves bytes within linear memory (an arena grown for larger symbolic dims keeps its weights). */
+NNW_EXPORT void nnw_memmove(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }

@@ -102,6 +102,30 @@ NNW_EXPORT int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *
   return status;
 }
 
+/* Validates again the ops of a loaded plan (its header and op words, the weights gone) whose
+ * words the host rewrote for new symbolic dims, against an arena of arena_bytes: the same checks
+ * as nnw_plan_load's, nothing written. *bad_op as nnw_plan_load's. */
+NNW_EXPORT int nnw_plan_check(const uint8_t *plan, uint32_t plan_bytes, uint32_t arena_bytes, int32_t *bad_op) {
+  int32_t index = -1;
+  int status = NNW_OK;
+  if (plan == NULL || (uintptr_t)plan % 4 != 0) status = NNW_BAD_ARGS;
+  else if (plan_bytes < 4 * NNW_PLAN_HEADER_WORDS) status = NNW_TRUNCATED;
+  else if (header_word(plan, H_MAGIC) != NNW_PLAN_MAGIC) status = NNW_BAD_MAGIC;
+  else if (header_word(plan, H_VERSION) != NNW_PLAN_VERSION) status = NNW_BAD_VERSION;
+  else if (4 * ((uint64_t)NNW_PLAN_HEADER_WORDS + header_word(plan, H_INIT) + header_word(plan, H_RUN)) > plan_bytes)
+    status = NNW_TRUNCATED;
+  else if (header_word(plan, H_ARENA) > arena_bytes || header_word(plan, H_WEIGHTS_BYTES) > header_word(plan, H_ARENA))
+    status = NNW_OUT_OF_BOUNDS;
+  else {
+    uint32_t init_words = header_word(plan, H_INIT), plan_arena = header_word(plan, H_ARENA);
+    const int32_t *init = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS;
+    status = validate_ops(init, init_words, plan_arena, &index);
+    if (status == NNW_OK) status = validate_ops(init + init_words, header_word(plan, H_RUN), plan_arena, &index);
+  }
+  if (bad_op != NULL) *bad_op = status == NNW_OK ? -1 : index;
+  return status;
+}
+
 /* The run section of a loaded plan, after a guard against a wrong pointer (not a validation:
  * nnw_plan_load did that). */
 static int run_section(const uint8_t *plan, const int32_t **words, uint32_t *count) {

@@ -7,6 +7,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import nnwasm
+from nnwasm import session as session_module
 from nnwasm.errors import KernelError, WasmOutOfMemory
 from nnwasm.host import get_host
 
@@ -43,7 +44,8 @@ def small_heap(monkeypatch):
     return state, live
 
 
-def test_variants_evicted_when_memory_runs_out(small_heap):
+def test_variants_evicted_when_memory_runs_out(small_heap, monkeypatch):
+    monkeypatch.setattr(session_module, "_SYMBOLIC", False)   # a variant per shape (tracing shares one)
     state, live = small_heap
     model, w = _model()
     so = nnwasm.SessionOptions()
@@ -58,6 +60,26 @@ def test_variants_evicted_when_memory_runs_out(small_heap):
         np.testing.assert_allclose(sess.run(None, {"x": x})[0], x @ w, rtol=1e-5, atol=1e-4)
         assert sum(live.values()) <= state["budget"]
     assert len(sess._cache) <= 2
+
+
+def test_traced_variant_grows_its_arena_within_the_heap(small_heap):
+    """With tracing, one variant serves every n: its arena grows by half at least, or by exactly
+    what the dims need where the heap can't hold more, and a growth the heap can't hold at all is a
+    clear error that leaves the session usable."""
+    state, live = small_heap
+    model, w = _model()
+    sess = nnwasm.InferenceSession(model)
+    sess.run(None, {"x": np.ones((2, K), np.float32)})
+    state["budget"] = sum(live.values()) + 1_500_000   # the grown arenas, each beside the old one while copying
+    for n in (3, 40, 4):
+        x = np.full((n, K), 0.5, np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], x @ w, rtol=1e-5, atol=1e-4)
+        assert sum(live.values()) <= state["budget"]
+    assert len(sess._traced_variants) == 1
+    with pytest.raises(KernelError, match="out of memory"):
+        sess.run(None, {"x": np.ones((900, K), np.float32)})
+    x = np.full((5, K), 0.5, np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], x @ w, rtol=1e-5, atol=1e-4)
 
 
 def test_out_of_memory_with_nothing_to_evict_is_a_clear_error(small_heap):

@@ -1,7 +1,9 @@
 """The graph IR every layer above model loading works on. Plain Python objects, no numpy.
 
 Shapes are tuples whose entries are an int (known), a str (a symbolic dim such as "batch") or
-None (unknown); a ValueInfo whose shape is None has unknown rank.
+None (unknown); a ValueInfo whose shape is None has unknown rank. While a variant is prepared for
+symbolic dims (symbolic.py), a dim may also be a Sym: an expression known at every run, which
+counts as known.
 
 Control-flow nodes (If, Loop, Scan) hold subgraphs as Graph attributes. ONNX scoping is lexical:
 a subgraph may read any value of its enclosing graphs by name; implicit_inputs() lists those
@@ -9,6 +11,8 @@ reads, and scoped() gives a subgraph a view in which they resolve.
 """
 from collections import ChainMap
 from dataclasses import dataclass, field
+
+from .symbolic import Sym
 
 
 @dataclass
@@ -20,7 +24,7 @@ class ValueInfo:
                                   # and shape are then those of the (innermost) element tensor
 
     def is_static(self):
-        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+        return self.shape is not None and all(isinstance(d, (int, Sym)) for d in self.shape)
 
 
 @dataclass

@@ -15,7 +15,7 @@ import os
 import threading
 from collections import OrderedDict
 
-from . import optimizer, passes
+from . import optimizer, passes, symbolic
 from .errors import (InvalidArgument, InvalidModel, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated,
                      Unsupported, WasmOutOfMemory)
 from .ir import Graph, ValueInfo
@@ -26,10 +26,12 @@ from .ortvalue import OrtValue
 from .partition import assign, partition
 from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
-from .tensor import TensorData
+from .tensor import SymTensor, TensorData
 from . import values
 
 _PLAN_CACHE_SIZE = 8
+_SYMBOLIC = os.environ.get("NNWASM_SYMBOLIC", "1") != "0"   # trace variants with symbolic dims (symbolic.py)
+_MAX_UNREUSED_TRACES = 2   # traces that served no other shapes before a session stops tracing
 
 
 class NodeArg:
@@ -204,7 +206,10 @@ def _zero():
 
 
 class _Prepared:
-    """A graph specialised to concrete input shapes, partitioned and compiled."""
+    """A graph specialised to concrete input shapes, partitioned and compiled; or, traced with
+    symbolic dims (symbolic.py), to every input shape for which its guards hold."""
+    guards = None   # {…: guard} of a traced variant
+    dim_names = None   # {input name: [dim name or None per axis]} of a traced variant
 
     def __init__(self, graph, providers):
         self.graph = graph   # its initializers hold the graph outputs folded for these shapes
@@ -212,6 +217,19 @@ class _Prepared:
         self.parts = partition(graph, providers, self.fallback_reasons)
         self.runners = [p.provider.compile(p, graph) for p in self.parts]
         self.assignment = [(n.name, n.op_type, p.provider.name) for p in self.parts for n in p.nodes]
+
+    def dims_of(self, shapes):
+        return _dims(self.dim_names, shapes)
+
+
+def _dims(dim_names, shapes):
+    """{dim name: value} of these input shapes, or None where one name takes two values."""
+    dims = {}
+    for name, axes in dim_names.items():
+        for d, v in zip(axes, shapes[name]):
+            if d is not None and dims.setdefault(d, v) != v:
+                return None
+    return dims
 
 
 class InferenceSession:
@@ -281,6 +299,12 @@ class InferenceSession:
         self._outputs = [NodeArg(v.name, v.dtype, _first_known(self._graph.values.get(v.name, v).shape, v.shape),
                                  v.kind) for v in graph.outputs]
         self._cache = OrderedDict()
+        self._traced_variants = []   # variants traced with symbolic dims, most recent first
+        self._traced_reused = False   # whether one served other shapes than its own
+        # {input: [dim name or None per axis]}: the symbolic dims a variant is traced with
+        self._dim_names = None if static or not _SYMBOLIC or any(v.kind != "tensor" or v.shape is None for v in graph.inputs) \
+            else {v.name: [d if isinstance(d, str) else f"{v.name}[{k}]" if d is None else None
+                           for k, d in enumerate(v.shape)] for v in graph.inputs}
         if static:
             key = tuple(tuple(v.shape) for v in graph.inputs)
             self._cache[key] = _Prepared(self._graph, self._providers)
@@ -490,21 +514,29 @@ class InferenceSession:
                 self._check_feed(NodeArg(name, vi.dtype, vi.shape), vi, feeds[name])
                 over[name] = feeds[name].shape
         prepared = self._prepared(shapes, over)
-        env = dict(feeds)
-        for runner in prepared.runners:
-            if watch:
-                watch.check()   # between partitions
-            runner.run(env, prof)
-        if prof:
-            prof.session("model_run", t0)
-        out = []
-        for n in names:
-            if n in env:
-                out.append(env[n])
-            elif n in prepared.graph.initializers:   # an output folded for these shapes (Shape of an input)
-                out.append(prepared.graph.initializers[n])
-            else:   # a graph output that is an initializer
-                out.append(self._graph.initializers[n])
+        with symbolic.Binding(prepared.dims_of(shapes) if prepared.guards is not None else {}):
+            while True:
+                env = dict(feeds)
+                try:
+                    for runner in prepared.runners:
+                        if watch:
+                            watch.check()   # between partitions
+                        runner.run(env, prof)
+                    break
+                except WasmOutOfMemory:   # a traced variant's arena grown for these dims
+                    if not self._drop_other_variant(prepared):
+                        raise
+            if prof:
+                prof.session("model_run", t0)
+            out = []
+            for n in names:
+                if n in env:
+                    out.append(env[n])
+                elif n in prepared.graph.initializers:   # an output folded for these shapes (Shape of an input)
+                    t = prepared.graph.initializers[n]
+                    out.append(TensorData(t.dtype, t.shape, t.data) if isinstance(t, SymTensor) else t)
+                else:   # a graph output that is an initializer
+                    out.append(self._graph.initializers[n])
         return out
 
     def _watch(self, run_options):
@@ -565,10 +597,55 @@ class InferenceSession:
             try:
                 return _Prepared(graph, self._providers)
             except WasmOutOfMemory:
-                if not self._cache:
+                if not self._drop_other_variant(None):
                     raise
-                self._cache.popitem(last=False)   # its runners' finalizers queue their memory for freeing
-                gc.collect()   # the failed attempt's runners, held by the traceback's frames until now
+
+    def _drop_other_variant(self, keep):
+        """Drops the least recently used variant other than `keep`; False when there is none."""
+        for key, prepared in self._cache.items():
+            if prepared is not keep:
+                del self._cache[key]   # its runners' finalizers queue their memory for freeing
+                break
+        else:
+            others = [p for p in self._traced_variants if p is not keep]
+            if not others:
+                return False
+            self._traced_variants.remove(others[-1])
+        self._traced_variants = [p for p in self._traced_variants if p is keep or p in self._cache.values()]
+        gc.collect()   # a failed attempt's runners, held by the traceback's frames until now
+        return True
+
+    def _traced(self, shapes):
+        """A variant for these shapes traced with symbolic dims: one already traced whose guards
+        hold for them, or a new one; None where tracing does not apply (no symbolic dims, a
+        sequence input, a dim name given two values) or failed (then the shapes are prepared
+        as concrete ones, which raises whatever error they deserve)."""
+        names = self._dim_names
+        dims = _dims(names, shapes) if names else None
+        if not dims:
+            return None
+        for prepared in self._traced_variants:
+            if symbolic.holds(prepared.guards, dims):
+                self._traced_reused = True
+                return prepared
+        if len(self._traced_variants) >= _MAX_UNREUSED_TRACES and not self._traced_reused:
+            return None   # every trace so far specialised on its dims: prepare concrete shapes, cheaper
+        syms = {d: symbolic.Sym.var(d) for d in dims}
+        sym_shapes = {n: tuple(syms[d] if d is not None else v for d, v in zip(names[n], shapes[n])) for n in names}
+        g = self._graph
+        spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
+        try:
+            with symbolic.Binding(dims, trace=True) as binding:
+                spec = passes.infer_shapes(spec, sym_shapes)
+                prepared = self._compile_evicting(optimizer.optimize(spec, "shaped", self._level, self._providers))
+        except Exception:   # noqa: BLE001  (an op that can't take a Sym: the concrete path decides)
+            if symbolic.DEBUG:
+                raise
+            return None
+        prepared.guards, prepared.dim_names = binding.guards, names
+        self._traced_variants.insert(0, prepared)
+        del self._traced_variants[_PLAN_CACHE_SIZE:]
+        return prepared
 
     def _prepared(self, shapes, over=None):
         """The variant for these input shapes; with overridden initializers ({name: shape}), one
@@ -582,6 +659,12 @@ class InferenceSession:
             return hit
         prof = self._profiler
         t0 = prof and prof.clock()
+        prepared = None if over else self._traced(shapes)
+        if prepared is not None:
+            self._cache[key] = prepared
+            if prof:
+                prof.session("prepare_input_shapes", t0)
+            return prepared
         if over:
             g = self._load()
             for name in over:

@@ -80,8 +80,38 @@ class TensorData:
             arr = arr.view("u1" if dt.size == 1 else "<u2")
         return cls(dt, arr.shape, memoryview(arr).cast("B") if arr.size else b"")
 
+    def reshaped(self, shape):
+        """The same values under another shape of as many elements."""
+        return TensorData(self.dtype, shape, self.data)
+
     def __repr__(self):
         return f"TensorData({self.dtype.name}, {list(self.shape)})"
+
+
+class SymTensor(TensorData):
+    """A small integer tensor some of whose values are symbolic dims (symbolic.Sym): a shape
+    computation (Shape -> Gather -> Concat) folded while a variant is traced with symbolic dims.
+    tolist() keeps the Syms, so folding and shape inference go on with them; reading `data`
+    converts each to an int, which specialises the variant to that value (a guard)."""
+    __slots__ = ("values",)
+
+    def __init__(self, dtype, shape, values):
+        self.dtype, self.shape, self.values = dtype, tuple(int(d) for d in shape), list(values)
+
+    @property
+    def data(self):
+        import struct
+        return struct.pack(f"<{len(self.values)}{self.dtype.struct}", *[int(v) for v in self.values])
+
+    def tolist(self):
+        return list(self.values)
+
+    def reshaped(self, shape):
+        return SymTensor(self.dtype, shape, self.values)
+
+    def to_numpy(self):
+        import numpy as np
+        return np.frombuffer(self.data, dtype=dtypes.numpy_dtype(self.dtype).newbyteorder("<")).reshape(self.shape)
 
 
 def _utf8(v):

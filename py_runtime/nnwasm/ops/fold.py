@@ -12,7 +12,8 @@ import math
 import operator
 import struct
 
-from ..tensor import TensorData
+from ..symbolic import Sym
+from ..tensor import SymTensor, TensorData
 from . import indexing, misc, reduce, registry, shape_ops
 from . import shapes as S
 
@@ -48,6 +49,8 @@ def tensor(dtype, shape, values):
     """TensorData from Python values; None if they don't fit the type (then don't fold)."""
     if dtype is None or not dtype.struct or len(values) != math.prod(shape):
         return None
+    if dtype.struct in "bBhHiIlLqQ" and any(isinstance(v, Sym) for v in values):
+        return SymTensor(dtype, shape, values)   # a shape computation on symbolic dims
     try:
         if dtype.struct == "?":
             data = bytes(1 if v else 0 for v in values)
@@ -120,7 +123,7 @@ def fold_same_values(node, inputs, consts):
     if not _small(x) or len(node.outputs) > 1 and node.outputs[1]:
         return None
     out = _outputs_static(node, inputs, consts)
-    return None if out is None else [TensorData(x.dtype, out[1], x.data)]
+    return None if out is None else [x.reshaped(out[1])]
 
 
 @folder("ConstantOfShape")
@@ -149,7 +152,7 @@ def fold_cast(node, inputs, consts):
     elif any(isinstance(v, float) and not math.isfinite(v) for v in vals):
         return None
     else:
-        vals = [int(v) for v in vals]      # truncates toward zero, like the numpy kernel
+        vals = [v if isinstance(v, Sym) else int(v) for v in vals]   # truncates toward zero, like the numpy kernel
     return [tensor(dt, x.shape, vals)]
 
 

@@ -4,6 +4,7 @@ Dims are int (known), str (symbolic) or None (unknown); a shape of None has unkn
 """
 from .. import dtypes
 from ..errors import InvalidModel, NotImplementedOp
+from ..symbolic import Sym
 
 BOOL = dtypes.BY_NAME["bool"]
 INT64 = dtypes.INT64
@@ -51,11 +52,11 @@ def rank(vi):
 
 
 def known(d):
-    return isinstance(d, int)
+    return isinstance(d, (int, Sym))
 
 
 def static(s):
-    return s is not None and all(isinstance(d, int) for d in s)
+    return s is not None and all(isinstance(d, (int, Sym)) for d in s)
 
 
 def numel(s):
@@ -85,7 +86,7 @@ def same_dtype(node, inputs, idxs=None):
 def const_ints(consts, i):
     """A constant input's values as a list of Python ints, or None when it is not a constant."""
     t = get(consts, i)
-    return None if t is None else [int(v) for v in t.tolist()]
+    return None if t is None else [v if isinstance(v, Sym) else int(v) for v in t.tolist()]
 
 
 def const_scalar(consts, i):
@@ -135,8 +136,10 @@ def broadcast(node, *shapes):
 
 
 def _broadcast_dim(node, dims, shapes):
-    ints = {d for d in dims if known(d)}
-    big = ints - {1}
+    big = []   # the distinct known dims other than 1 (no set: a symbolic dim's hash is a decision)
+    for d in dims:
+        if known(d) and d != 1 and not any(d == e for e in big):
+            big.append(d)
     if len(big) > 1:
         fail(node, f"shapes {[list(s) for s in shapes]} do not broadcast")
     if big:

@@ -15,6 +15,7 @@ import struct
 
 from ..dtypes import FLOAT32
 from ..ir import Node, ValueInfo
+from ..ops.shapes import known
 from ..tensor import TensorData
 from .rewrite import Readers, accept, close, const_scalar, const_values, is_f32, ms_node, splice
 
@@ -69,7 +70,7 @@ def _layer_norm_at(ctx, mean1, m):
     if xs is None or not is_f32(g, x):
         return None
     axes = _reduce_axes(g, mean1, len(xs))
-    if axes is None or any(not isinstance(xs[a], int) for a in axes):
+    if axes is None or any(not known(xs[a]) for a in axes):
         return None
     sub = m.reader(mean1.outputs[0], "Sub")
     if sub is None or sub.inputs[0] != x:
@@ -269,7 +270,7 @@ def _head_split(g, m, name, perm):
     xs, rs = g.values.get(r.inputs[0]), g.values.get(r.outputs[0])
     if xs is None or rs is None or xs.shape is None or rs.shape is None or len(xs.shape) != 3 or len(rs.shape) != 4:
         return None
-    if not all(isinstance(d, int) for d in tuple(xs.shape) + tuple(rs.shape)):
+    if not all(known(d) for d in tuple(xs.shape) + tuple(rs.shape)):
         return None
     b, s, hd = xs.shape
     if tuple(rs.shape[:2]) != (b, s) or rs.shape[2] * rs.shape[3] != hd:

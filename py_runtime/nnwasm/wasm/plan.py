@@ -11,6 +11,7 @@ import numbers
 import struct
 
 from ..errors import Unsupported
+from ..symbolic import Sym, value
 from ..tensor import numel
 from .opcodes import OPS
 
@@ -145,7 +146,9 @@ class PlanBuilder:
             live.setdefault(name, [last, last, self.nbytes(name)])[1] = last
         for name, size in self.persistent.items():
             live[name] = [-1, last, size]
-        offsets = _first_fit(live)
+        # with symbolic sizes, init ops' buffers go first, so that no dim moves them
+        symbolic_sizes = any(isinstance(s[2], Sym) for s in live.values())
+        offsets = _first_fit(live, self.persistent if symbolic_sizes else ())
         base = len(blob)
         where = dict(weights)
         for name, off in offsets.items():
@@ -154,12 +157,16 @@ class PlanBuilder:
         if arena > max_arena:
             raise Unsupported(f"this WASM partition needs {arena} bytes of memory (weights and activations); "
                               f"kernels.wasm addresses at most {max_arena}")
+        # weights and init ops' buffers: what an arena grown for larger dims keeps (runner.py)
+        self.kept_bytes = base + max((offsets[n] + _align(s) for n, s in self.persistent.items()), default=0)
         init_words, words = _encode(self.init_ops, where), _encode(self.ops, where)
         header_and_ops = 8 + len(init_words) + len(words)
         weights_at = _align(4 * header_and_ops)
         header = [MAGIC, VERSION, arena, len(blob), weights_at, len(init_words), len(words), 0]
-        words = init_words + words
-        plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(w) for w in header + words]))
+        words = header + init_words + words
+        # words that are expressions of symbolic dims (symbolic.py), evaluated again for each run's dims
+        self.sym_words = [(i, w) for i, w in enumerate(words) if isinstance(w, Sym)]
+        plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(value(w)) for w in words]))
         plan += bytes(weights_at - len(plan))
         plan += blob
         io = {n: where[n] for n in self.inputs + self.outputs}
@@ -183,7 +190,7 @@ def _encode(ops, where):
             elif kind == "f":
                 words.append(struct.unpack("<i", struct.pack("<f", v))[0])
             else:
-                words.append(int(v))
+                words.append(v if isinstance(v, Sym) else int(v))
     return words
 
 
@@ -191,10 +198,13 @@ def _i32(w):
     return w - (1 << 32) if w >= (1 << 31) else w
 
 
-def _first_fit(live):
-    """name -> offset, so that no two values alive at the same op overlap."""
+def _first_fit(live, first_placed=()):
+    """name -> offset, so that no two values alive at the same op overlap; the names in
+    first_placed (init ops' buffers, alive throughout) go first, at offsets that no size of
+    another value moves."""
     placed, offsets = [], {}   # placed: (offset, size, first, last)
-    for name, (first, last, size) in sorted(live.items(), key=lambda kv: (kv[1][0], -kv[1][2])):
+    order = sorted(live.items(), key=lambda kv: (kv[0] not in first_placed, kv[1][0], -kv[1][2]))
+    for name, (first, last, size) in order:
         size = _align(max(size, 1))
         busy = sorted((o, s) for o, s, f, l in placed if not (l < first or f > last))
         off = 0

@@ -6,6 +6,7 @@ import weakref
 from collections import namedtuple
 
 from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
+from .. import symbolic
 from ..tensor import TensorData, numel
 
 STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
@@ -20,17 +21,27 @@ PlanOp = namedtuple("PlanOp", ["node", "op_type", "kernel"])
 
 
 class WasmRunner:
-    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops):
+    """sym_words: [(word index, Sym)] of a plan prepared for symbolic dims (symbolic.py): before a
+    run with other dims than the last, those words are evaluated and written again, checked by
+    nnw_plan_check, and the arena grows (keeping its first kept_bytes: weights and init ops'
+    buffers) if the dims need more. Input sizes and output shapes may be Syms too."""
+
+    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         self.plan_bytes, self.arena_bytes = len(plan), arena_bytes
+        self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
+        self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
         with host.lock:
             host.drain()
             self._load(plan)
-        self._finalizer = weakref.finalize(self, host.release, [self.plan, self.arena])
+        self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
+        self._finalizer = weakref.finalize(self, host.release, self._mem)
+        if sym_words:
+            self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
 
     def _load(self, plan):
-        host, arena_bytes = self.host, self.arena_bytes
+        host, arena_bytes = self.host, self._cap
         self.arena = full = status_at = 0
         try:
             self.arena = self._malloc(arena_bytes)
@@ -62,14 +73,19 @@ class WasmRunner:
         return p
 
     def run(self, env, prof=None):
-        host, arena = self.host, self.arena
+        host = self.host
+        value = symbolic.value   # offsets, sizes and shapes may be expressions of symbolic dims
         for name, _, nbytes in self.inputs:
+            nbytes = value(nbytes)
             if len(env[name].data) != nbytes:
                 raise KernelError(f"'{name}' has {len(env[name].data)} bytes, the plan expects {nbytes}")
         with host.lock:   # inputs, run and outputs of this arena must not interleave with another thread's
             host.drain()
+            if self.sym_words and symbolic.current_dims() != self._dims:
+                self._rebind()
+            arena = self.arena
             for name, off, _ in self.inputs:
-                host.write(arena + off, env[name].data)
+                host.write(arena + value(off), env[name].data)
             status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
             if status == BAD_INDEX:
                 k = host.call("nnw_plan_failed_op")
@@ -78,10 +94,43 @@ class WasmRunner:
                                       "outside the indexed axis")
             if status:
                 raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
-            outs = [(name, dt, shape, host.read(arena + off, dt.size * numel(shape)))
-                    for name, off, dt, shape in self.outputs]
+            outs = []
+            for name, off, dt, shape in self.outputs:
+                shape = tuple(value(d) for d in shape)
+                outs.append((name, dt, shape, host.read(arena + value(off), dt.size * numel(shape))))
         for name, dt, shape, data in outs:
             env[name] = TensorData(dt, shape, data)
+
+    def _rebind(self):
+        """The plan's symbolic words for the dims bound now; a larger arena if they need one."""
+        host, value = self.host, symbolic.value
+        need = value(self.arena_bytes)
+        if need > self._cap:
+            cap = max(need, self._cap + self._cap // 2)   # grown by half at least: a decoder's past grows by one
+            try:
+                new = self._malloc(cap)
+            except WasmOutOfMemory:
+                cap = need
+                new = self._malloc(cap)
+            host.call("nnw_memmove", new, self.arena, self._kept)
+            host.release([self.arena])
+            host.drain()
+            self.arena, self._cap, self._mem[1] = new, cap, new
+        words = self._words
+        for i, w in self.sym_words:
+            struct.pack_into("<i", words, 4 * i, _i32(value(w)))
+        host.write(self.plan, words)
+        status_at = self._malloc(4)
+        try:
+            status = host.call("nnw_plan_check", self.plan, len(words), self._cap, status_at)
+            if status:
+                bad = struct.unpack("<i", host.read(status_at, 4))[0]
+                self._dims = None   # nothing runs on these words
+                raise KernelError(f"kernels.wasm refused the plan's words for the input dims "
+                                  f"{dict(symbolic.current_dims())}: {STATUS.get(status, status)} (op {bad})")
+        finally:
+            host.release([status_at])
+        self._dims = symbolic.current_dims()
 
     def _run_timed(self, prof):
         """nnw_plan_run, one op at a time, each call timed; the status of the first that fails."""
@@ -96,3 +145,7 @@ class WasmRunner:
 
     def close(self):
         self._finalizer()
+
+
+def _i32(w):
+    return w - (1 << 32) if w >= (1 << 31) else w

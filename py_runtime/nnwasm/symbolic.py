@@ -1,0 +1,292 @@
+"""Symbolic dims: one prepared variant serves every input shape that makes the same decisions.
+
+A model whose inputs have symbolic dims (a decoder's past length) used to be prepared again (shape
+inference, optimizer, partitioning, lowering, plan load) for every new input shape. Instead, the
+first preparation runs with each symbolic dim as a `Sym`, an integer expression whose value comes
+from the dims bound at the moment (`bound`): the value of the run being traced while preparing,
+the value of the current run while running. Arithmetic on a Sym gives a Sym, so the sizes,
+offsets and arguments a lowering computes stay expressions of the dims, and a plan's words are
+evaluated again for each run's dims (wasm/runner.py). Every decision taken on a Sym while
+tracing (a comparison, a conversion to int, a hash) is recorded as a guard: a later binding may
+reuse the prepared variant only where every guard comes out the same (torch.dynamo's guards;
+tract's TDim for the expressions). A conversion to int (range(), struct.pack, a kernel's
+workspace query) records `expr == value`: whatever was computed from it holds for that value
+only. So reuse is never wrong, only sometimes impossible, and then the variant is traced anew.
+
+Sym is deliberately not an int subclass: C code reads an int subclass's value without asking it,
+which would leak the traced value unguarded. It registers as numbers.Integral.
+"""
+import numbers
+import os
+import operator
+import threading
+
+DEBUG = bool(os.environ.get("NNWASM_SYMBOLIC_DEBUG"))   # print where a dim was specialised
+_state = threading.local()   # .bind: {name: int} or None; .key: an object per binding; .guards: set or None
+
+
+class Sym:
+    """An integer expression over named dims: a polynomial (sums of products of dims, normalised,
+    so (P + S) - P is S and P - P is the int 0), whose atoms are dim names or `//` / `%` nodes."""
+    __slots__ = ("poly", "op", "a", "b", "_key", "_val")
+
+    def __init__(self, poly=None, op=None, a=None, b=None):
+        self.poly = poly   # ((monomial, coef), ...): a monomial is a sorted tuple of atoms
+        self.op, self.a, self.b = op, a, b   # a // or % node when poly is None
+        self._key = self._val = None
+
+    @staticmethod
+    def var(name):
+        return Sym(poly=(((name,), 1),))
+
+    # --- value under the current binding -----------------------------------------------
+    def _value(self):
+        key = getattr(_state, "key", None)
+        if key is None:
+            raise RuntimeError(f"symbolic dim {self!r} read with no dims bound")
+        if self._key is not key:
+            self._val, self._key = self._compute(), key
+        return self._val
+
+    def _compute(self):
+        if self.poly is None:
+            return _OPS[self.op](_v(self.a), _v(self.b))
+        total = 0
+        for mono, coef in self.poly:
+            for atom in mono:
+                coef *= _atom_value(atom)
+            total += coef
+        return total
+
+    # --- arithmetic: a new expression --------------------------------------------------
+    def __add__(self, o): return _combine(self, o, 1)
+    def __radd__(self, o): return _combine(self, o, 1)
+    def __sub__(self, o): return _combine(self, o, -1)
+    def __rsub__(self, o): return _combine(o, self, -1) if _intlike(o) else NotImplemented
+    def __mul__(self, o): return _product(self, o)
+    def __rmul__(self, o): return _product(self, o)
+    def __floordiv__(self, o): return _divide("//", self, o)
+    def __rfloordiv__(self, o): return _divide("//", o, self) if _intlike(o) else NotImplemented
+    def __mod__(self, o): return _divide("%", self, o)
+    def __rmod__(self, o): return _divide("%", o, self) if _intlike(o) else NotImplemented
+    def __neg__(self): return _product(self, -1)
+    def __pos__(self): return self
+    def __abs__(self): return self if self >= 0 else -self
+
+    def __divmod__(self, o): return self // o, self % o
+    def __rdivmod__(self, o): return o // self, o % self
+
+    # --- decisions: guarded while tracing ----------------------------------------------
+    def _cmp(self, op, other):
+        if isinstance(other, float):
+            other_v = other
+        elif isinstance(other, (int, Sym)):
+            other_v = _v(other)
+        else:
+            return NotImplemented
+        result = _CMP[op](self._value(), other_v)
+        _guard(self, op, other, result)
+        return result
+
+    def __eq__(self, o): return self._cmp("==", o)
+    def __ne__(self, o): return self._cmp("!=", o)
+    def __lt__(self, o): return self._cmp("<", o)
+    def __le__(self, o): return self._cmp("<=", o)
+    def __gt__(self, o): return self._cmp(">", o)
+    def __ge__(self, o): return self._cmp(">=", o)
+
+    def __index__(self):
+        v = self._value()
+        _guard(self, "==", v, True, conversion=True)
+        return v
+
+    __int__ = __index__
+
+    def __float__(self): return float(self.__index__())
+    def __bool__(self): return self._cmp("!=", 0)
+    def __hash__(self): return hash(self.__index__())
+    def __truediv__(self, o): return self.__index__() / (o.__index__() if isinstance(o, Sym) else o)
+    def __rtruediv__(self, o): return o / self.__index__()
+    def __round__(self, n=None): return self.__index__()
+    def __trunc__(self): return self.__index__()
+    def __floor__(self): return self.__index__()
+    def __ceil__(self): return self.__index__()
+    def __and__(self, o): return self.__index__() & o
+    def __or__(self, o): return self.__index__() | o
+    def __lshift__(self, o): return self.__index__() << o
+    def __rshift__(self, o): return self.__index__() >> o
+    def __pow__(self, o): return self.__index__() ** o
+    def __format__(self, spec): return format(self.__index__(), spec)
+
+    def __str__(self):   # a string may become a key or a name: guarded as a conversion to int
+        return str(self.__index__()) if getattr(_state, "key", None) is not None else self.expr()
+
+    def __repr__(self):
+        return f"Sym({self.expr()})"
+
+    def expr(self):
+        if self.poly is None:
+            a, b = (x.expr() if isinstance(x, Sym) else str(x) for x in (self.a, self.b))
+            return f"({a} {self.op} {b})"
+        terms = []
+        for mono, coef in self.poly:
+            factors = [a if isinstance(a, str) else a.expr() for a in mono]
+            terms.append("*".join(([str(coef)] if coef != 1 or not factors else []) + factors))
+        return " + ".join(terms)
+
+
+numbers.Integral.register(Sym)
+
+_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod}
+_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+        ">=": operator.ge}
+
+
+def _intlike(o):
+    return isinstance(o, Sym) or (isinstance(o, int) and not isinstance(o, bool))
+
+
+def _atom_value(atom):
+    if isinstance(atom, str):
+        try:
+            return _state.bind[atom]
+        except (KeyError, TypeError):
+            raise RuntimeError(f"symbolic dim '{atom}' is not bound") from None
+    return atom._value()
+
+
+def _akey(atom):
+    return (0, atom) if isinstance(atom, str) else (1, id(atom))
+
+
+def _mkey(mono):
+    return tuple(_akey(a) for a in mono)
+
+
+def _terms(x):
+    """x as {monomial key: [monomial, coef]} (keys by identity: hashing a Sym is a decision)."""
+    if isinstance(x, Sym):
+        pairs = x.poly if x.poly is not None else (((x,), 1),)
+        return {_mkey(m): [m, c] for m, c in pairs}
+    return {(): [(), x]} if x else {}
+
+
+def _make(terms):
+    items = [(m, c) for m, c in terms.values() if c]
+    if not items:
+        return 0
+    if len(items) == 1:
+        mono, coef = items[0]
+        if not mono:
+            return coef
+        if coef == 1 and len(mono) == 1 and isinstance(mono[0], Sym):
+            return mono[0]
+    return Sym(poly=tuple(sorted(items, key=lambda mc: _mkey(mc[0]))))
+
+
+def _combine(a, b, sign):
+    if not (_intlike(a) and _intlike(b)):
+        return NotImplemented
+    terms = _terms(a)
+    for k, (m, c) in _terms(b).items():
+        terms.setdefault(k, [m, 0])[1] += sign * c
+    return _make(terms)
+
+
+def _product(a, b):
+    if not (_intlike(a) and _intlike(b)):
+        return NotImplemented
+    terms = {}
+    for ma, ca in _terms(a).values():
+        for mb, cb in _terms(b).values():
+            m = tuple(sorted(ma + mb, key=_akey))
+            terms.setdefault(_mkey(m), [m, 0])[1] += ca * cb
+    return _make(terms)
+
+
+def _exact_quotient(a, b):
+    """a / b as a polynomial when b is one monomial dividing every term of a exactly, else None."""
+    tb = list(_terms(b).values())
+    if len(tb) != 1 or tb[0][1] == 0:
+        return None
+    mb, cb = tb[0]
+    out = {}
+    for ma, ca in _terms(a).values():
+        if ca % cb:
+            return None
+        rest = list(ma)
+        for atom in mb:
+            k = next((i for i, x in enumerate(rest) if _akey(x) == _akey(atom)), None)
+            if k is None:
+                return None
+            del rest[k]
+        m = tuple(rest)
+        out.setdefault(_mkey(m), [m, 0])[1] += ca // cb
+    return _make(out)
+
+
+def _divide(op, a, b):
+    if not (_intlike(a) and _intlike(b)):
+        return NotImplemented
+    if isinstance(a, Sym) and a.poly is not None and (isinstance(b, Sym) and b.poly is not None or
+                                                      isinstance(b, int) and b > 0):
+        q = _exact_quotient(a, b)   # (4*P + 8) // 4 is P + 2, 64*S // 16*S is 4; their % is 0
+        if q is not None:
+            return q if op == "//" else 0
+    return Sym(op=op, a=a, b=b)
+
+
+def _v(x):
+    return x._value() if isinstance(x, Sym) else x
+
+
+def value(x):
+    """x's value under the current binding, recording no guard: for the runtime's own bookkeeping
+    (plan words, arena sizes), never for a decision that shapes what is prepared."""
+    return x._value() if isinstance(x, Sym) else x
+
+
+def is_sym(x):
+    return isinstance(x, Sym)
+
+
+def _guard(a, op, b, result, conversion=False):
+    guards = getattr(_state, "guards", None)
+    if guards is not None:   # keyed by identity: hashing a Sym is itself a guarded decision
+        k = (id(a), op, id(b) if isinstance(b, Sym) else b)
+        if k not in guards:
+            guards[k] = (a, op, b, result)
+            if DEBUG and conversion:
+                import traceback
+                print(f"nnwasm.symbolic: {a.expr()} specialised to {b} at\n" + "".join(traceback.format_stack(limit=8)[:-2]))
+
+
+def current_dims():
+    """The dims bound now, as a hashable tuple (None when none are)."""
+    return getattr(_state, "dims", None)
+
+
+class Binding:
+    """Dims bound for a trace or a run: `with binding:` makes them current in this thread."""
+    __slots__ = ("dims", "guards", "_saved")
+
+    def __init__(self, dims, trace=False):
+        self.dims, self.guards = dict(dims), ({} if trace else None)
+
+    def __enter__(self):
+        self._saved = tuple(getattr(_state, k, None) for k in ("bind", "key", "guards", "dims"))
+        _state.bind, _state.key, _state.guards = self.dims, object(), self.guards
+        _state.dims = tuple(sorted(self.dims.items()))
+        return self
+
+    def __exit__(self, *exc):
+        _state.bind, _state.key, _state.guards, _state.dims = self._saved
+
+
+def holds(guards, dims):
+    """Whether every guard comes out as it did while tracing, with these dims bound."""
+    with Binding(dims):
+        try:
+            return all(_CMP[op](_v(a), _v(b)) == result for a, op, b, result in guards.values())
+        except (ZeroDivisionError, RuntimeError):
+            return False
