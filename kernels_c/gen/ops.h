@@ -882,7 +882,8 @@ enum nnw_q4_matmul_arg {
   NNW_Q4_MATMUL_BITS = 10,
   NNW_Q4_MATMUL_BLOCK_SIZE = 11,
   NNW_Q4_MATMUL_ZP_KIND = 12,
-  NNW_Q4_MATMUL_NARGS = 13
+  NNW_Q4_MATMUL_A_INT8 = 13,
+  NNW_Q4_MATMUL_NARGS = 14
 };
 
 enum nnw_q4_gather_arg {
@@ -946,7 +947,7 @@ enum nnw_q4_gather_arg {
   X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
   X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
   X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii") \
-  X(110, q4_matmul, Q4_MATMUL, 13, "tttttttiiiiii") \
+  X(110, q4_matmul, Q4_MATMUL, 14, "tttttttiiiiiii") \
   X(111, q4_gather, Q4_GATHER, 11, "tttttiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */

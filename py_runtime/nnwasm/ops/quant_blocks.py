@@ -72,6 +72,9 @@ def infer_matmul_nbits(node, inputs, consts):
             _check_size(node, zp, n * kb, "zero_points")
     if g_idx is not None:
         _check_size(node, g_idx, k, "g_idx")
+        if zp is not None and S.dtype(zp) == UINT8:
+            S.unsupported(node, "g_idx with packed uint8 zero points (onnxruntime 1.31's CPU kernel then reads "
+                                "the zero points as 2^(bits-1), ignoring them; nnwasm refuses rather than guess)")
     if bias is not None:
         _check_size(node, bias, n, "bias")
     ashape = S.shape(a)

@@ -50,10 +50,13 @@ def lower_matmul_nbits(node, b):
     k, n, bits, bs, kb, blob = nbits_params(node)
     m = numel(b.shape(a)[:-1])
     zk = 0 if not zp else 1 if b.dtype(zp).name == "uint8" else 2
+    # onnxruntime's accuracy_level 4 quantizes A to int8 per block (its CPU kernel does so for 4 bits);
+    # the kernel does the same in its GEMV, where it halves the work (blocks of 16 stay float32)
+    a_int8 = int(node.attr("accuracy_level", 0) == 4 and bits == 4 and bs >= 32 and zk != 2)
     b.emit("q4_matmul", a=b.ref(a), b=b.ref(w), scales=b.ref(scales), zp=b.ref(zp) if zp else None,
            bias=b.ref(bias) if bias else None, y=b.ref(node.outputs[0]),
            scratch=b.scratch(b.host.call("nnw_q4_matmul_scratch_bytes", m, n, k, bits, bs)),
-           m=m, n=n, k=k, bits=bits, block_size=bs, zp_kind=zk)
+           m=m, n=n, k=k, bits=bits, block_size=bs, zp_kind=zk, a_int8=a_int8)
 
 
 def check_gather_block_quantized(node, g):
