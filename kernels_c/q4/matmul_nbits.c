@@ -257,6 +257,12 @@ static void gemv_2(const struct q4run *p, float *ap, float *asum) { gemv_bits(p,
  * of qa per lane. Lane j of a dot sums the pair (2j, 2j+1) of its vector: the scalar build keeps
  * the same lanes, so its integer sums and the float steps after them give the same bits. */
 
+/* the zero point of an integer path (zp_kind 0 or 1) */
+static Q4_INLINE int32_t zp_int(const struct q4run *p, int32_t j, int32_t blk) {
+  if (p->s.zk == 0) return 8;
+  return (p->zpb[(size_t)j * (size_t)p->s.zrow + (size_t)(blk / 2)] >> ((blk & 1) * 4)) & 0x0F;
+}
+
 /* a16, sa[kb] (the blocks' scales of A), asum[kb*4] (lane sums of a16 per block) of one row */
 static void prep_row_i8(const struct q4mm *s, const float *a, int16_t *a16, float *sa, int32_t *asum) {
   for (int32_t blk = 0; blk < s->kb; blk++) {
@@ -316,7 +322,6 @@ static Q4_INLINE void gemv4_i8(const struct q4run *p, const int16_t *a16, const 
         vacc[c] = wasm_i32x4_add(vacc[c], wasm_i32x4_add(wasm_i32x4_add(d0, d1), wasm_i32x4_add(d2, d3)));
       }
     }
-    for (int c = 0; c < NC; c++) wasm_v128_store(acc[c], vacc[c]);
 #else
     for (int c = 0; c < NC; c++) {
       for (int j = 0; j < 4; j++) acc[c][j] = 0;
@@ -330,13 +335,21 @@ static Q4_INLINE void gemv4_i8(const struct q4run *p, const int16_t *a16, const 
       }
     }
 #endif
+    /* tot += f32(acc - z * asum) * (sa * scale), lane by lane: vector ops in wasm (a scalar
+     * epilogue here cost as much as the block's dots at bs 32), the same lanes natively */
     const int32_t *as = asum + (size_t)blk * 4;
     for (int c = 0; c < NC; c++) {
-      int32_t z = (int32_t)zp_at(p, cols[c], blk), d[4];
-      for (int j = 0; j < 4; j++) d[j] = acc[c][j] - z * as[j];
+      int32_t z = zp_int(p, cols[c], blk);
       float f = sa[blk] * p->scales[(size_t)cols[c] * (size_t)p->s.kb + (size_t)blk];
-      float dv[4] = {(float)d[0], (float)d[1], (float)d[2], (float)d[3]};
+#ifdef __wasm_simd128__
+      (void)acc;
+      v128_t d = wasm_i32x4_sub(vacc[c], wasm_i32x4_mul(wasm_i32x4_splat(z), wasm_v128_load(as)));
+      tot[c] = wasm_f32x4_add(tot[c], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(d), wasm_f32x4_splat(f)));
+#else
+      float dv[4];
+      for (int j = 0; j < 4; j++) dv[j] = (float)(acc[c][j] - z * as[j]);
       tot[c] = v4_add(tot[c], v4_mul(v4_load(dv), v4_set1(f)));
+#endif
     }
   }
   for (int c = 0; c < NC; c++) out[c] = v4_hsum(tot[c]);
