@@ -23,6 +23,8 @@ import nnwasm  # noqa: E402
 
 SHAPES = [(768, 768, "q/o proj"), (768, 256, "k/v proj"), (768, 2048, "gate/up"), (2048, 768, "down"),
           (768, 32000, "lm head")]
+# how often each shape runs in one decode step of the 125M Llama (12 layers, then the lm head)
+PER_STEP = {"q/o proj": 24, "k/v proj": 24, "gate/up": 24, "down": 12, "lm head": 1}
 
 
 def quantize(w, bs, rng):
@@ -94,16 +96,27 @@ def main():
     print(f"int4 (q4_matmul, block {args.block}, asymmetric, accuracy_level {args.accuracy_level}) vs fp32 (gemm_packed); ms min / median; "
           f"ratio = fp32 / int4 of minima (medians)")
     print(f"{'shape':28s} {'wasmtime int4':>17s} {'fp32':>17s} {'ratio':>13s}   {'V8 int4':>17s} {'fp32':>17s} {'ratio':>13s}")
+    step = {}
     for m, tag, what in names:
         qi, fi = by_node[f"int4 m{m} {tag} {what}"], by_node[f"fp32 m{m} {tag} {what}"]
         assert kernels[qi] == "q4_matmul" and kernels[fi] == "gemm_packed", (kernels[qi], kernels[fi])
         wq, wf = sorted(per[qi]), sorted(per[fi])
         wq, wf = (wq[0], wq[len(wq) // 2]), (wf[0], wf[len(wf) // 2])
         vq, vf = js[qi], js[fi]
+        for key, val in (("wq", wq), ("wf", wf), ("vq", vq), ("vf", vf)):
+            got = step.setdefault((m, key), [0.0, 0.0])
+            got[0] += PER_STEP[what] * val[0]
+            got[1] += PER_STEP[what] * val[1]
         row = f"m{m:<4d}{tag:>10s} {what:12s}"
         for q, f in ((wq, wf), (vq, vf)):
             row += f" {q[0]:8.3f}/{q[1]:8.3f} {f[0]:8.3f}/{f[1]:8.3f} {f[0] / q[0]:5.2f}({f[1] / q[1]:5.2f})  "
         print(row)
+    for m in args.m:
+        row = f"m{m:<4d}{'one step':>10s} {'(sums)':12s}"
+        for q, f in ((step[(m, "wq")], step[(m, "wf")]), (step[(m, "vq")], step[(m, "vf")])):
+            row += f" {q[0]:8.2f}/{q[1]:8.2f} {f[0]:8.2f}/{f[1]:8.2f} {f[0] / q[0]:5.2f}({f[1] / q[1]:5.2f})  "
+        print(row + "  (every linear layer of a decode step: 12 layers' projections and MLP" +
+              ("" if args.no_lm_head else ", the lm head") + ")")
     print(f"({len(per[0])} rounds in wasmtime)")
 
 

@@ -377,7 +377,7 @@ static void gemv_i8(const struct q4run *p, uint8_t *scratch) {
 /* columns j0..j0+w-1 of the weight, dequantized into gemm_packed's panels of 8: pan[(c/8)*8k +
  * kk*8 + c%8] = (q - z) * s, columns w..ceil(w/8)*8-1 zero */
 static void dequant_panel(const struct q4run *p, int32_t j0, int32_t w, float *pan) {
-  const int32_t k = p->s.k, bits = p->s.bits, bs = p->s.bs, per = 8 / bits;
+  const int32_t k = p->s.k, bits = p->s.bits, bs = p->s.bs;
   const uint32_t mask = (1u << bits) - 1u;
   const size_t colbytes = (size_t)p->s.kb * (size_t)p->s.blob;
   int32_t wp = (w + 7) / 8 * 8;
@@ -393,9 +393,14 @@ static void dequant_panel(const struct q4run *p, int32_t j0, int32_t w, float *p
       float s = p->scales[(size_t)j * (size_t)p->s.kb + (size_t)blk], z = zp_at(p, j, blk);
       int32_t k0 = blk * bs, k1 = k0 + bs < k ? k0 + bs : k;
       const uint8_t *q = col + (size_t)blk * (size_t)p->s.blob;
-      for (int32_t kk = k0; kk < k1; kk++) {
-        int32_t e = kk - k0;
-        uint32_t v = (q[e / per] >> ((e % per) * bits)) & mask;
+      int32_t kk = k0;
+      if (bits == 4) /* two weights a byte, the common case */
+        for (const uint8_t *qb = q; kk + 2 <= k1; kk += 2, qb++) {
+          dst[(size_t)kk * 8] = ((float)(*qb & 0x0F) - z) * s;
+          dst[(size_t)kk * 8 + 8] = ((float)(*qb >> 4) - z) * s;
+        }
+      for (int32_t bit = (kk - k0) * bits; kk < k1; kk++, bit += bits) { /* shifts: no division */
+        uint32_t v = (uint32_t)(q[bit >> 3] >> (bit & 7)) & mask;
         dst[(size_t)kk * 8] = ((float)v - z) * s;
       }
     }
@@ -505,7 +510,7 @@ void nnw_run_q4_gather(const int32_t *args, uint8_t *arena) {
   const uint8_t *idx = arena + v.idx, *data = arena + v.data, *zp = v.zp < 0 ? NULL : arena + v.zp;
   const float *scales = nnw_f32_at(arena, v.scales);
   float *y = nnw_f32_at(arena, v.y);
-  const int32_t nb = (v.cols + v.bs - 1) / v.bs, per = 8 / v.bits, bits = v.bits;
+  const int32_t nb = (v.cols + v.bs - 1) / v.bs, bits = v.bits;
   const uint32_t mask = (1u << bits) - 1u;
   const size_t row_bytes = (size_t)v.cols * (size_t)bits / 8;
   for (int32_t i = 0; i < v.n_idx; i++) { /* every index checked before y is written */
@@ -523,7 +528,10 @@ void nnw_run_q4_gather(const int32_t *args, uint8_t *arena) {
       float s = scales[at], z = (float)(1 << (bits - 1));
       if (zp != NULL) z = (float)((zp[at * (size_t)bits / 8] >> ((at * (size_t)bits) % 8)) & mask);
       int32_t c1 = (blk + 1) * v.bs < v.cols ? (blk + 1) * v.bs : v.cols;
-      for (int32_t c = blk * v.bs; c < c1; c++) yi[c] = ((float)((q[c / per] >> ((c % per) * bits)) & mask) - z) * s;
+      for (int32_t c = blk * v.bs; c < c1; c++) {
+        int64_t bit = (int64_t)c * bits;
+        yi[c] = ((float)((q[bit >> 3] >> (bit & 7)) & mask) - z) * s;
+      }
     }
   }
 }
