@@ -115,7 +115,7 @@ def main():
         row = f"m{m:<4d}{'one step':>10s} {'(sums)':12s}"
         for q, f in ((step[(m, "wq")], step[(m, "wf")]), (step[(m, "vq")], step[(m, "vf")])):
             row += f" {q[0]:8.2f}/{q[1]:8.2f} {f[0]:8.2f}/{f[1]:8.2f} {f[0] / q[0]:5.2f}({f[1] / q[1]:5.2f})  "
-        print(row + "  (every linear layer of a decode step: 12 layers' projections and MLP" +
+        print(row + f"  (every linear layer of a step of {m} row(s): 12 layers' projections and MLP" +
               ("" if args.no_lm_head else ", the lm head") + ")")
     print(f"({len(per[0])} rounds in wasmtime)")
 
