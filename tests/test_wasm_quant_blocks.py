@@ -362,3 +362,31 @@ def test_quantize_dynamic_matmul_runs_on_int8_kernels():
     ops = plan_ops(m)
     assert "q8_gemm_pk" in ops and not {"q8_dequantize", "gemm_packed", "matmul"} & set(ops)
     assert len(nnwasm.compile_plan(m)) < k * n * 4 * 0.75   # int16 panels at most, never float32
+
+
+# ---- float16 models -------------------------------------------------------------------------------
+
+def test_float16_models_run_on_wasm():
+    """float16 A, scales and bias (an fp16 export) and a float16 embedding table's scales: the
+    optimizer turns the model float32, the blocks stay uint8; onnxruntime's values within float16
+    rounding."""
+    rng = np.random.default_rng(1)
+    k, n, bs = 128, 48, 32
+    b, scales, zp = random_nbits(rng, k, n, 4, bs, "u8")
+    a = rng.standard_normal((1, 3, k)).astype(np.float16)
+    m = model([nbits_node(["A", "B", "s", "z", "", "bias"], K=k, N=n, bits=4, block_size=bs)], {"A": a},
+              {"Y": TensorProto.FLOAT16},
+              {"B": b, "s": scales.astype(np.float16), "z": zp, "bias": rng.standard_normal(n).astype(np.float16)})
+    wasm, _ = sessions(m)
+    got, oracle = wasm.run(None, {"A": a})[0], ort_run(m, {"A": a})[0]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), oracle.astype(np.float32), rtol=2e-3, atol=2e-3)
+    data = rng.integers(0, 256, (40, 32)).astype(np.uint8)
+    idx = np.array([1, -2, 39], np.int64)
+    node = helper.make_node("GatherBlockQuantized", ["d", "i", "s"], ["Y"], domain=MS, gather_axis=0,
+                            quantize_axis=1, block_size=16, bits=4)
+    g = model([node], {"i": idx}, {"Y": TensorProto.FLOAT16},
+              {"d": data, "s": (rng.random((40, 4)) * 0.1).astype(np.float16)})
+    wasm, _ = sessions(g)
+    got, oracle = wasm.run(None, {"i": idx})[0], ort_run(g, {"i": idx})[0]
+    assert got.dtype == np.float16 and np.array_equal(got, oracle)
