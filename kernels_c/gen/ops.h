@@ -47,7 +47,9 @@ enum nnw_opcode {
   NNW_OP_Q8_CONV2D_PACK_W = 86,
   NNW_OP_Q8_CONV2D_PK = 87,
   NNW_OP_Q8_PACK_B = 88,
-  NNW_OP_COUNT = 89 /* one past the largest opcode */
+  NNW_OP_Q4_MATMUL = 110,
+  NNW_OP_Q4_GATHER = 111,
+  NNW_OP_COUNT = 112 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -866,6 +868,39 @@ enum nnw_q8_pack_b_arg {
   NNW_Q8_PACK_B_NARGS = 7
 };
 
+enum nnw_q4_matmul_arg {
+  NNW_Q4_MATMUL_A = 0,
+  NNW_Q4_MATMUL_B = 1,
+  NNW_Q4_MATMUL_SCALES = 2,
+  NNW_Q4_MATMUL_ZP = 3,
+  NNW_Q4_MATMUL_BIAS = 4,
+  NNW_Q4_MATMUL_Y = 5,
+  NNW_Q4_MATMUL_SCRATCH = 6,
+  NNW_Q4_MATMUL_M = 7,
+  NNW_Q4_MATMUL_N = 8,
+  NNW_Q4_MATMUL_K = 9,
+  NNW_Q4_MATMUL_BITS = 10,
+  NNW_Q4_MATMUL_BLOCK_SIZE = 11,
+  NNW_Q4_MATMUL_ZP_KIND = 12,
+  NNW_Q4_MATMUL_A_INT8 = 13,
+  NNW_Q4_MATMUL_NARGS = 14
+};
+
+enum nnw_q4_gather_arg {
+  NNW_Q4_GATHER_DATA = 0,
+  NNW_Q4_GATHER_IDX = 1,
+  NNW_Q4_GATHER_SCALES = 2,
+  NNW_Q4_GATHER_ZP = 3,
+  NNW_Q4_GATHER_Y = 4,
+  NNW_Q4_GATHER_IDX_DTYPE = 5,
+  NNW_Q4_GATHER_ROWS = 6,
+  NNW_Q4_GATHER_COLS = 7,
+  NNW_Q4_GATHER_N_IDX = 8,
+  NNW_Q4_GATHER_BITS = 9,
+  NNW_Q4_GATHER_BLOCK_SIZE = 10,
+  NNW_Q4_GATHER_NARGS = 11
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -911,7 +946,9 @@ enum nnw_q8_pack_b_arg {
   X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii") \
   X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
   X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii")
+  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii") \
+  X(110, q4_matmul, Q4_MATMUL, 14, "tttttttiiiiiii") \
+  X(111, q4_gather, Q4_GATHER, 11, "tttttiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

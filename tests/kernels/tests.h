@@ -13,6 +13,7 @@ void test_gemm_packed(void);
 void test_attention(void);
 void test_q8_gemm_ep(void);
 void test_q8_gemm_pk(void);
+void test_q4(void);
 void test_q8_gemm_pkq(void);
 void test_binary(void);
 void test_unary(void);

@@ -28,6 +28,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
             "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
             "training", "ml", "image", "sequence", "random")
+FAMILIES += ("quant_blocks",)   # issue 15: MatMulNBits, GatherBlockQuantized, DynamicQuantizeMatMul
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False

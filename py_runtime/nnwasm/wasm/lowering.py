@@ -37,6 +37,8 @@ from .lower.quant import (check_conv_integer, check_dynamic_quantize, check_matm
                           check_qlinear_matmul, check_quantize, lower_conv_integer, lower_dynamic_quantize,
                           lower_matmul_integer, lower_matmul_integer_to_float, lower_qgemm, lower_qlinear_add,
                           lower_qlinear_conv, lower_qlinear_matmul, lower_quantize)
+from .lower.quant_blocks import (check_dynamic_quantize_matmul, check_gather_block_quantized, check_matmul_nbits,
+                                 lower_dynamic_quantize_matmul, lower_gather_block_quantized, lower_matmul_nbits)
 
 LOWERINGS = {
     # elementwise (lower/elementwise.py): float32; check_arith and check_neg also take integers
@@ -145,6 +147,10 @@ LOWERINGS = {
     "com.microsoft.QLinearAdd": (check_qlinear_add, lower_qlinear_add),
     "com.microsoft.QGemm": (check_qgemm, lower_qgemm),
     "com.microsoft.MatMulIntegerToFloat": (check_matmul_integer_to_float, lower_matmul_integer_to_float),
+    # block-quantized weights (lower/quant_blocks.py); each check states its dtypes
+    "com.microsoft.MatMulNBits": (check_matmul_nbits, lower_matmul_nbits),
+    "com.microsoft.GatherBlockQuantized": (check_gather_block_quantized, lower_gather_block_quantized),
+    "com.microsoft.DynamicQuantizeMatMul": (check_dynamic_quantize_matmul, lower_dynamic_quantize_matmul),
 }
 
 

@@ -1,0 +1,537 @@
+/* q4_matmul: onnxruntime's MatMulNBits on its weights as shipped (uint8 blocks, ops.def 110).
+ *
+ * Decode (m <= 4) is a matrix-vector product bound by memory bandwidth, so the blocks are read
+ * once, 16 bytes at a time, and decoded in registers (q4.h): as llama.cpp's q4_0 dot products
+ * and MLAS's SQNBit kernels, the sum over a block is taken on the raw values and the block's
+ * scale and zero point applied once per block, using sum_k a_k (q_k - z) s = s (sum_k a_k q_k -
+ * z sum_k a_k). A is copied once per row into scratch in the lanes' element order, each element
+ * times the power of two its weight arrives with, with zeros past K (so a partial last block
+ * needs no test), together with its sums over each block per lane. Four columns share each load
+ * of that copy. Everything is float32 (no int8 quantization of A, whatever accuracy_level says).
+ *
+ * Prefill (m > 4) dequantizes 64 columns at a time into scratch in gemm_packed's panel layout
+ * and runs gemm_packed's microkernel on them: the packed weights stay the only copy of B.
+ * Sums are in a fixed order on every engine (no FMA): the same bits in V8, wasmtime, natively. */
+#include <math.h>
+
+#include "../internal.h"
+#include "q4.h"
+
+#if defined(__GNUC__)
+#define Q4_INLINE inline __attribute__((always_inline))
+#else
+#define Q4_INLINE inline
+#endif
+
+void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena);
+
+enum { GEMV_MAX_M = 4, NC = 4, NP = 64 };
+
+struct q4mm_args {
+  int32_t a, b, scales, zp, bias, y, scratch, m, n, k, bits, bs, zp_kind, a_int8;
+};
+typedef char q4mm_args_match_ops_def[sizeof(struct q4mm_args) == 4 * NNW_Q4_MATMUL_NARGS ? 1 : -1];
+
+/* the shape of the problem, derived once */
+struct q4mm {
+  int32_t m, n, k, bits, bs, zk, i8;
+  int32_t kb, blob, zrow; /* blocks a column, bytes a block, bytes of packed zero points a column */
+  int32_t ce, nc, units;  /* elements a 16-byte chunk, chunks a column, A-sum units a column */
+};
+
+static int shape_of(const struct q4mm_args *v, struct q4mm *s) {
+  int32_t pos[] = {v->m, v->n, v->k};
+  NNW_TRY(nnw_check_positive(pos, 3));
+  if (v->bits != 2 && v->bits != 4 && v->bits != 8) return NNW_BAD_ARGS;
+  if (v->bs < 16 || v->bs > (1 << 20) || (v->bs & (v->bs - 1))) return NNW_BAD_ARGS;
+  if (v->zp_kind < 0 || v->zp_kind > 2 || (v->zp_kind == 0) != (v->zp < 0)) return NNW_BAD_ARGS;
+  if (v->a_int8 != 0 && (v->a_int8 != 1 || v->bits != 4 || v->bs < 32 || v->zp_kind == 2)) return NNW_BAD_ARGS;
+  s->i8 = v->a_int8;
+  s->m = v->m, s->n = v->n, s->k = v->k, s->bits = v->bits, s->bs = v->bs, s->zk = v->zp_kind;
+  s->kb = (int32_t)(((int64_t)v->k + v->bs - 1) / v->bs);
+  s->blob = v->bs * v->bits / 8;
+  s->zrow = (int32_t)(((int64_t)s->kb * v->bits + 7) / 8);
+  s->ce = 128 / v->bits;
+  int64_t kp = (int64_t)s->kb * v->bs;
+  s->nc = (int32_t)((kp + s->ce - 1) / s->ce);
+  s->units = v->bs >= s->ce ? s->kb : s->nc;
+  return NNW_OK;
+}
+
+static uint64_t gemv_scratch(const struct q4mm *s) {
+  return nnw_add(nnw_mul((uint64_t)s->nc * 4, (uint64_t)s->ce), nnw_mul((uint64_t)s->units, 16));
+}
+
+static uint64_t gemm_scratch(const struct q4mm *s) {
+  return nnw_add(nnw_mul(NP * 4, (uint64_t)s->k), nnw_mul((uint64_t)s->m * 4, NP));
+}
+
+static uint64_t scratch_of(const struct q4mm *s) { return s->m <= GEMV_MAX_M ? gemv_scratch(s) : gemm_scratch(s); }
+
+NNW_EXPORT int32_t nnw_q4_matmul_scratch_bytes(int32_t m, int32_t n, int32_t k, int32_t bits, int32_t bs) {
+  struct q4mm_args v = {0, 0, 0, -1, -1, 0, 0, m, n, k, bits, bs, 0, 0};
+  struct q4mm s;
+  if (shape_of(&v, &s) != NNW_OK) return -1;
+  uint64_t b = scratch_of(&s);
+  return b > 0x7FFFFFF0u ? -1 : (int32_t)b;
+}
+
+int nnw_validate_q4_matmul(const int32_t *args, uint32_t arena_bytes) {
+  struct q4mm_args v;
+  memcpy(&v, args, sizeof v); /* the field order is ops.def's */
+  struct q4mm s;
+  NNW_TRY(shape_of(&v, &s));
+  uint64_t m = (uint64_t)v.m, n = (uint64_t)v.n, k = (uint64_t)v.k;
+  uint64_t a_bytes = nnw_mul(m * 4, k), y_bytes = nnw_mul(m * 4, n);
+  uint64_t b_bytes = nnw_mul(nnw_mul(n, (uint64_t)s.kb), (uint64_t)s.blob);
+  uint64_t sc_bytes = nnw_mul(nnw_mul(n, (uint64_t)s.kb), 4);
+  uint64_t zp_bytes = s.zk == 2 ? sc_bytes : s.zk == 1 ? nnw_mul(n, (uint64_t)s.zrow) : 0;
+  uint64_t scr = scratch_of(&s);
+  NNW_TRY(nnw_check_tensor(v.a, a_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(v.b, b_bytes, arena_bytes, 0, 0));
+  NNW_TRY(nnw_check_tensor(v.scales, sc_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(v.zp, zp_bytes, arena_bytes, 1, s.zk == 2));
+  NNW_TRY(nnw_check_tensor(v.bias, n * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(v.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(v.scratch, scr, arena_bytes, 0, 1));
+  const int32_t in[] = {v.a, v.b, v.scales, v.zp, v.bias};
+  const uint64_t in_bytes[] = {a_bytes, b_bytes, sc_bytes, zp_bytes, n * 4};
+  for (int i = 0; i < 5; i++) {
+    NNW_TRY(nnw_check_apart(in[i], in_bytes[i], v.y, y_bytes, 0));
+    NNW_TRY(nnw_check_apart(in[i], in_bytes[i], v.scratch, scr, 0));
+  }
+  return nnw_check_apart(v.y, y_bytes, v.scratch, scr, 0);
+}
+
+/* ---- the pieces both paths share --------------------------------------------------------------- */
+
+struct q4run {
+  struct q4mm s;
+  const float *a, *scales, *zpf, *bias;
+  const uint8_t *b, *zpb;
+  float *y;
+};
+
+static Q4_INLINE float zp_at(const struct q4run *p, int32_t j, int32_t blk) {
+  if (p->s.zk == 2) return p->zpf[(size_t)j * (size_t)p->s.kb + (size_t)blk];
+  if (p->s.zk == 0) return (float)(1 << (p->s.bits - 1));
+  int32_t bit = blk * p->s.bits;
+  uint8_t byte = p->zpb[(size_t)j * (size_t)p->s.zrow + (size_t)(bit / 8)];
+  return (float)((byte >> (bit % 8)) & ((1 << p->s.bits) - 1));
+}
+
+/* ---- GEMV: m <= 4, one row of A at a time ----------------------------------------------------- */
+
+/* ap[c*ce + t*4 + l] = a[c*ce + l*e + t] * q4_elem_scale(t), 0 past k; asum[u*4 + l] the sum of
+ * the unit u's a over lane l (unit: a block, or a chunk when blocks are smaller than a chunk) */
+static void prep_row(const struct q4mm *s, const float *a, float *ap, float *asum) {
+  const int e = 32 / s->bits, ce = s->ce;
+  float fs[32];
+  for (int t = 0; t < e; t++) fs[t] = q4_elem_scale(t, s->bits);
+  int32_t cpu = s->bs >= ce ? s->bs / ce : 1; /* chunks a unit */
+  for (int32_t u = 0; u < s->units; u++) {
+    float acc[4] = {0, 0, 0, 0};
+    for (int32_t c = u * cpu; c < (u + 1) * cpu; c++) {
+      for (int l = 0; l < 4; l++)
+        for (int t = 0; t < e; t++) {
+          int64_t kk = (int64_t)c * ce + l * e + t;
+          float v = kk < s->k ? a[kk] : 0.0f;
+          ap[(size_t)c * (size_t)ce + (size_t)(t * 4 + l)] = v * fs[t];
+          acc[l] += v;
+        }
+    }
+    memcpy(asum + (size_t)u * 4, acc, sizeof acc);
+  }
+}
+
+/* y[j..j+3] of one row, blocks of at least a chunk: per block, the raw dot in 4 lanes for each
+ * of 4 columns, then tot += (dot - z * asum) * s */
+static Q4_INLINE void gemv4_big(const struct q4run *p, const float *ap, const float *asum, int32_t j,
+                                const int32_t *cols, float out[NC], int bits) {
+  const int e = 32 / bits, ce = 4 * e;
+  const int32_t cpb = p->s.bs / ce;
+  const size_t colbytes = (size_t)p->s.kb * (size_t)p->s.blob;
+  const uint8_t *col[NC];
+  v4 tot[NC];
+  for (int c = 0; c < NC; c++) {
+    col[c] = p->b + (size_t)cols[c] * colbytes;
+    tot[c] = v4_set1(0.0f);
+  }
+  (void)j;
+  for (int32_t blk = 0; blk < p->s.kb; blk++) {
+    v4 acc[NC];
+    for (int c = 0; c < NC; c++) acc[c] = v4_set1(0.0f);
+    const float *apc = ap + (size_t)blk * (size_t)p->s.bs;
+    for (int32_t ch = 0; ch < cpb; ch++, apc += ce) {
+      size_t off = ((size_t)blk * (size_t)cpb + (size_t)ch) * 16;
+      v4 x[NC];
+      for (int c = 0; c < NC; c++) x[c] = q4_load16(col[c] + off);
+      for (int t = 0; t < e; t++) {
+        v4 av = v4_load(apc + 4 * t);
+        for (int c = 0; c < NC; c++) acc[c] = v4_add(acc[c], v4_mul(av, q4_elem(x[c], t, bits)));
+      }
+    }
+    v4 as = v4_load(asum + (size_t)blk * 4);
+    for (int c = 0; c < NC; c++) {
+      v4 sc = v4_set1(p->scales[(size_t)cols[c] * (size_t)p->s.kb + (size_t)blk]);
+      v4 z = v4_set1(zp_at(p, cols[c], blk));
+      tot[c] = v4_add(tot[c], v4_mul(v4_sub(acc[c], v4_mul(z, as)), sc));
+    }
+  }
+  for (int c = 0; c < NC; c++) out[c] = v4_hsum(tot[c]);
+}
+
+/* the same for blocks smaller than a chunk (bs 16 at 4 bits; 16, 32 at 2 bits): each lane of a
+ * chunk belongs to one block, so the scales and zero points are per-lane vectors; the column's
+ * last chunk may end inside 16 bytes (copied into zeros: never read past B) */
+static Q4_INLINE void gemv4_small(const struct q4run *p, const float *ap, const float *asum, const int32_t *cols,
+                                  float out[NC], int bits) {
+  const int e = 32 / bits, ce = 4 * e;
+  const int32_t lpb = p->s.bs / e; /* lanes a block */
+  const size_t colbytes = (size_t)p->s.kb * (size_t)p->s.blob;
+  v4 tot[NC];
+  for (int c = 0; c < NC; c++) tot[c] = v4_set1(0.0f);
+  for (int32_t ch = 0; ch < p->s.nc; ch++) {
+    const float *apc = ap + (size_t)ch * (size_t)ce;
+    size_t off = (size_t)ch * 16;
+    v4 x[NC];
+    for (int c = 0; c < NC; c++) {
+      const uint8_t *src = p->b + (size_t)cols[c] * colbytes + off;
+      if (off + 16 <= colbytes) {
+        x[c] = q4_load16(src);
+      } else {
+        uint8_t tmp[16] = {0};
+        memcpy(tmp, src, colbytes - off);
+        x[c] = q4_load16(tmp);
+      }
+    }
+    v4 acc[NC];
+    for (int c = 0; c < NC; c++) acc[c] = v4_set1(0.0f);
+    for (int t = 0; t < e; t++) {
+      v4 av = v4_load(apc + 4 * t);
+      for (int c = 0; c < NC; c++) acc[c] = v4_add(acc[c], v4_mul(av, q4_elem(x[c], t, bits)));
+    }
+    v4 as = v4_load(asum + (size_t)ch * 4);
+    for (int c = 0; c < NC; c++) {
+      float sv[4], zv[4];
+      for (int l = 0; l < 4; l++) {
+        int32_t blk = ch * (4 / lpb) + l / lpb;
+        int in = blk < p->s.kb;
+        sv[l] = in ? p->scales[(size_t)cols[c] * (size_t)p->s.kb + (size_t)blk] : 0.0f;
+        zv[l] = in ? zp_at(p, cols[c], blk) : 0.0f;
+      }
+      tot[c] = v4_add(tot[c], v4_mul(v4_sub(acc[c], v4_mul(v4_load(zv), as)), v4_load(sv)));
+    }
+  }
+  for (int c = 0; c < NC; c++) out[c] = v4_hsum(tot[c]);
+}
+
+static Q4_INLINE void gemv_bits(const struct q4run *p, float *ap, float *asum, int bits) {
+  for (int32_t i = 0; i < p->s.m; i++) {
+    prep_row(&p->s, p->a + (size_t)i * (size_t)p->s.k, ap, asum);
+    float *yi = p->y + (size_t)i * (size_t)p->s.n;
+    for (int32_t j = 0; j < p->s.n; j += NC) {
+      int32_t cols[NC];
+      float out[NC];
+      for (int c = 0; c < NC; c++) cols[c] = j + c < p->s.n ? j + c : p->s.n - 1; /* repeats: dropped */
+      if (p->s.bs >= 4 * (32 / bits))
+        gemv4_big(p, ap, asum, j, cols, out, bits);
+      else
+        gemv4_small(p, ap, asum, cols, out, bits);
+      for (int c = 0; c < NC && j + c < p->s.n; c++) yi[j + c] = out[c] + (p->bias ? p->bias[j + c] : 0.0f);
+    }
+  }
+}
+
+/* one function per width, so that each inner loop is unrolled for its constant element count */
+static void gemv_4(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 4); }
+static void gemv_8(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 8); }
+static void gemv_2(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 2); }
+
+/* ---- GEMV on A quantized to int8 (a_int8: onnxruntime's accuracy_level 4), 4 bits, bs >= 32 ----
+ * The block's sum is integer: each 16 bytes of a column split into low and high nibbles (the even
+ * and odd k), widened to int16 and multiplied with the row's int16 copy of A by i32x4.dot_i16x8,
+ * which sums pairs exactly (llama.cpp's q4_0 x q8_0 dot, without relaxed SIMD). A's copy holds
+ * each 32-element chunk as [k = 0 2 .. 14 | 16 18 .. 30 | 1 3 .. 15 | 17 .. 31], so the four
+ * widened halves meet their elements; the zero point comes off in integers, z * the block's sums
+ * of qa per lane. Lane j of a dot sums the pair (2j, 2j+1) of its vector: the scalar build keeps
+ * the same lanes, so its integer sums and the float steps after them give the same bits. */
+
+/* the zero point of an integer path (zp_kind 0 or 1) */
+static Q4_INLINE int32_t zp_int(const struct q4run *p, int32_t j, int32_t blk) {
+  if (p->s.zk == 0) return 8;
+  return (p->zpb[(size_t)j * (size_t)p->s.zrow + (size_t)(blk / 2)] >> ((blk & 1) * 4)) & 0x0F;
+}
+
+/* a16, sa[kb] (the blocks' scales of A), asum[kb*4] (lane sums of a16 per block) of one row */
+static void prep_row_i8(const struct q4mm *s, const float *a, int16_t *a16, float *sa, int32_t *asum) {
+  for (int32_t blk = 0; blk < s->kb; blk++) {
+    int32_t k0 = blk * s->bs, k1 = k0 + s->bs < s->k ? k0 + s->bs : s->k;
+    float amax = 0.0f;
+    int finite = 1;
+    for (int32_t kk = k0; kk < k1; kk++) {
+      amax = fabsf(a[kk]) > amax ? fabsf(a[kk]) : amax;
+      finite &= isfinite(a[kk]) != 0;
+    }
+    float scale = amax / 127.0f, inv = scale != 0.0f && finite ? 1.0f / scale : 0.0f;
+    sa[blk] = finite ? scale : NAN; /* a NaN or infinity in A makes the row's results NaN */
+    int32_t lane[4] = {0, 0, 0, 0};
+    for (int32_t c = 0; c < s->bs / 32; c++) {
+      int16_t *out = a16 + (size_t)k0 + (size_t)c * 32;
+      for (int32_t e = 0; e < 32; e++) { /* element e of the chunk: k = k0 + 32c + e */
+        int32_t kk = k0 + c * 32 + e;
+        float v = kk < k1 ? nearbyintf(a[kk] * inv) : 0.0f;
+        int16_t q = (int16_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int32_t)v);
+        int32_t pos = (e & 1) * 16 + (e >> 1); /* odd k in the second half; within, k/2 */
+        out[pos] = q;
+        lane[(pos % 8) / 2] += q;
+      }
+    }
+    memcpy(asum + (size_t)blk * 4, lane, sizeof lane);
+  }
+}
+
+static Q4_INLINE void gemv4_i8(const struct q4run *p, const int16_t *a16, const float *sa, const int32_t *asum,
+                               const int32_t *cols, float out[NC]) {
+  const int32_t cpb = p->s.bs / 32;
+  const size_t colbytes = (size_t)p->s.kb * (size_t)p->s.blob;
+  const uint8_t *col[NC];
+  v4 tot[NC];
+  for (int c = 0; c < NC; c++) {
+    col[c] = p->b + (size_t)cols[c] * colbytes;
+    tot[c] = v4_set1(0.0f);
+  }
+  for (int32_t blk = 0; blk < p->s.kb; blk++) {
+    int32_t acc[NC][4];
+#ifdef __wasm_simd128__
+    v128_t vacc[NC];
+    for (int c = 0; c < NC; c++) vacc[c] = wasm_i32x4_splat(0);
+    const v128_t low = wasm_i8x16_splat(0x0F);
+    for (int32_t ch = 0; ch < cpb; ch++) {
+      const int16_t *ac = a16 + (size_t)blk * (size_t)p->s.bs + (size_t)ch * 32;
+      v128_t a0 = wasm_v128_load(ac), a1 = wasm_v128_load(ac + 8), a2 = wasm_v128_load(ac + 16),
+             a3 = wasm_v128_load(ac + 24);
+      size_t off = ((size_t)blk * (size_t)cpb + (size_t)ch) * 16;
+      for (int c = 0; c < NC; c++) {
+        v128_t x = wasm_v128_load(col[c] + off);
+        v128_t lo = wasm_v128_and(x, low), hi = wasm_u8x16_shr(x, 4);
+        v128_t d0 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(lo), a0);
+        v128_t d1 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(lo), a1);
+        v128_t d2 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(hi), a2);
+        v128_t d3 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(hi), a3);
+        vacc[c] = wasm_i32x4_add(vacc[c], wasm_i32x4_add(wasm_i32x4_add(d0, d1), wasm_i32x4_add(d2, d3)));
+      }
+    }
+#else
+    for (int c = 0; c < NC; c++) {
+      for (int j = 0; j < 4; j++) acc[c][j] = 0;
+      for (int32_t ch = 0; ch < cpb; ch++) {
+        const int16_t *ac = a16 + (size_t)blk * (size_t)p->s.bs + (size_t)ch * 32;
+        const uint8_t *x = col[c] + ((size_t)blk * (size_t)cpb + (size_t)ch) * 16;
+        for (int pos = 0; pos < 32; pos++) { /* pos as in prep_row_i8: byte pos%16, nibble pos/16 */
+          int32_t q = pos < 16 ? (x[pos] & 0x0F) : (x[pos - 16] >> 4);
+          acc[c][(pos % 8) / 2] += q * ac[pos];
+        }
+      }
+    }
+#endif
+    /* tot += f32(acc - z * asum) * (sa * scale), lane by lane: vector ops in wasm (a scalar
+     * epilogue here cost as much as the block's dots at bs 32), the same lanes natively */
+    const int32_t *as = asum + (size_t)blk * 4;
+    for (int c = 0; c < NC; c++) {
+      int32_t z = zp_int(p, cols[c], blk);
+      float f = sa[blk] * p->scales[(size_t)cols[c] * (size_t)p->s.kb + (size_t)blk];
+#ifdef __wasm_simd128__
+      (void)acc;
+      v128_t d = wasm_i32x4_sub(vacc[c], wasm_i32x4_mul(wasm_i32x4_splat(z), wasm_v128_load(as)));
+      tot[c] = wasm_f32x4_add(tot[c], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(d), wasm_f32x4_splat(f)));
+#else
+      float dv[4];
+      for (int j = 0; j < 4; j++) dv[j] = (float)(acc[c][j] - z * as[j]);
+      tot[c] = v4_add(tot[c], v4_mul(v4_load(dv), v4_set1(f)));
+#endif
+    }
+  }
+  for (int c = 0; c < NC; c++) out[c] = v4_hsum(tot[c]);
+}
+
+static void gemv_i8(const struct q4run *p, uint8_t *scratch) {
+  int16_t *a16 = (int16_t *)(void *)scratch;
+  float *sa = (float *)(void *)(scratch + 2 * (size_t)p->s.kb * (size_t)p->s.bs);
+  int32_t *asum = (int32_t *)(void *)(sa + p->s.kb);
+  for (int32_t i = 0; i < p->s.m; i++) {
+    prep_row_i8(&p->s, p->a + (size_t)i * (size_t)p->s.k, a16, sa, asum);
+    float *yi = p->y + (size_t)i * (size_t)p->s.n;
+    for (int32_t j = 0; j < p->s.n; j += NC) {
+      int32_t cols[NC];
+      float out[NC];
+      for (int c = 0; c < NC; c++) cols[c] = j + c < p->s.n ? j + c : p->s.n - 1;
+      gemv4_i8(p, a16, sa, asum, cols, out);
+      for (int c = 0; c < NC && j + c < p->s.n; c++) yi[j + c] = out[c] + (p->bias ? p->bias[j + c] : 0.0f);
+    }
+  }
+}
+
+/* ---- GEMM: m > 4, gemm_packed on dequantized panels -------------------------------------------- */
+
+/* columns j0..j0+w-1 of the weight, dequantized into gemm_packed's panels of 8: pan[(c/8)*8k +
+ * kk*8 + c%8] = (q - z) * s, columns w..ceil(w/8)*8-1 zero */
+static void dequant_panel(const struct q4run *p, int32_t j0, int32_t w, float *pan) {
+  const int32_t k = p->s.k, bits = p->s.bits, bs = p->s.bs;
+  const uint32_t mask = (1u << bits) - 1u;
+  const size_t colbytes = (size_t)p->s.kb * (size_t)p->s.blob;
+  int32_t wp = (w + 7) / 8 * 8;
+  for (int32_t c = 0; c < wp; c++) {
+    float *dst = pan + (size_t)(c / 8) * 8 * (size_t)k + (size_t)(c % 8);
+    if (c >= w) {
+      for (int32_t kk = 0; kk < k; kk++) dst[(size_t)kk * 8] = 0.0f;
+      continue;
+    }
+    int32_t j = j0 + c;
+    const uint8_t *col = p->b + (size_t)j * colbytes;
+    for (int32_t blk = 0; blk < p->s.kb; blk++) {
+      float s = p->scales[(size_t)j * (size_t)p->s.kb + (size_t)blk], z = zp_at(p, j, blk);
+      int32_t k0 = blk * bs, k1 = k0 + bs < k ? k0 + bs : k;
+      const uint8_t *q = col + (size_t)blk * (size_t)p->s.blob;
+      int32_t kk = k0;
+      if (bits == 4) /* two weights a byte, the common case */
+        for (const uint8_t *qb = q; kk + 2 <= k1; kk += 2, qb++) {
+          dst[(size_t)kk * 8] = ((float)(*qb & 0x0F) - z) * s;
+          dst[(size_t)kk * 8 + 8] = ((float)(*qb >> 4) - z) * s;
+        }
+      for (int32_t bit = (kk - k0) * bits; kk < k1; kk++, bit += bits) { /* shifts: no division */
+        uint32_t v = (uint32_t)(q[bit >> 3] >> (bit & 7)) & mask;
+        dst[(size_t)kk * 8] = ((float)v - z) * s;
+      }
+    }
+  }
+}
+
+static void gemm(const struct q4run *p, uint8_t *arena, int32_t a_off, int32_t scratch_off) {
+  const int32_t m = p->s.m, n = p->s.n, k = p->s.k;
+  float *pan = nnw_f32_at(arena, scratch_off);
+  int32_t tmp_off = scratch_off + NP * 4 * k;
+  float *tmp = nnw_f32_at(arena, tmp_off);
+  const float inf = INFINITY, ninf = -INFINITY;
+  int32_t lo, hi;
+  memcpy(&lo, &ninf, 4);
+  memcpy(&hi, &inf, 4);
+  for (int32_t j0 = 0; j0 < n; j0 += NP) {
+    int32_t w = n - j0 < NP ? n - j0 : NP;
+    dequant_panel(p, j0, w, pan);
+    const int32_t args[NNW_GEMM_PACKED_NARGS] = {a_off, scratch_off, -1, -1, tmp_off, m, w, k, 0, lo, hi};
+    nnw_run_gemm_packed(args, arena);
+    for (int32_t i = 0; i < m; i++) {
+      float *yi = p->y + (size_t)i * (size_t)n + (size_t)j0;
+      const float *ti = tmp + (size_t)i * (size_t)w;
+      for (int32_t c = 0; c < w; c++) yi[c] = ti[c] + (p->bias ? p->bias[j0 + c] : 0.0f);
+    }
+  }
+}
+
+void nnw_run_q4_matmul(const int32_t *args, uint8_t *arena) {
+  struct q4mm_args v;
+  memcpy(&v, args, sizeof v);
+  struct q4run p;
+  shape_of(&v, &p.s); /* validated at load */
+  p.a = nnw_f32_at(arena, v.a);
+  p.b = arena + v.b;
+  p.scales = nnw_f32_at(arena, v.scales);
+  p.zpf = p.s.zk == 2 ? nnw_f32_at(arena, v.zp) : NULL;
+  p.zpb = p.s.zk == 1 ? arena + v.zp : NULL;
+  p.bias = nnw_f32_at(arena, v.bias);
+  p.y = nnw_f32_at(arena, v.y);
+  if (p.s.m > GEMV_MAX_M) {
+    gemm(&p, arena, v.a, v.scratch);
+    return;
+  }
+  if (p.s.i8) {
+    gemv_i8(&p, arena + v.scratch);
+    return;
+  }
+  float *ap = nnw_f32_at(arena, v.scratch);
+  float *asum = ap + (size_t)p.s.nc * (size_t)p.s.ce;
+  if (p.s.bits == 4)
+    gemv_4(&p, ap, asum);
+  else if (p.s.bits == 8)
+    gemv_8(&p, ap, asum);
+  else
+    gemv_2(&p, ap, asum);
+}
+
+/* ---- q4_gather: GatherBlockQuantized on uint8 rows ---------------------------------------------- */
+
+struct q4g_args {
+  int32_t data, idx, scales, zp, y, idx_dtype, rows, cols, n_idx, bits, bs;
+};
+typedef char q4g_args_match_ops_def[sizeof(struct q4g_args) == 4 * NNW_Q4_GATHER_NARGS ? 1 : -1];
+
+int nnw_validate_q4_gather(const int32_t *args, uint32_t arena_bytes) {
+  struct q4g_args v;
+  memcpy(&v, args, sizeof v);
+  int32_t pos[] = {v.rows, v.cols, v.n_idx};
+  NNW_TRY(nnw_check_positive(pos, 3));
+  if ((v.bits != 4 && v.bits != 8) || v.bs < 16 || v.bs > (1 << 20) || (v.bs & (v.bs - 1))) return NNW_BAD_ARGS;
+  if (v.idx_dtype != NNW_I32 && v.idx_dtype != NNW_I64) return NNW_BAD_ARGS;
+  if ((uint64_t)v.cols * (uint64_t)v.bits % 8) return NNW_BAD_ARGS;
+  uint64_t rows = (uint64_t)v.rows, nb = ((uint64_t)v.cols + (uint64_t)v.bs - 1) / (uint64_t)v.bs;
+  uint64_t d_bytes = nnw_mul(rows, (uint64_t)v.cols * (uint64_t)v.bits / 8);
+  uint64_t s_bytes = nnw_mul(nnw_mul(rows, nb), 4);
+  uint64_t z_bytes = (nnw_mul(nnw_mul(rows, nb), (uint64_t)v.bits) + 7) / 8;
+  uint64_t y_bytes = nnw_mul(nnw_mul((uint64_t)v.n_idx, (uint64_t)v.cols), 4);
+  uint64_t i_bytes = nnw_mul((uint64_t)v.n_idx, (uint64_t)nnw_dtype_size(v.idx_dtype));
+  NNW_TRY(nnw_check_tensor(v.data, d_bytes, arena_bytes, 0, 0));
+  NNW_TRY(nnw_check_typed(v.idx, (uint64_t)v.n_idx, v.idx_dtype, arena_bytes, 0));
+  NNW_TRY(nnw_check_tensor(v.scales, s_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(v.zp, z_bytes, arena_bytes, 1, 0));
+  NNW_TRY(nnw_check_tensor(v.y, y_bytes, arena_bytes, 0, 1));
+  const int32_t in[] = {v.data, v.idx, v.scales, v.zp};
+  const uint64_t in_bytes[] = {d_bytes, i_bytes, s_bytes, z_bytes};
+  for (int i = 0; i < 4; i++) NNW_TRY(nnw_check_apart(in[i], in_bytes[i], v.y, y_bytes, 0));
+  return NNW_OK;
+}
+
+static int64_t q4_index(const uint8_t *idx, int32_t dtype, size_t i, int32_t rows) {
+  int64_t r;
+  if (dtype == NNW_I32) {
+    int32_t t;
+    memcpy(&t, idx + 4 * i, 4);
+    r = t;
+  } else {
+    memcpy(&r, idx + 8 * i, 8);
+  }
+  if (r < 0) r += rows;
+  return r >= 0 && r < rows ? r : -1;
+}
+
+void nnw_run_q4_gather(const int32_t *args, uint8_t *arena) {
+  struct q4g_args v;
+  memcpy(&v, args, sizeof v);
+  const uint8_t *idx = arena + v.idx, *data = arena + v.data, *zp = v.zp < 0 ? NULL : arena + v.zp;
+  const float *scales = nnw_f32_at(arena, v.scales);
+  float *y = nnw_f32_at(arena, v.y);
+  const int32_t nb = (v.cols + v.bs - 1) / v.bs, bits = v.bits;
+  const uint32_t mask = (1u << bits) - 1u;
+  const size_t row_bytes = (size_t)v.cols * (size_t)bits / 8;
+  for (int32_t i = 0; i < v.n_idx; i++) { /* every index checked before y is written */
+    if (q4_index(idx, v.idx_dtype, (size_t)i, v.rows) < 0) {
+      nnw_run_fail(NNW_BAD_INDEX);
+      return;
+    }
+  }
+  for (int32_t i = 0; i < v.n_idx; i++) {
+    int64_t r = q4_index(idx, v.idx_dtype, (size_t)i, v.rows);
+    const uint8_t *q = data + (size_t)r * row_bytes;
+    float *yi = y + (size_t)i * (size_t)v.cols;
+    for (int32_t blk = 0; blk < nb; blk++) {
+      size_t at = (size_t)r * (size_t)nb + (size_t)blk;
+      float s = scales[at], z = (float)(1 << (bits - 1));
+      if (zp != NULL) z = (float)((zp[at * (size_t)bits / 8] >> ((at * (size_t)bits) % 8)) & mask);
+      int32_t c1 = (blk + 1) * v.bs < v.cols ? (blk + 1) * v.bs : v.cols;
+      for (int32_t c = blk * v.bs; c < c1; c++) {
+        int64_t bit = (int64_t)c * bits;
+        yi[c] = ((float)((q[bit >> 3] >> (bit & 7)) & mask) - z) * s;
+      }
+    }
+  }
+}
