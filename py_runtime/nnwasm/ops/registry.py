@@ -28,6 +28,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
             "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
             "training", "ml", "image", "sequence", "random")
+FAMILIES += ("contrib_transformer",)   # onnxruntime's transformer norms, activations, rotary (trnorm)
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False

@@ -50,4 +50,8 @@ OPS = {
     "q8_conv2d_pack_w": Op(code=86, args=("weight", "w_zp", "wp", "w_dtype", "m", "k", "w_zp_s"), kinds="tttiiii"),
     "q8_conv2d_pk": Op(code=87, args=("x", "weight", "x_zp", "w_zp", "bias", "scale", "y", "scratch", "x_dtype", "w_dtype", "y_dtype", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "w_zp_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiiiiiiiiii"),
     "q8_pack_b": Op(code=88, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
+    "skip_norm": Op(code=100, args=("x", "skip", "bias", "gamma", "beta", "y", "sum", "mean", "inv_std", "rows", "hidden", "skip_rows", "rms", "epsilon"), kinds="tttttttttiiiif"),
+    "rotary": Op(code=101, args=("x", "cos", "sin", "pos", "y", "batch", "seq", "heads", "head", "rd", "interleaved", "x_bs", "x_ss", "x_hs", "pos_mode", "pos_bs", "cache_rows"), kinds="tttttiiiiiiiiiiii"),
+    "bias_act": Op(code=102, args=("x", "bias", "y", "rows", "n", "act", "alpha"), kinds="tttiiif"),
+    "embed_sum": Op(code=103, args=("ids", "segs", "pos_ids", "word", "pos", "seg", "mask", "y", "mask_index", "idx_dtype", "batch", "seq", "hidden", "word_rows", "pos_rows", "seg_rows", "pos_bs"), kinds="tttttttttiiiiiiii"),
 }
