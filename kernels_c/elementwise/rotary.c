@@ -61,7 +61,7 @@ int nnw_validate_rotary(const int32_t *v, uint32_t arena_bytes) {
   if (p.pos_mode == 2) {
     if (p.pos != -1) return NNW_BAD_ARGS;
   } else {
-    NNW_TRY(nnw_check_typed(p.pos, pos_count, NNW_I64, arena_bytes, 0));
+    NNW_TRY(nnw_check_tensor(p.pos, nnw_mul(pos_count, 8), arena_bytes, 0, 0));   /* read with memcpy: any alignment */
   }
   NNW_TRY(nnw_check_apart(p.x, x_bytes, p.y, x_bytes, 1));
   const int32_t read[] = {p.cos, p.sin, p.pos};

@@ -40,13 +40,14 @@ int nnw_validate_embed_sum(const int32_t *v, uint32_t arena_bytes) {
   uint64_t tokens = nnw_mul((uint64_t)p.batch, (uint64_t)p.seq), row = nnw_mul((uint64_t)p.hidden, 4);
   uint64_t y_bytes = nnw_mul(tokens, row), esize = (uint64_t)nnw_dtype_size(p.dtype);
   uint64_t pos_count = p.pos_bs ? tokens : (uint64_t)p.seq;
-  NNW_TRY(nnw_check_typed(p.ids, tokens, p.dtype, arena_bytes, 0));
-  NNW_TRY(nnw_check_typed(p.segs, tokens, p.dtype, arena_bytes, 1));
-  NNW_TRY(nnw_check_typed(p.pos_ids, pos_count, p.dtype, arena_bytes, 1));
+  /* ids and the mask are read with memcpy: any alignment */
+  NNW_TRY(nnw_check_tensor(p.ids, nnw_mul(tokens, esize), arena_bytes, 0, 0));
+  NNW_TRY(nnw_check_tensor(p.segs, nnw_mul(tokens, esize), arena_bytes, 1, 0));
+  NNW_TRY(nnw_check_tensor(p.pos_ids, nnw_mul(pos_count, esize), arena_bytes, 1, 0));
   NNW_TRY(nnw_check_tensor(p.word, nnw_mul((uint64_t)p.word_rows, row), arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.pos, nnw_mul((uint64_t)p.pos_rows, row), arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.seg, nnw_mul((uint64_t)p.seg_rows, row), arena_bytes, 1, 1));
-  NNW_TRY(nnw_check_typed(p.mask, tokens, NNW_I32, arena_bytes, 1));
+  NNW_TRY(nnw_check_tensor(p.mask, nnw_mul(tokens, 4), arena_bytes, 1, 0));
   NNW_TRY(nnw_check_typed(p.mask_index, (uint64_t)p.batch, NNW_I32, arena_bytes, 1));
   NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
   const int32_t read[] = {p.ids, p.segs, p.pos_ids, p.word, p.pos, p.seg, p.mask};
