@@ -69,7 +69,8 @@ def test_skip_layer_norm(shape, variant):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("bias,outs", [(False, 1), (True, 4), (True, [True, False, True, True])])
+@pytest.mark.parametrize("bias,outs", [(False, 1), (True, 4), (True, [True, False, True, True]),
+                                       (False, [True, False, False, True])])   # onnxruntime-genai's form
 def test_skip_simplified_layer_norm(shape, bias, outs):
     h = shape[-1]
     feeds = {"X": rand(*shape), "S": rand(*shape, seed=1)}
@@ -185,6 +186,16 @@ def test_embed_layer_norm(batch, seq, hidden, variant):
     if variant == "sum_out":
         outs = [True, False, True]
     check(model("EmbedLayerNormalization", names, feeds, inits, outs, epsilon=1e-12), feeds, atol=2e-5)
+
+
+def test_embed_layer_norm_shared_position_ids():
+    """position_ids [1, S], shared by the batch."""
+    f = _eln_feeds(2, 7, 50)
+    feeds = {"ids": f["ids"], "segs": f["segs"], "pos": np.array([[6, 5, 4, 3, 2, 1, 0]], np.int32)}
+    inits = {"we": rand(50, 64, seed=1), "pe": rand(16, 64, seed=2), "se": rand(2, 64, seed=3),
+             "g": rand(64, seed=4), "b": rand(64, seed=5)}
+    check(model("EmbedLayerNormalization", ["ids", "segs", "we", "pe", "se", "g", "b", "", "pos"], feeds, inits, 3),
+          feeds, atol=2e-5)
 
 
 def test_embed_layer_norm_bad_id():

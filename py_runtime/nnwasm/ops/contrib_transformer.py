@@ -13,8 +13,7 @@ ops", lists who emits which). Semantics are onnxruntime 1.31's CPU kernels:
   com.microsoft EmbedLayerNormalization(input_ids, segment_ids?, word_embedding,
       position_embedding, segment_embedding?, gamma, beta, mask?, position_ids?) -> output,
       mask_index? (int32 [B]: the count of mask == 1 per row, 0 without a mask), embedding_sum?
-  com.microsoft BiasGelu(A, B) = Gelu(A + B); QuickGelu(X) = X sigmoid(alpha X), alpha 1.702;
-      BiasAdd(X, bias, skip) = X + bias + skip
+  com.microsoft BiasGelu(A, B) = Gelu(A + B); QuickGelu(X) = X sigmoid(alpha X), alpha 1.702
   com.microsoft RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input [B, S, N*H] or
       [B, N, S, H]; position_ids [B, S], or one start position p (rows p, p+1, ...); caches
       [max positions, rotary_embedding_dim / 2]; the features past rotary_embedding_dim copied.
@@ -244,21 +243,6 @@ def quick_gelu(node, x):
     return (x64 / (1 + np.exp(-node.attr("alpha", 1.702) * x64))).astype(x.dtype)
 
 
-def infer_bias_add(node, inputs, consts):
-    x, bias, skip = (S.need(node, inputs, i) for i in range(3))
-    xs = S.shape(x)
-    if xs is not None and len(xs) != 3:
-        S.fail(node, f"input must be 3-D, got shape {list(xs)}")
-    S.broadcast(node, xs, S.shape(bias), S.shape(skip))
-    return [(S.same_dtype(node, inputs), xs)]
-
-
-def bias_add(node, x, bias, skip):
-    if skip.shape != x.shape or bias.shape != x.shape[-1:]:
-        S.fail(node, f"skip {list(skip.shape)} and bias {list(bias.shape)} do not fit input {list(x.shape)}")
-    return x + bias + skip
-
-
 # ---- RotaryEmbedding (com.microsoft) -----------------------------------------------------------
 
 def rotary_geometry(node, xs, cache_half):
@@ -340,5 +324,4 @@ register("SimplifiedLayerNormalization", 1, infer_simplified_layer_norm, simplif
 register("EmbedLayerNormalization", 1, infer_embed_layer_norm, embed_layer_norm, MS)
 register("BiasGelu", 1, infer_bias_act, bias_gelu, MS)
 register("QuickGelu", 1, infer_bias_act, quick_gelu, MS)
-register("BiasAdd", 1, infer_bias_add, bias_add, MS)
 register("RotaryEmbedding", 1, infer_ms_rotary, ms_rotary_embedding, MS)
