@@ -297,3 +297,50 @@ def test_ms_rotary_bad_attributes(attrs, match):
     cos, sin = _caches(8, 8)
     feeds = {"X": rand(1, 7, 64), "P": np.arange(7, dtype=np.int64)[None]}
     refused(model("RotaryEmbedding", ["X", "P", "C", "S"], feeds, {"C": cos, "S": sin}, **attrs), feeds, match)
+
+
+# ---- the optimizer's RMSNorm and residual fusions (optimizer/norm_fusions.py) -----------------------
+
+def test_rms_and_skip_norm_fusions_on_torch_export(tmp_path):
+    """A Llama-style block as torch.onnx writes it (RMSNorm spelled out with Pow, ReduceMean, Sqrt,
+    Div(1, .) and Muls; residual Adds before each norm) becomes SimplifiedLayerNormalization and
+    Skip(Simplified)LayerNormalization, runs on kernels.wasm alone, agrees with onnxruntime on the
+    unfused model, and the saved optimized model loads and agrees in onnxruntime too."""
+    torch = pytest.importorskip("torch")
+    import io
+    from model_builders import ort_run
+    from test_wasm_ops import WASM_ONLY, wasm_only_options
+
+    class RMS(torch.nn.Module):
+        def __init__(self, h):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.rand(h) + 0.5)
+
+        def forward(self, x):
+            return self.w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    class Block(torch.nn.Module):
+        def __init__(self, h):
+            super().__init__()
+            self.n1, self.n2, self.n3 = RMS(h), RMS(h), torch.nn.LayerNorm(h)
+            self.l1, self.l2 = torch.nn.Linear(h, h), torch.nn.Linear(h, h)
+
+        def forward(self, x):
+            x = x + self.l1(self.n1(x))
+            x = x + self.l2(self.n2(x))
+            return self.n3(x + self.l1(x))
+
+    torch.manual_seed(0)
+    f, x = io.BytesIO(), torch.randn(2, 7, 64)
+    torch.onnx.export(Block(64).eval(), (x,), f, opset_version=17, dynamo=False, input_names=["x"],
+                      output_names=["y"])
+    feeds = {"x": x.numpy()}
+    so = wasm_only_options(None)
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    sess = nnwasm.InferenceSession(f.getvalue(), so, providers=WASM_ONLY)
+    ops = {op for _, op, p in sess.get_provider_assignment()}
+    assert {"SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "SkipLayerNormalization"} <= ops
+    assert not {"ReduceMean", "Pow", "Sqrt", "Div"} & ops
+    want = ort_run(f.getvalue(), feeds)[0]
+    np.testing.assert_allclose(sess.run(None, feeds)[0], want, atol=2e-5)
+    np.testing.assert_allclose(ort_run((tmp_path / "opt.onnx").read_bytes(), feeds)[0], want, atol=2e-5)
