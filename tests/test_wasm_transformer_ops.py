@@ -149,9 +149,11 @@ def test_quick_gelu_alpha():
     check(model("QuickGelu", ["X"], feeds, {}, alpha=1.5), feeds, atol=2e-5)
 
 
-def test_bias_gelu_bad_bias():
+@pytest.mark.parametrize("op", ["BiasGelu", "FastGelu"])
+@pytest.mark.parametrize("bias", [(63,), (7, 64)])
+def test_gelu_bad_bias(op, bias):
     feeds = {"X": rand(2, 7, 64)}
-    refused(model("BiasGelu", ["X", "B"], feeds, {"B": rand(63, seed=1)}), feeds, "bias")
+    refused(model(op, ["X", "B"], feeds, {"B": rand(*bias, seed=1)}), feeds, "bias")
 
 
 # ---- EmbedLayerNormalization ----------------------------------------------------------------------
