@@ -346,3 +346,10 @@ def test_rms_and_skip_norm_fusions_on_torch_export(tmp_path):
     want = ort_run(f.getvalue(), feeds)[0]
     np.testing.assert_allclose(sess.run(None, feeds)[0], want, atol=2e-5)
     np.testing.assert_allclose(ort_run((tmp_path / "opt.onnx").read_bytes(), feeds)[0], want, atol=2e-5)
+
+
+def test_ms_rotary_heads_from_the_cache():
+    """3-D input without num_heads: onnxruntime takes the head size from the caches (2 x their width)."""
+    cos, sin = _caches(32, 8)
+    feeds = {"X": rand(2, 7, 64), "P": np.random.default_rng(5).integers(0, 32, (2, 7)).astype(np.int64)}
+    check(model("RotaryEmbedding", ["X", "P", "C", "S"], feeds, {"C": cos, "S": sin}), feeds, atol=1e-6)
