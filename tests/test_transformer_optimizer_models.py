@@ -146,3 +146,28 @@ def test_optimized_model_on_wasm_alone(optimized, name, level, batch, seq):
     for g, w in zip(got, want):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_llama_export_norms_fuse_and_run_on_wasm_alone():
+    """A transformers Llama exported by torch.onnx (RMSNorm spelled out, residual Adds) through
+    nnwasm's own optimizer: every norm becomes SimplifiedLayerNormalization or
+    SkipSimplifiedLayerNormalization (optimizer/norm_fusions.py), all on kernels.wasm, agreeing
+    with onnxruntime on the unfused model."""
+    import io
+    torch.manual_seed(0)
+    m = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=128, hidden_size=HIDDEN, intermediate_size=96,
+                                           num_hidden_layers=2, num_attention_heads=HEADS, num_key_value_heads=2,
+                                           max_position_embeddings=64)).eval()
+    ids = torch.randint(0, 128, (2, 7))
+    mask = torch.ones(2, 7, dtype=torch.int64)
+    f = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(TextModel(m, use_cache=False), (ids, mask), f, input_names=["input_ids", "attention_mask"],
+                          dynamo=False, opset_version=17)
+    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+    sess = nnwasm.InferenceSession(f.getvalue(), wasm_only_options(None), providers=WASM_ONLY)
+    ops = [op for _, op, p in sess.get_provider_assignment()]
+    assert {p for _, _, p in sess.get_provider_assignment()} == {"WasmExecutionProvider"}
+    assert ops.count("SkipSimplifiedLayerNormalization") == 4 and ops.count("SimplifiedLayerNormalization") == 1
+    assert "ReduceMean" not in ops and "Pow" not in ops
+    np.testing.assert_allclose(sess.run(None, feeds)[0], ort_run(f.getvalue(), feeds)[0], rtol=1e-4, atol=1e-4)
