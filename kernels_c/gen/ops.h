@@ -49,6 +49,10 @@ enum nnw_opcode {
   NNW_OP_Q8_PACK_B = 88,
   NNW_OP_Q4_MATMUL = 110,
   NNW_OP_Q4_GATHER = 111,
+  NNW_OP_SKIP_NORM = 100,
+  NNW_OP_ROTARY = 101,
+  NNW_OP_BIAS_ACT = 102,
+  NNW_OP_EMBED_SUM = 103,
   NNW_OP_COUNT = 112 /* one past the largest opcode */
 };
 
@@ -901,6 +905,77 @@ enum nnw_q4_gather_arg {
   NNW_Q4_GATHER_NARGS = 11
 };
 
+enum nnw_skip_norm_arg {
+  NNW_SKIP_NORM_X = 0,
+  NNW_SKIP_NORM_SKIP = 1,
+  NNW_SKIP_NORM_BIAS = 2,
+  NNW_SKIP_NORM_GAMMA = 3,
+  NNW_SKIP_NORM_BETA = 4,
+  NNW_SKIP_NORM_Y = 5,
+  NNW_SKIP_NORM_SUM = 6,
+  NNW_SKIP_NORM_MEAN = 7,
+  NNW_SKIP_NORM_INV_STD = 8,
+  NNW_SKIP_NORM_ROWS = 9,
+  NNW_SKIP_NORM_HIDDEN = 10,
+  NNW_SKIP_NORM_SKIP_ROWS = 11,
+  NNW_SKIP_NORM_RMS = 12,
+  NNW_SKIP_NORM_EPSILON = 13,
+  NNW_SKIP_NORM_NARGS = 14
+};
+
+enum nnw_rotary_arg {
+  NNW_ROTARY_X = 0,
+  NNW_ROTARY_COS = 1,
+  NNW_ROTARY_SIN = 2,
+  NNW_ROTARY_POS = 3,
+  NNW_ROTARY_Y = 4,
+  NNW_ROTARY_BATCH = 5,
+  NNW_ROTARY_SEQ = 6,
+  NNW_ROTARY_HEADS = 7,
+  NNW_ROTARY_HEAD = 8,
+  NNW_ROTARY_RD = 9,
+  NNW_ROTARY_INTERLEAVED = 10,
+  NNW_ROTARY_X_BS = 11,
+  NNW_ROTARY_X_SS = 12,
+  NNW_ROTARY_X_HS = 13,
+  NNW_ROTARY_POS_MODE = 14,
+  NNW_ROTARY_POS_BS = 15,
+  NNW_ROTARY_CACHE_ROWS = 16,
+  NNW_ROTARY_NARGS = 17
+};
+
+enum nnw_bias_act_arg {
+  NNW_BIAS_ACT_X = 0,
+  NNW_BIAS_ACT_BIAS = 1,
+  NNW_BIAS_ACT_Y = 2,
+  NNW_BIAS_ACT_ROWS = 3,
+  NNW_BIAS_ACT_N = 4,
+  NNW_BIAS_ACT_ACT = 5,
+  NNW_BIAS_ACT_ALPHA = 6,
+  NNW_BIAS_ACT_NARGS = 7
+};
+
+enum nnw_embed_sum_arg {
+  NNW_EMBED_SUM_IDS = 0,
+  NNW_EMBED_SUM_SEGS = 1,
+  NNW_EMBED_SUM_POS_IDS = 2,
+  NNW_EMBED_SUM_WORD = 3,
+  NNW_EMBED_SUM_POS = 4,
+  NNW_EMBED_SUM_SEG = 5,
+  NNW_EMBED_SUM_MASK = 6,
+  NNW_EMBED_SUM_Y = 7,
+  NNW_EMBED_SUM_MASK_INDEX = 8,
+  NNW_EMBED_SUM_IDX_DTYPE = 9,
+  NNW_EMBED_SUM_BATCH = 10,
+  NNW_EMBED_SUM_SEQ = 11,
+  NNW_EMBED_SUM_HIDDEN = 12,
+  NNW_EMBED_SUM_WORD_ROWS = 13,
+  NNW_EMBED_SUM_POS_ROWS = 14,
+  NNW_EMBED_SUM_SEG_ROWS = 15,
+  NNW_EMBED_SUM_POS_BS = 16,
+  NNW_EMBED_SUM_NARGS = 17
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -948,7 +1023,11 @@ enum nnw_q4_gather_arg {
   X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
   X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii") \
   X(110, q4_matmul, Q4_MATMUL, 14, "tttttttiiiiiii") \
-  X(111, q4_gather, Q4_GATHER, 11, "tttttiiiiii")
+  X(111, q4_gather, Q4_GATHER, 11, "tttttiiiiii") \
+  X(100, skip_norm, SKIP_NORM, 14, "tttttttttiiiif") \
+  X(101, rotary, ROTARY, 17, "tttttiiiiiiiiiiii") \
+  X(102, bias_act, BIAS_ACT, 7, "tttiiif") \
+  X(103, embed_sum, EMBED_SUM, 17, "tttttttttiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

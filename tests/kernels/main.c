@@ -35,6 +35,7 @@ static const struct {
     {"conv2d_winograd_s2", test_conv2d_winograd_s2},
     {"q8_conv2d_hinted", test_q8_conv2d_hinted},
     {"q4", test_q4},
+    {"skip_norm", test_skip_norm}, {"rotary", test_rotary}, {"bias_act", test_bias_act}, {"embed_sum", test_embed_sum},
 };
 
 int main(int argc, char **argv) {

@@ -87,7 +87,8 @@ def fast_gelu(node, x, bias=None):
 
 
 def infer_fast_gelu(node, inputs, consts):
-    return infer_unary(node, inputs, consts)
+    from .contrib_transformer import infer_bias_act     # the bias is 1-D of the last dim, as BiasGelu's
+    return infer_bias_act(node, inputs, consts)
 
 
 def _mha_unsupported(node, inputs):

@@ -29,6 +29,7 @@ FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "sha
             "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
             "training", "ml", "image", "sequence", "random")
 FAMILIES += ("quant_blocks",)   # issue 15: MatMulNBits, GatherBlockQuantized, DynamicQuantizeMatMul
+FAMILIES += ("contrib_transformer",)   # onnxruntime's transformer norms, activations, rotary (trnorm)
 
 _REGISTRY = {}      # (domain, op_type) -> {since: OpDef}
 _loaded = False

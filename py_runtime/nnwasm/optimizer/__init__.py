@@ -17,6 +17,7 @@ from ..options import GraphOptimizationLevel as L
 from .. import passes
 from ..ir import subgraphs
 from . import batchnorm, cleanup, const_fold, fp16, fusions, qdq, transformer
+from . import norm_fusions
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ PIPELINE = [
     Pass("matmul_add_to_gemm", L.ORT_ENABLE_BASIC, "shaped", fusions.matmul_add_to_gemm, static=True),
     Pass("fuse_layer_norm", L.ORT_ENABLE_EXTENDED, "shaped", transformer.fuse_layer_norm, static=True),
     Pass("fuse_gelu", L.ORT_ENABLE_EXTENDED, "shaped", transformer.fuse_gelu, static=True),
+    Pass("fuse_rms_norm", L.ORT_ENABLE_EXTENDED, "shaped", norm_fusions.fuse_rms_norm, static=True),
+    Pass("fuse_skip_norm", L.ORT_ENABLE_EXTENDED, "shaped", norm_fusions.fuse_skip_norm, static=True),
     Pass("fuse_attention", L.ORT_ENABLE_EXTENDED, "shaped", transformer.fuse_attention, static=True),
     Pass("fuse_conv_activation", L.ORT_ENABLE_EXTENDED, "shaped", fusions.fuse_conv_activation, static=True),
     Pass("fuse_gemm_activation", L.ORT_ENABLE_EXTENDED, "shaped", fusions.fuse_gemm_activation, static=True),

@@ -12,6 +12,9 @@ static shapes, no empty tensors, and only types of a fixed size.
 from .lower.common import any_dtype, f32, ok, single_output
 from .lower.attention import check_attention, lower_attention
 from .lower.cast import lower_cast
+from .lower.contrib_transformer import (check_bias_act, check_embed_layer_norm, check_rms_norm, check_rotary,
+                                        check_skip_norm, lower_bias_act, lower_embed_layer_norm, lower_rms_norm,
+                                        lower_rotary, lower_skip_norm)
 from .lower.conv import (check_conv, check_conv_transpose, check_pool, lower_average_pool, lower_conv,
                          lower_conv_transpose, lower_max_pool)
 from .lower.elementwise import (check_arith, check_batch_norm, check_binary, check_clip, check_gelu, check_neg,
@@ -136,6 +139,17 @@ LOWERINGS = {
     "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),
     "com.microsoft.Gelu": (f32(ok), lower_unary),
     "com.microsoft.MultiHeadAttention": (f32(check_attention), lower_attention),
+    # onnxruntime's transformer norms, activations, embeddings, rotary (lower/contrib_transformer.py)
+    "com.microsoft.SkipLayerNormalization": (check_skip_norm, lower_skip_norm),
+    "com.microsoft.SkipSimplifiedLayerNormalization": (check_skip_norm, lower_skip_norm),
+    "SimplifiedLayerNormalization": (check_rms_norm, lower_rms_norm),
+    "RMSNormalization": (check_rms_norm, lower_rms_norm),
+    "com.microsoft.EmbedLayerNormalization": (check_embed_layer_norm, lower_embed_layer_norm),
+    "com.microsoft.BiasGelu": (check_bias_act, lower_bias_act),
+    "com.microsoft.FastGelu": (check_bias_act, lower_bias_act),
+    "com.microsoft.QuickGelu": (check_bias_act, lower_bias_act),
+    "com.microsoft.RotaryEmbedding": (check_rotary, lower_rotary),
+    "RotaryEmbedding": (check_rotary, lower_rotary),
     # int8 (lower/quant.py); each check states its dtypes. "domain.Op" rows are other domains' ops.
     "QuantizeLinear": (check_quantize, lower_quantize),
     "DequantizeLinear": (check_quantize, lower_quantize),

@@ -52,4 +52,8 @@ OPS = {
     "q8_pack_b": Op(code=88, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
     "q4_matmul": Op(code=110, args=("a", "b", "scales", "zp", "bias", "y", "scratch", "m", "n", "k", "bits", "block_size", "zp_kind", "a_int8"), kinds="tttttttiiiiiii"),
     "q4_gather": Op(code=111, args=("data", "idx", "scales", "zp", "y", "idx_dtype", "rows", "cols", "n_idx", "bits", "block_size"), kinds="tttttiiiiii"),
+    "skip_norm": Op(code=100, args=("x", "skip", "bias", "gamma", "beta", "y", "sum", "mean", "inv_std", "rows", "hidden", "skip_rows", "rms", "epsilon"), kinds="tttttttttiiiif"),
+    "rotary": Op(code=101, args=("x", "cos", "sin", "pos", "y", "batch", "seq", "heads", "head", "rd", "interleaved", "x_bs", "x_ss", "x_hs", "pos_mode", "pos_bs", "cache_rows"), kinds="tttttiiiiiiiiiiii"),
+    "bias_act": Op(code=102, args=("x", "bias", "y", "rows", "n", "act", "alpha"), kinds="tttiiif"),
+    "embed_sum": Op(code=103, args=("ids", "segs", "pos_ids", "word", "pos", "seg", "mask", "y", "mask_index", "idx_dtype", "batch", "seq", "hidden", "word_rows", "pos_rows", "seg_rows", "pos_bs"), kinds="tttttttttiiiiiiii"),
 }
