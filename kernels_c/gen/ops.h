@@ -47,7 +47,8 @@ enum nnw_opcode {
   NNW_OP_Q8_CONV2D_PACK_W = 86,
   NNW_OP_Q8_CONV2D_PK = 87,
   NNW_OP_Q8_PACK_B = 88,
-  NNW_OP_COUNT = 89 /* one past the largest opcode */
+  NNW_OP_TOPK = 130,
+  NNW_OP_COUNT = 131 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -866,6 +867,20 @@ enum nnw_q8_pack_b_arg {
   NNW_Q8_PACK_B_NARGS = 7
 };
 
+enum nnw_topk_arg {
+  NNW_TOPK_X = 0,
+  NNW_TOPK_VALUES = 1,
+  NNW_TOPK_INDICES = 2,
+  NNW_TOPK_SCRATCH = 3,
+  NNW_TOPK_DTYPE = 4,
+  NNW_TOPK_OUTER = 5,
+  NNW_TOPK_LEN = 6,
+  NNW_TOPK_INNER = 7,
+  NNW_TOPK_K = 8,
+  NNW_TOPK_LARGEST = 9,
+  NNW_TOPK_NARGS = 10
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -911,7 +926,8 @@ enum nnw_q8_pack_b_arg {
   X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii") \
   X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
   X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii")
+  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii") \
+  X(130, topk, TOPK, 10, "ttttiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

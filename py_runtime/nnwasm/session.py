@@ -25,7 +25,7 @@ from .partition import assign, partition
 from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
 from .tensor import TensorData
-from . import values
+from . import shape_values, values
 
 _PLAN_CACHE_SIZE = 8
 
@@ -270,7 +270,9 @@ class InferenceSession:
                                                                  model.initializers[n].shape) for n in names}
         graph = optimizer.optimize(model, "graph", self._level, self._providers)
         self._graph = passes.infer_shapes(graph)
-        static = all(v.is_static() and v.kind == "tensor" for v in graph.inputs)
+        # Inputs whose values set shapes (shape_values.py): variants are per value too.
+        self._shape_values = shape_values.shape_value_inputs(self._graph)
+        static = all(v.is_static() and v.kind == "tensor" for v in graph.inputs) and not self._shape_values
         optimizer.optimize(self._graph, "shaped", self._level, self._providers, static)
         if self._sess_options.optimized_model_filepath:
             from .onnx_io.save import save_model   # the ONNX writer, only for this option
@@ -484,7 +486,7 @@ class InferenceSession:
             if name in feeds:
                 self._check_feed(NodeArg(name, vi.dtype, vi.shape), vi, feeds[name])
                 over[name] = feeds[name].shape
-        prepared = self._prepared(shapes, over)
+        prepared = self._prepared(shapes, over, shape_values.specialised(self._shape_values, feeds))
         env = dict(feeds)
         for runner in prepared.runners:
             if watch:
@@ -552,12 +554,15 @@ class InferenceSession:
             raise InvalidArgument(f"input '{arg.name}' has shape {list(t.shape)}, expected {list(vi.shape)} "
                                   f"(mismatch at dimension {', '.join(map(str, bad))})")
 
-    def _prepared(self, shapes, over=None):
+    def _prepared(self, shapes, over=None, fixed=None):
         """The variant for these input shapes; with overridden initializers ({name: shape}), one
-        rebuilt from the model with those initializers made graph inputs (never folded)."""
+        rebuilt from the model with those initializers made graph inputs (never folded); with
+        fixed ({name: TensorData}, inputs that set shapes), one where they are constants."""
         key = tuple(None if shapes[a.name] is None else tuple(shapes[a.name]) for a in self._inputs)
         if over:
             key = (key, tuple(sorted((n, tuple(sh)) for n, sh in over.items())))
+        if fixed:
+            key = (key, shape_values.key(fixed))
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
@@ -571,11 +576,12 @@ class InferenceSession:
                 g.inputs.append(ValueInfo(name, vi.dtype, vi.shape))
                 del g.initializers[name]
             g = optimizer.optimize(g, "graph", self._level, self._providers)
-            spec = passes.infer_shapes(g, {**shapes, **over})
         else:
             g = self._graph
-            spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
-            spec = passes.infer_shapes(spec, shapes)
+        fixed = fixed or {}
+        spec = Graph(list(g.nodes), [v for v in g.inputs if v.name not in fixed], g.outputs,
+                     {**g.initializers, **fixed}, {}, dict(g.opsets), g.name)
+        spec = passes.infer_shapes(spec, {n: sh for n, sh in {**shapes, **(over or {})}.items() if n not in fixed})
         prepared = _Prepared(optimizer.optimize(spec, "shaped", self._level, self._providers), self._providers)
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:

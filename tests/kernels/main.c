@@ -34,6 +34,7 @@ static const struct {
     {"conv2d_winograd", test_conv2d_winograd},
     {"conv2d_winograd_s2", test_conv2d_winograd_s2},
     {"q8_conv2d_hinted", test_q8_conv2d_hinted},
+    {"topk", test_topk},
 };
 
 int main(int argc, char **argv) {
