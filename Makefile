@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web pack public-models zoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
+.PHONY: setup build kernels web pack tfjs public-models zoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \

@@ -48,7 +48,8 @@ enum nnw_opcode {
   NNW_OP_Q8_CONV2D_PK = 87,
   NNW_OP_Q8_PACK_B = 88,
   NNW_OP_TOPK = 130,
-  NNW_OP_COUNT = 131 /* one past the largest opcode */
+  NNW_OP_DFT = 131,
+  NNW_OP_COUNT = 132 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -881,6 +882,24 @@ enum nnw_topk_arg {
   NNW_TOPK_NARGS = 10
 };
 
+enum nnw_dft_arg {
+  NNW_DFT_X = 0,
+  NNW_DFT_WINDOW = 1,
+  NNW_DFT_TWIDDLE = 2,
+  NNW_DFT_Y = 3,
+  NNW_DFT_BATCH = 4,
+  NNW_DFT_FRAMES = 5,
+  NNW_DFT_STEP = 6,
+  NNW_DFT_N = 7,
+  NNW_DFT_XLEN = 8,
+  NNW_DFT_INNER = 9,
+  NNW_DFT_CIN = 10,
+  NNW_DFT_LEN = 11,
+  NNW_DFT_M = 12,
+  NNW_DFT_INVERSE = 13,
+  NNW_DFT_NARGS = 14
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -927,7 +946,8 @@ enum nnw_topk_arg {
   X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
   X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
   X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii") \
-  X(130, topk, TOPK, 10, "ttttiiiiii")
+  X(130, topk, TOPK, 10, "ttttiiiiii") \
+  X(131, dft, DFT, 14, "ttttiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

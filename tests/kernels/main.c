@@ -35,6 +35,7 @@ static const struct {
     {"conv2d_winograd_s2", test_conv2d_winograd_s2},
     {"q8_conv2d_hinted", test_q8_conv2d_hinted},
     {"topk", test_topk},
+    {"dft", test_dft},
 };
 
 int main(int argc, char **argv) {

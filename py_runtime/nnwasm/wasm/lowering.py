@@ -26,6 +26,7 @@ from .lower.reindex import (check_expand, check_pad, check_slice, check_space_de
                             lower_expand, lower_pad, lower_slice, lower_space_depth, lower_split, lower_tile)
 from .lower.resize import check_resize, lower_resize
 from .lower.topk import check_topk, lower_topk
+from .lower.spectral import check_dft, check_stft, lower_dft, lower_stft
 from .lower.norm import check_channel_norm, check_layer_norm, lower_channel_norm, lower_layer_norm
 from .lower.reduce import (check_arg, check_global_pool, check_lp_norm, check_reduce, check_softmax, lower_arg,
                            lower_global_average_pool, lower_global_max_pool, lower_lp_norm, lower_reduce,
@@ -143,6 +144,8 @@ LOWERINGS = {
     "com.microsoft.QGemm": (check_qgemm, lower_qgemm),
     "com.microsoft.MatMulIntegerToFloat": (check_matmul_integer_to_float, lower_matmul_integer_to_float),
     "TopK": (check_topk, lower_topk),   # lower/topk.py (transformers.js's top_k helper graph)
+    "DFT": (check_dft, lower_dft),      # lower/spectral.py (transformers.js's rfft and stft)
+    "STFT": (check_stft, lower_stft),
 }
 
 

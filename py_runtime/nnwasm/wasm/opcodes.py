@@ -51,4 +51,5 @@ OPS = {
     "q8_conv2d_pk": Op(code=87, args=("x", "weight", "x_zp", "w_zp", "bias", "scale", "y", "scratch", "x_dtype", "w_dtype", "y_dtype", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "w_zp_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiiiiiiiiii"),
     "q8_pack_b": Op(code=88, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
     "topk": Op(code=130, args=("x", "values", "indices", "scratch", "dtype", "outer", "len", "inner", "k", "largest"), kinds="ttttiiiiii"),
+    "dft": Op(code=131, args=("x", "window", "twiddle", "y", "batch", "frames", "step", "n", "xlen", "inner", "cin", "len", "m", "inverse"), kinds="ttttiiiiiiiiii"),
 }
