@@ -50,7 +50,7 @@ HELPERS = {
 }
 
 # Those kernels.wasm has no kernel for yet (they fail on WASM alone, and in Pyodide without numpy).
-NO_WASM_KERNEL = {"bicubic_interpolate_4d": "cubic Resize"}
+NO_WASM_KERNEL = {}
 
 # Tolerances against onnxruntime (rtol, atol): its STFT sums 400 samples in float, the kernel in double.
 TOLERANCE = {"stft": (1e-4, 2e-3)}

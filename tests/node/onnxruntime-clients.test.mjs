@@ -68,7 +68,7 @@ describe("transformers.js's helper graphs in Pyodide (no numpy)", { skip: needsF
     return { type: f.type, dims: f.dims, get data() { return data; }, location: "cpu", size: data.length };
   };
 
-  for (const name of ["top_k", "slice", "nearest_interpolate_4d", "bilinear_interpolate_4d", "matmul", "rfft", "stft"]) {
+  for (const name of ["top_k", "slice", "nearest_interpolate_4d", "bilinear_interpolate_4d", "bicubic_interpolate_4d", "matmul", "rfft", "stft"]) {
     test(name, async () => {
       const h = fixtures.tfjs_helpers[name];
       const session = await InferenceSession.create(readFileSync(h.model)); // no providers, as transformers.js
