@@ -11,7 +11,7 @@ tests/test_transformers_js.py and for trying it by hand:
     .venv/bin/python build_scripts/setup_tfjs_app.py [--dir DIR]     (after build_scripts/build_web.py)
 
 DIR defaults to ~/.cache/nnwasm/tfjs-app; npm's cache is ~/.cache/nnwasm/npm, so the registry is
-asked only the first time. Each project gets tests/node/tfjs-pipelines.mjs. The checkout is
+asked only the first time. Each project gets tests/node/tfjs-pipelines.mjs and tfjs-cases.mjs. The checkout is
 packed (`npm pack`, whose prepack refuses a stale dist/web/) at every call, and the nnwasm
 project reinstalled when the tarball changed. Prints DIR. Exits non-zero, saying why, when npm
 or the registry is missing.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSFORMERS = "4.3.1"
-SCRIPT = ROOT / "tests" / "node" / "tfjs-pipelines.mjs"
+SCRIPTS = [ROOT / "tests" / "node" / n for n in ("tfjs-pipelines.mjs", "tfjs-cases.mjs")]
 
 
 def default_dir() -> Path:
@@ -50,12 +50,14 @@ def project(folder: Path, manifest: dict, cache: Path, fresh: bool):
     pkg = folder / "package.json"
     if fresh or not pkg.is_file() or pkg.read_text() != text or not (folder / "node_modules").is_dir():
         # a repacked tarball has a new integrity: the lock file and the installed copies must go
-        for stale in ("package-lock.json", "node_modules/nnwasm", "node_modules/onnxruntime-node"):
+        for stale in ("package-lock.json", "node_modules/.package-lock.json", "node_modules/nnwasm",
+                      "node_modules/onnxruntime-node"):
             shutil.rmtree(folder / stale, ignore_errors=True) if (folder / stale).is_dir() \
                 else (folder / stale).unlink(missing_ok=True)
         pkg.write_text(text)
         npm(["install", "--ignore-scripts", "--prefer-offline"], folder, cache)
-    shutil.copyfile(SCRIPT, folder / SCRIPT.name)
+    for script in SCRIPTS:
+        shutil.copyfile(script, folder / script.name)
 
 
 def main(argv=None) -> int:
@@ -74,7 +76,7 @@ def main(argv=None) -> int:
     fresh = not stamp.is_file() or stamp.read_text().strip() != digest
     project(out / "nnwasm", {
         "name": "tfjs-on-nnwasm", "private": True, "type": "module",
-        "dependencies": {"@huggingface/transformers": TRANSFORMERS, "nnwasm": f"file:../{name}"},
+        "dependencies": {"@huggingface/transformers": TRANSFORMERS, "nnwasm": f"file:{tarball}"},
         "overrides": {"onnxruntime-node": "$nnwasm"},
     }, cache, fresh)
     project(out / "onnxruntime", {
