@@ -1,5 +1,5 @@
 /* dft (DFT, STFT): a direct transform, every output bin a sum over the frame's samples in order,
- * in double, against a twiddle table the plan computed (so no engine's sin/cos is involved and
+ * in double, against a table of float64 twiddles the plan computed (so no engine's sin/cos is involved and
  * results are the same bits everywhere). O(n*m) per frame: the helper graphs that use it
  * (transformers.js's rfft and stft) transform a few hundred samples. */
 #include "internal.h"
@@ -16,11 +16,11 @@ int nnw_validate_dft(const int32_t *v, uint32_t arena_bytes) {
   uint64_t y_count = nnw_mul(nnw_mul(nnw_mul(cols, (uint64_t)frames), (uint64_t)dims[8]), 2);
   NNW_TRY(nnw_check_typed(v[NNW_DFT_X], x_count, NNW_F32, arena_bytes, 0));
   NNW_TRY(nnw_check_typed(v[NNW_DFT_WINDOW], (uint64_t)n, NNW_F32, arena_bytes, 1));
-  NNW_TRY(nnw_check_typed(v[NNW_DFT_TWIDDLE], 2 * (uint64_t)len, NNW_F32, arena_bytes, 0));
+  NNW_TRY(nnw_check_typed(v[NNW_DFT_TWIDDLE], 2 * (uint64_t)len, NNW_F64, arena_bytes, 0));
   NNW_TRY(nnw_check_typed(v[NNW_DFT_Y], y_count, NNW_F32, arena_bytes, 0));
   NNW_TRY(nnw_check_apart(v[NNW_DFT_X], 4 * x_count, v[NNW_DFT_Y], 4 * y_count, 0));
   if (v[NNW_DFT_WINDOW] >= 0) NNW_TRY(nnw_check_apart(v[NNW_DFT_WINDOW], 4 * (uint64_t)n, v[NNW_DFT_Y], 4 * y_count, 0));
-  NNW_TRY(nnw_check_apart(v[NNW_DFT_TWIDDLE], 8 * (uint64_t)len, v[NNW_DFT_Y], 4 * y_count, 0));
+  NNW_TRY(nnw_check_apart(v[NNW_DFT_TWIDDLE], 16 * (uint64_t)len, v[NNW_DFT_Y], 4 * y_count, 0));
   return NNW_OK;
 }
 
@@ -28,7 +28,8 @@ void nnw_run_dft(const int32_t *v, uint8_t *arena) {
   int32_t batch = v[NNW_DFT_BATCH], frames = v[NNW_DFT_FRAMES], step = v[NNW_DFT_STEP], n = v[NNW_DFT_N];
   int32_t xlen = v[NNW_DFT_XLEN], inner = v[NNW_DFT_INNER], cin = v[NNW_DFT_CIN], len = v[NNW_DFT_LEN];
   int32_t m = v[NNW_DFT_M];
-  const float *x = nnw_f32_at(arena, v[NNW_DFT_X]), *tw = nnw_f32_at(arena, v[NNW_DFT_TWIDDLE]);
+  const float *x = nnw_f32_at(arena, v[NNW_DFT_X]);
+  const double *tw = (const double *)(void *)(arena + v[NNW_DFT_TWIDDLE]);
   const float *win = v[NNW_DFT_WINDOW] >= 0 ? nnw_f32_at(arena, v[NNW_DFT_WINDOW]) : 0;
   float *y = nnw_f32_at(arena, v[NNW_DFT_Y]);
   double scale = v[NNW_DFT_INVERSE] ? 1.0 / len : 1.0;
