@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 
 from . import optimizer, passes
-from .errors import InvalidArgument, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated, Unsupported
+from .errors import InvalidArgument, InvalidModel, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated, Unsupported
 from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model
 from .options import RunOptions, SessionOptions
@@ -581,7 +581,14 @@ class InferenceSession:
         fixed = fixed or {}
         spec = Graph(list(g.nodes), [v for v in g.inputs if v.name not in fixed], g.outputs,
                      {**g.initializers, **fixed}, {}, dict(g.opsets), g.name)
-        spec = passes.infer_shapes(spec, {n: sh for n, sh in {**shapes, **(over or {})}.items() if n not in fixed})
+        try:
+            spec = passes.infer_shapes(spec, {n: sh for n, sh in {**shapes, **(over or {})}.items() if n not in fixed})
+        except InvalidModel as e:
+            if not fixed:
+                raise
+            # the model was sound at creation: the fed values (a k, a size) are what is wrong
+            given = ", ".join(f"{n} = {t.tolist()}" for n, t in fixed.items())
+            raise InvalidArgument(f"{e} (fed {given})") from e
         prepared = _Prepared(optimizer.optimize(spec, "shaped", self._level, self._providers), self._providers)
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:
