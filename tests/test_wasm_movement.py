@@ -285,8 +285,21 @@ def test_upsample():
                       {"X": x}, ["Y"], opset=7), {"X": x})
 
 
-def test_resize_cubic_falls_back():
-    model, feeds = resize_model((1, 1, 4, 4), "cubic", "half_pixel", scales=[1, 1, 2, 2])
+@pytest.mark.parametrize("coord,kw", [("half_pixel", {}), ("align_corners", {}), ("asymmetric", {}),
+                                      ("pytorch_half_pixel", {"cubic_coeff_a": -0.5}),
+                                      ("half_pixel", {"exclude_outside": 1})])
+@pytest.mark.parametrize("scales,sizes", [([1, 1, 2, 2], None), (None, [1, 2, 3, 9]), (None, [1, 2, 7, 5])])
+def test_resize_cubic(coord, kw, scales, sizes):
+    """Four taps per axis, summed as resize_linear passes over pairs of them (lower/resize.py)."""
+    shape = (1, 1, 4, 4) if scales else (1, 2, 5, 6)
+    model, feeds = resize_model(shape, "cubic", coord, scales=scales, sizes=sizes, **kw)
+    check(model, feeds, rtol=1e-5, atol=2e-5)
+
+
+def test_resize_cubic_one_axis_and_antialias_falls_back():
+    model, feeds = resize_model((1, 2, 5, 7), "cubic", "half_pixel", sizes=[1, 2, 5, 12])
+    check(model, feeds, rtol=1e-5, atol=2e-5)
+    model, _ = resize_model((1, 1, 8, 8), "cubic", "half_pixel", sizes=[1, 1, 4, 4], opset=18, antialias=1)
     sess = nnwasm.InferenceSession(model)
     assert [p for _, _, p in sess.get_provider_assignment()] == ["NumpyExecutionProvider"]
 

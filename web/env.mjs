@@ -57,7 +57,9 @@ export const env = {
     // (ending in "/") holding kernels.wasm, or the URL of the file itself. null = distURL +
     // "kernels.wasm" (build_scripts/build_web.py copies it there), then, for a source checkout
     // without dist/web/, py_runtime/nnwasm/kernels.wasm next to this file's folder. The .onnx
-    // path never reads it: there kernels.wasm comes inside the nnwasm wheel.
+    // path never reads it: there kernels.wasm comes inside the nnwasm wheel. onnxruntime-web's
+    // other form, an object {wasm, mjs} naming its own files, names nothing nnwasm loads and is
+    // ignored (the default applies): nothing is fetched from it.
     wasmPaths: null,
     // nnwasm's own: true runs a tiny plan a few times as soon as kernels.wasm is loaded, so that
     // V8 has optimized the kernels by a plan's first run (plan-session.mjs, "The warm-up"). It
@@ -65,7 +67,10 @@ export const env = {
     warmUp: true,
   },
 
-  versions: Object.freeze({ web: VERSION, pyodide: PYODIDE_VERSION }),
+  // No "web" (nor "node") entry: nnwasm is not onnxruntime-web, and code that reads
+  // env.versions.web to find onnxruntime-web's files (transformers.js points env.wasm.wasmPaths
+  // at a CDN copy of onnxruntime-web@<versions.web> and fetches it) must not take it for one.
+  versions: Object.freeze({ nnwasm: VERSION, pyodide: PYODIDE_VERSION }),
 };
 
 function checkURL(name, value) {
@@ -120,7 +125,9 @@ export function resolveEnv() {
 /** The URLs plan sessions try for kernels.wasm, in order (see env.wasm.wasmPaths). */
 export function resolveKernelsURL() {
   const base = baseURL();
-  const paths = checkURL("wasm.wasmPaths", env.wasm?.wasmPaths ?? null);
+  const given = env.wasm?.wasmPaths ?? null;
+  const fileByFile = given !== null && typeof given === "object" && !(given instanceof URL); // onnxruntime-web's {wasm, mjs}
+  const paths = fileByFile ? null : checkURL("wasm.wasmPaths", given);
   if (paths !== null) {
     const url = new URL(paths, base).href;
     return [url.endsWith("/") ? new URL("kernels.wasm", url).href : url];

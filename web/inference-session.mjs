@@ -10,6 +10,7 @@ import { PlanReceiver } from "./plan-receiver.mjs";
 import { loadKernels, PlanSession, warmUpKernels } from "./plan-session.mjs";
 import { ProxySession } from "./proxy-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
+import { sessionSettings } from "./session-options.mjs";
 
 // Chosen once, at the first boot() or create(), as onnxruntime-web reads env.wasm.proxy when its
 // backend starts: every session then lives on the same side (one Pyodide, never two).
@@ -108,8 +109,9 @@ export class InferenceSession {
 
   /**
    * options: onnxruntime-web's SessionOptions; nnwasm reads executionProviders ("wasm"/"cpu" ->
-   * WasmExecutionProvider, "numpy" -> NumpyExecutionProvider; others skipped) and
-   * enableProfiling (startProfiling() at creation: for a plan file, before it is loaded), and
+   * WasmExecutionProvider, "numpy" -> NumpyExecutionProvider; others skipped),
+   * enableProfiling (startProfiling() at creation: for a plan file, before it is loaded),
+   * freeDimensionOverrides, preferredOutputLocation and externalData (session-options.mjs), and
    * ignores the rest (threads, graph optimization level, ...).
    */
   static async create(arg0, arg1, arg2, arg3) {
@@ -130,8 +132,9 @@ export class InferenceSession {
         : PlanSession.create(model, undefined, { ...planOptions, contentCrc: planCrc })));
     }
     const providers = resolveProviders(options?.executionProviders);
+    const settings = sessionSettings(options); // session-options.mjs: freeDimensionOverrides, ...
     await early;
-    const session = new InferenceSession(await impl().create(model, providers));
+    const session = new InferenceSession(await impl().create(model, providers, settings));
     if (planOptions.enableProfiling) await session.startProfiling();
     return session;
   }

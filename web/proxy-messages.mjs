@@ -5,8 +5,8 @@
 //   type      in (calling thread -> worker)                 out (worker -> calling thread)
 //   "init"    {config}: resolveEnv()'s absolute settings   {bootMs, versions} (sent before the first
 //                                                            create, never for plan files)
-//   "create"  {model: Uint8Array, providers, loadNumpy}    {handle, inputMetadata, outputMetadata,
-//                                                            providers, providerAssignment, createMs}
+//   "create"  {model: Uint8Array, providers, settings,     {handle, inputMetadata, outputMetadata,
+//              loadNumpy}                                   providers, providerAssignment, createMs}
 //   "plan"    {model: Uint8Array (a .nnwp file),         like create's, plus bootMs (kernels.wasm's
 //              kernelsURLs: string[], enableProfiling}    load); handle is "plan:<n>". No Pyodide boot
 //   "run"     {handle, feeds: WireTensor[], outputNames,   {outputs: WireTensor[]}
@@ -24,7 +24,7 @@
  * @typedef {[string, string, number[], ArrayBufferView | unknown[]]} WireTensor
  * @typedef {{name: string, message: string, pythonType?: string, pythonTraceback?: string}} WireError
  * @typedef {{type: "init", id: number, in: {config: object}}
- *   | {type: "create", id: number, in: {model: Uint8Array, providers: string[] | null, loadNumpy: boolean}}
+ *   | {type: "create", id: number, in: {model: Uint8Array, providers: string[] | null, settings: object, loadNumpy: boolean}}
  *   | {type: "plan", id: number, in: {model: Uint8Array, kernelsURLs: string[], enableProfiling: boolean}}
  *   | {type: "run", id: number, in: {handle: number, feeds: WireTensor[], outputNames: string[] | null, loadNumpy: boolean}}
  *   | {type: "profile", id: number, in: {handle: number | string, action: "start" | "end"}}

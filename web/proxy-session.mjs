@@ -132,11 +132,13 @@ export class ProxySession {
     return connect().boot();
   }
 
-  /** modelBytes: a Uint8Array (copied: the caller keeps it); providers: names or null. */
-  static async create(modelBytes, providers) {
+  /** modelBytes: a Uint8Array (copied: the caller keeps it); providers: names or null; settings:
+   * session-options.mjs's. */
+  static async create(modelBytes, providers, settings = {}) {
     const link = connect();
     const { bootMs } = await link.boot();
-    const info = await link.request("create", { model: ownedBytes(modelBytes), providers, loadNumpy: env.loadNumpy });
+    const info = await link.request("create", { model: ownedBytes(modelBytes), providers, settings,
+                                                loadNumpy: env.loadNumpy });
     return new ProxySession(link, info, bootMs);
   }
 

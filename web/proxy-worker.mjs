@@ -33,9 +33,9 @@ const HANDLERS = {
     return { bootMs, versions };
   },
 
-  async create({ model, providers, loadNumpy }) {
+  async create({ model, providers, settings, loadNumpy }) {
     env.loadNumpy = loadNumpy;
-    const session = await PyodideSession.create(model, providers);
+    const session = await PyodideSession.create(model, providers, settings);
     sessions.set(session.handle, session);
     const { handle, inputMetadata, outputMetadata, providerAssignment } = session;
     return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment,

@@ -89,12 +89,13 @@ export class PyodideSession {
   }
 
   /** Boots Pyodide if needed, then builds the Python session from ONNX bytes (a Uint8Array). */
-  static async create(modelBytes, providers) {
+  static async create(modelBytes, providers, settings = {}) {
     const runtime = await boot();
     const t0 = performance.now();
     // undefined, not null, reaches Python as None (null becomes pyodide.ffi.jsnull).
     const info = await withNumpyFallback(runtime, () =>
-      callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined));
+      callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined,
+                 settings.freeDimensionOverrides ?? undefined));
     return new PyodideSession(runtime, info, performance.now() - t0);
   }
 

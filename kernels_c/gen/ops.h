@@ -53,7 +53,9 @@ enum nnw_opcode {
   NNW_OP_ROTARY = 101,
   NNW_OP_BIAS_ACT = 102,
   NNW_OP_EMBED_SUM = 103,
-  NNW_OP_COUNT = 112 /* one past the largest opcode */
+  NNW_OP_TOPK = 130,
+  NNW_OP_DFT = 131,
+  NNW_OP_COUNT = 132 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -976,6 +978,38 @@ enum nnw_embed_sum_arg {
   NNW_EMBED_SUM_NARGS = 17
 };
 
+enum nnw_topk_arg {
+  NNW_TOPK_X = 0,
+  NNW_TOPK_VALUES = 1,
+  NNW_TOPK_INDICES = 2,
+  NNW_TOPK_SCRATCH = 3,
+  NNW_TOPK_DTYPE = 4,
+  NNW_TOPK_OUTER = 5,
+  NNW_TOPK_LEN = 6,
+  NNW_TOPK_INNER = 7,
+  NNW_TOPK_K = 8,
+  NNW_TOPK_LARGEST = 9,
+  NNW_TOPK_NARGS = 10
+};
+
+enum nnw_dft_arg {
+  NNW_DFT_X = 0,
+  NNW_DFT_WINDOW = 1,
+  NNW_DFT_TWIDDLE = 2,
+  NNW_DFT_Y = 3,
+  NNW_DFT_BATCH = 4,
+  NNW_DFT_FRAMES = 5,
+  NNW_DFT_STEP = 6,
+  NNW_DFT_N = 7,
+  NNW_DFT_XLEN = 8,
+  NNW_DFT_INNER = 9,
+  NNW_DFT_CIN = 10,
+  NNW_DFT_LEN = 11,
+  NNW_DFT_M = 12,
+  NNW_DFT_INVERSE = 13,
+  NNW_DFT_NARGS = 14
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -1027,7 +1061,9 @@ enum nnw_embed_sum_arg {
   X(100, skip_norm, SKIP_NORM, 14, "tttttttttiiiif") \
   X(101, rotary, ROTARY, 17, "tttttiiiiiiiiiiii") \
   X(102, bias_act, BIAS_ACT, 7, "tttiiif") \
-  X(103, embed_sum, EMBED_SUM, 17, "tttttttttiiiiiiii")
+  X(103, embed_sum, EMBED_SUM, 17, "tttttttttiiiiiiii") \
+  X(130, topk, TOPK, 10, "ttttiiiiii") \
+  X(131, dft, DFT, 14, "ttttiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

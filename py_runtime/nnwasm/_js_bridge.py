@@ -14,7 +14,7 @@ import itertools
 import js
 from pyodide.ffi import to_js
 
-from . import InferenceSession, dtypes, profiling
+from . import InferenceSession, SessionOptions, dtypes, profiling
 from .errors import InvalidArgument
 from .tensor import TensorData
 
@@ -73,10 +73,15 @@ def _session(handle):
 
 
 @_reported
-def create_session(model, providers):
-    """model: Uint8Array of ONNX bytes; providers: JS array of provider names, or None."""
+def create_session(model, providers, dim_overrides=None):
+    """model: Uint8Array of ONNX bytes; providers: JS array of provider names, or None;
+    dim_overrides: JS object {symbolic dim name: size} (onnxruntime-web's
+    freeDimensionOverrides), or None."""
     data = model.to_bytes()
-    sess = InferenceSession(data, providers=None if providers is None else [str(p) for p in providers])
+    so = SessionOptions()
+    for name, size in ([] if dim_overrides is None else dim_overrides.to_py().items()):
+        so.add_free_dimension_override_by_name(str(name), int(size))
+    sess = InferenceSession(data, so, providers=None if providers is None else [str(p) for p in providers])
     handle = next(_handles)
     _sessions[handle] = sess
     return _to_js({

@@ -27,7 +27,7 @@ from .partition import assign, partition
 from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
 from .tensor import SymTensor, TensorData
-from . import values
+from . import shape_values, values
 
 _PLAN_CACHE_SIZE = 8
 _SYMBOLIC = os.environ.get("NNWASM_SYMBOLIC", "1") != "0"   # trace variants with symbolic dims (symbolic.py)
@@ -290,7 +290,9 @@ class InferenceSession:
                                                                  model.initializers[n].shape) for n in names}
         graph = optimizer.optimize(model, "graph", self._level, self._providers)
         self._graph = passes.infer_shapes(graph)
-        static = all(v.is_static() and v.kind == "tensor" for v in graph.inputs)
+        # Inputs whose values set shapes (shape_values.py): variants are per value too.
+        self._shape_values = shape_values.shape_value_inputs(self._graph)
+        static = all(v.is_static() and v.kind == "tensor" for v in graph.inputs) and not self._shape_values
         optimizer.optimize(self._graph, "shaped", self._level, self._providers, static)
         if self._sess_options.optimized_model_filepath:
             from .onnx_io.save import save_model   # the ONNX writer, only for this option
@@ -302,7 +304,7 @@ class InferenceSession:
         self._traced_variants = []   # variants traced with symbolic dims, most recent first
         self._traced_reused = False   # whether one served other shapes than its own
         # {input: [dim name or None per axis]}: the symbolic dims a variant is traced with
-        self._dim_names = None if static or not _SYMBOLIC or any(v.kind != "tensor" or v.shape is None for v in graph.inputs) \
+        self._dim_names = None if static or not _SYMBOLIC or self._shape_values or any(v.kind != "tensor" or v.shape is None for v in graph.inputs) \
             else {v.name: [d if isinstance(d, str) else f"{v.name}[{k}]" if d is None else None
                            for k, d in enumerate(v.shape)] for v in graph.inputs}
         if static:
@@ -513,7 +515,7 @@ class InferenceSession:
             if name in feeds:
                 self._check_feed(NodeArg(name, vi.dtype, vi.shape), vi, feeds[name])
                 over[name] = feeds[name].shape
-        prepared = self._prepared(shapes, over)
+        prepared = self._prepared(shapes, over, shape_values.specialised(self._shape_values, feeds))
         with symbolic.Binding(prepared.dims_of(shapes) if prepared.guards is not None else {}):
             while True:
                 env = dict(feeds)
@@ -647,19 +649,22 @@ class InferenceSession:
         del self._traced_variants[_PLAN_CACHE_SIZE:]
         return prepared
 
-    def _prepared(self, shapes, over=None):
+    def _prepared(self, shapes, over=None, fixed=None):
         """The variant for these input shapes; with overridden initializers ({name: shape}), one
-        rebuilt from the model with those initializers made graph inputs (never folded)."""
+        rebuilt from the model with those initializers made graph inputs (never folded); with
+        fixed ({name: TensorData}, inputs that set shapes), one where they are constants."""
         key = tuple(None if shapes[a.name] is None else tuple(shapes[a.name]) for a in self._inputs)
         if over:
             key = (key, tuple(sorted((n, tuple(sh)) for n, sh in over.items())))
+        if fixed:
+            key = (key, shape_values.key(fixed))
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
         prof = self._profiler
         t0 = prof and prof.clock()
-        prepared = None if over else self._traced(shapes)
+        prepared = None if over or fixed else self._traced(shapes)
         if prepared is not None:
             self._cache[key] = prepared
             if prof:
@@ -672,15 +677,20 @@ class InferenceSession:
                 g.inputs.append(ValueInfo(name, vi.dtype, vi.shape))
                 del g.initializers[name]
             g = optimizer.optimize(g, "graph", self._level, self._providers)
-            spec = passes.infer_shapes(g, {**shapes, **over})
         else:
             g = self._graph
-            spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
-            try:
-                spec = passes.infer_shapes(spec, shapes)
-            except InvalidModel as e:   # the model was fine for its symbolic dims: the feeds contradict it
-                # (a past whose length disagrees with the attention mask), as onnxruntime's INVALID_ARGUMENT
-                raise InvalidArgument(f"the model can't run with these input shapes: {e}") from None
+        fixed = fixed or {}
+        spec = Graph(list(g.nodes), [v for v in g.inputs if v.name not in fixed], g.outputs,
+                     {**g.initializers, **fixed}, {}, dict(g.opsets), g.name)
+        try:
+            spec = passes.infer_shapes(spec, {n: sh for n, sh in {**shapes, **(over or {})}.items() if n not in fixed})
+        except InvalidModel as e:
+            if fixed:   # the model was sound at creation: the fed values (a k, a size) are what is wrong
+                given = ", ".join(f"{n} = {t.tolist()}" for n, t in fixed.items())
+                raise InvalidArgument(f"{e} (fed {given})") from e
+            # the model was fine for its symbolic dims: the feeds contradict it (a past whose length
+            # disagrees with the attention mask), as onnxruntime's INVALID_ARGUMENT
+            raise InvalidArgument(f"the model can't run with these input shapes: {e}") from None
         prepared = self._compile_evicting(optimizer.optimize(spec, "shaped", self._level, self._providers))
         self._cache[key] = prepared
         if len(self._cache) > _PLAN_CACHE_SIZE:

@@ -4,6 +4,8 @@
 #include <string.h>
 
 void test_conv2d(void);
+void test_topk(void);
+void test_dft(void);
 void test_conv2d_winograd(void);
 void test_conv2d_winograd_s2(void);
 void test_gemm(void);

@@ -283,14 +283,32 @@ def fold_expand(node, inputs, consts):
 _REDUCE = {"ReduceSum": sum, "ReduceProd": math.prod, "ReduceMax": max, "ReduceMin": min}
 
 
+def _empty_reduction(op_type, dtype):
+    """What a reduction over no elements gives (onnx's identities): 0, 1, or the lowest (max) or
+    highest (min) value of the type; None where this can't say."""
+    if op_type in ("ReduceSum", "ReduceProd"):
+        return int(op_type == "ReduceProd")
+    low = op_type == "ReduceMax"
+    if dtype.struct == "?":
+        return not low
+    if dtype.struct in "efd":
+        return -math.inf if low else math.inf
+    bits = 8 * dtype.size
+    if dtype.struct in "BHIQ":
+        return 0 if low else 2 ** bits - 1
+    return -(2 ** (bits - 1)) if low else 2 ** (bits - 1) - 1
+
+
 @folder(*_REDUCE)
 def fold_reduce(node, inputs, consts):
     x = S.get(consts, 0)
-    if not _small(x) or x.numel == 0:
+    if not _small(x):
         return None
     out = _outputs_static(node, inputs, consts)
     if out is None:
         return None
+    if x.numel == 0:   # every output element reduces no element (an empty output: nothing to fill)
+        return [tensor(out[0], out[1], [_empty_reduction(node.op_type, x.dtype)] * math.prod(out[1]))]
     # Group the input's elements by their output position: reduced axes' indices dropped.
     axes = reduce.reduce_axes(node, consts)[0]
     if not axes and reduce.noop(node):

@@ -30,7 +30,7 @@ def infer_topk(node, inputs, consts):
         return [(x.dtype, None), (S.INT64, None)]
     a = S.axis(node, node.attr("axis", -1), len(xs))
     if k is not None and S.known(xs[a]) and k > xs[a]:
-        S.fail(node, f"k {k} exceeds the axis size {xs[a]}")
+        S.fail(node, f"k {k} must lie in [0, {xs[a]}] (the axis size)")
     out = (*xs[:a], k, *xs[a + 1:])
     return [(x.dtype, out), (S.INT64, out)]
 

@@ -30,6 +30,8 @@ from .lower.reindex import (check_expand, check_pad, check_slice, check_space_de
 from .lower.resize import check_resize, lower_resize
 from .lower.positional import check_trilu, lower_trilu
 from .lower.scatter import check_scatter_nd, lower_scatter_nd
+from .lower.topk import check_topk, lower_topk
+from .lower.spectral import check_dft, check_stft, lower_dft, lower_stft
 from .lower.norm import check_channel_norm, check_layer_norm, lower_channel_norm, lower_layer_norm
 from .lower.reduce import (check_arg, check_global_pool, check_lp_norm, check_reduce, check_softmax, lower_arg,
                            lower_global_average_pool, lower_global_max_pool, lower_lp_norm, lower_reduce,
@@ -165,6 +167,9 @@ LOWERINGS = {
     "com.microsoft.MatMulNBits": (check_matmul_nbits, lower_matmul_nbits),
     "com.microsoft.GatherBlockQuantized": (check_gather_block_quantized, lower_gather_block_quantized),
     "com.microsoft.DynamicQuantizeMatMul": (check_dynamic_quantize_matmul, lower_dynamic_quantize_matmul),
+    "TopK": (check_topk, lower_topk),   # lower/topk.py (transformers.js's top_k helper graph)
+    "DFT": (check_dft, lower_dft),      # lower/spectral.py (transformers.js's rfft and stft)
+    "STFT": (check_stft, lower_stft),
 }
 
 

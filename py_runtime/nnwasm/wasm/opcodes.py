@@ -56,4 +56,6 @@ OPS = {
     "rotary": Op(code=101, args=("x", "cos", "sin", "pos", "y", "batch", "seq", "heads", "head", "rd", "interleaved", "x_bs", "x_ss", "x_hs", "pos_mode", "pos_bs", "cache_rows"), kinds="tttttiiiiiiiiiiii"),
     "bias_act": Op(code=102, args=("x", "bias", "y", "rows", "n", "act", "alpha"), kinds="tttiiif"),
     "embed_sum": Op(code=103, args=("ids", "segs", "pos_ids", "word", "pos", "seg", "mask", "y", "mask_index", "idx_dtype", "batch", "seq", "hidden", "word_rows", "pos_rows", "seg_rows", "pos_bs"), kinds="tttttttttiiiiiiii"),
+    "topk": Op(code=130, args=("x", "values", "indices", "scratch", "dtype", "outer", "len", "inner", "k", "largest"), kinds="ttttiiiiii"),
+    "dft": Op(code=131, args=("x", "window", "twiddle", "y", "batch", "frames", "step", "n", "xlen", "inner", "cin", "len", "m", "inverse"), kinds="ttttiiiiiiiiii"),
 }
