@@ -10,7 +10,7 @@ provider has already checked what every row needs: an op the registry knows at t
 static shapes, no empty tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
-from .lower.attention import check_attention, lower_attention
+from .lower.attention_kv import check_attention_ms, check_gqa, check_mha, lower_attention_ms, lower_gqa, lower_mha
 from .lower.cast import lower_cast
 from .lower.conv import (check_conv, check_conv_transpose, check_pool, lower_average_pool, lower_conv,
                          lower_conv_transpose, lower_max_pool)
@@ -129,7 +129,9 @@ LOWERINGS = {
     "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),
     "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),
     "com.microsoft.Gelu": (f32(ok), lower_unary),
-    "com.microsoft.MultiHeadAttention": (f32(check_attention), lower_attention),
+    "com.microsoft.MultiHeadAttention": (check_mha, lower_mha),
+    "com.microsoft.GroupQueryAttention": (check_gqa, lower_gqa),
+    "com.microsoft.Attention": (check_attention_ms, lower_attention_ms),
     # int8 (lower/quant.py); each check states its dtypes. "domain.Op" rows are other domains' ops.
     "QuantizeLinear": (check_quantize, lower_quantize),
     "DequantizeLinear": (check_quantize, lower_quantize),

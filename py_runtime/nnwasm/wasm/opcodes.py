@@ -50,4 +50,7 @@ OPS = {
     "q8_conv2d_pack_w": Op(code=86, args=("weight", "w_zp", "wp", "w_dtype", "m", "k", "w_zp_s"), kinds="tttiiii"),
     "q8_conv2d_pk": Op(code=87, args=("x", "weight", "x_zp", "w_zp", "bias", "scale", "y", "scratch", "x_dtype", "w_dtype", "y_dtype", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "w_zp_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiiiiiiiiii"),
     "q8_pack_b": Op(code=88, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
+    "kv_append": Op(code=120, args=("past", "x", "lens", "y", "batch", "heads", "p", "t", "s", "d", "x_bs", "x_rs", "x_hs", "lens_add"), kinds="ttttiiiiiiiiii"),
+    "rope": Op(code=121, args=("x", "xb", "cos", "sin", "lens", "pos", "y", "batch", "s", "heads", "d", "half", "max_pos", "x_bs", "x_rs", "x_hs", "lens_add", "pos_bs", "interleaved"), kinds="tttttttiiiiiiiiiiii"),
+    "attention_kv": Op(code=122, args=("q", "k", "v", "bias", "kmask", "kend", "kstart", "lens", "sink", "y", "scratch", "batch", "heads", "kv_heads", "s", "t", "d", "dv", "q_bs", "q_rs", "q_hs", "k_bs", "k_hs", "k_rs", "v_bs", "v_hs", "v_rs", "m_bs", "m_hs", "m_rs", "km_bs", "km_rs", "causal", "c0", "lens_add", "window", "smooth", "scale", "softcap", "mask_value"), kinds="tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiifff"),
 }

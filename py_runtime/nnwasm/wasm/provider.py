@@ -51,9 +51,10 @@ class WasmExecutionProvider:
             vi = graph.values.get(name)
             if vi is None or vi.dtype is None or not vi.is_static():
                 return Deferred(f"the shape or type of '{name}' is not known at session creation")
-            if numel(vi.shape) == 0 and name not in graph.initializers:
+            if numel(vi.shape) == 0 and name not in graph.initializers and not getattr(entry[0], "empty_ok", False):
                 # an empty constant (Resize's roi) is read at plan build, never by a kernel;
-                # the compute kernels' f32(...) refuses empty tensors of its own
+                # the compute kernels' f32(...) refuses empty tensors of its own; a check with
+                # empty_ok (an attention's zero-length past) handles them itself
                 return f"'{name}' is empty"
             if numel(vi.shape) * max(vi.dtype.size, 1) > MAX_TENSOR_BYTES:
                 return f"'{name}' is larger than kernels.wasm's {MAX_TENSOR_BYTES >> 20} MiB tensor limit"
