@@ -87,7 +87,8 @@ def gqa_case(batch, s, hq, hkv, d, past, packed=False, rotary=False, interleaved
     ins += ["seqlens_k", "total_sequence_length"]
     extra = [None] * 5
     if rotary:
-        consts.update(cos_cache=R(rng, 512, d // 2), sin_cache=R(rng, 512, d // 2))
+        rows = max(512, p + s + 8)
+        consts.update(cos_cache=R(rng, rows, d // 2), sin_cache=R(rng, rows, d // 2))
         extra[0:2] = ["cos_cache", "sin_cache"]
     if pos_ids:
         feeds["position_ids"] = (np.array(seqlens, np.int64)[:, None] + 1 - s + np.arange(s)[None]).astype(np.int64)

@@ -237,6 +237,40 @@ static float dot(const float *a, const float *b, int32_t n) {
   return sum;
 }
 
+#define PV_VECS 16 /* y's row in registers while V's rows stream by: 64 floats, a Llama head */
+
+/* sc[j] = scale * q.k_j for j in [lo, hi): four keys at a time for independent chains, each key's
+ * sum in dot()'s order (the same bits as one at a time) */
+static void scores(const float *q, const float *k, ptrdiff_t k_rs, int32_t d, int32_t lo, int32_t hi, float scale,
+                   float *sc) {
+  int32_t j = lo;
+  for (; j + 4 <= hi; j += 4) {
+    const float *k0 = k + (size_t)j * k_rs, *k1 = k0 + k_rs, *k2 = k1 + k_rs, *k3 = k2 + k_rs;
+    v4 a0 = v4_set1(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    int32_t c = 0;
+    for (; c + 4 <= d; c += 4) {
+      v4 qc = v4_load(q + c);
+      a0 = v4_add(a0, v4_mul(qc, v4_load(k0 + c)));
+      a1 = v4_add(a1, v4_mul(qc, v4_load(k1 + c)));
+      a2 = v4_add(a2, v4_mul(qc, v4_load(k2 + c)));
+      a3 = v4_add(a3, v4_mul(qc, v4_load(k3 + c)));
+    }
+    float s0 = v4_hsum(a0), s1 = v4_hsum(a1), s2 = v4_hsum(a2), s3 = v4_hsum(a3);
+    for (; c < d; c++) {
+      s0 += q[c] * k0[c];
+      s1 += q[c] * k1[c];
+      s2 += q[c] * k2[c];
+      s3 += q[c] * k3[c];
+    }
+    sc[j] = s0 * scale;
+    sc[j + 1] = s1 * scale;
+    sc[j + 2] = s2 * scale;
+    sc[j + 3] = s3 * scale;
+  }
+  for (; j < hi; j++) sc[j] = dot(q, k + (size_t)j * k_rs, d) * scale;
+}
+
+
 /* x[0..len) = softmax with an optional extra logit `sink` in the denominator (has_sink) */
 static void softmax_sink(float *x, int32_t len, int has_sink, float sink) {
   int32_t i;
@@ -270,7 +304,7 @@ static void row(const struct akv *p, const uint8_t *arena, int32_t b, int32_t h,
   }
   int32_t n = hi - lo, j;
   float *x = sc + lo;
-  for (j = lo; j < hi; j++) sc[j] = dot(q, k + (size_t)j * p->k_rs, p->d) * p->scale;
+  scores(q, k, p->k_rs, p->d, lo, hi, p->scale, sc);
   if (p->softcap > 0) {
     v4 cap = v4_set1(p->softcap), inv = v4_set1(1.0f / p->softcap);
     for (j = 0; j + 4 <= n; j += 4) v4_store(x + j, v4_mul(cap, nnw_tanh4(v4_mul(v4_load(x + j), inv))));
@@ -300,11 +334,17 @@ static void row(const struct akv *p, const uint8_t *arena, int32_t b, int32_t h,
   float sink = 0.0f;
   if (p->sink >= 0) memcpy(&sink, arena + p->sink + 4 * (size_t)h, 4);
   softmax_sink(x, n, p->sink >= 0 || p->smooth, sink);
-  int32_t c = 0;
-  for (; c + 4 <= p->dv; c += 4) {
-    v4 acc = v4_set1(0.0f);
-    for (j = 0; j < n; j++) acc = v4_add(acc, v4_mul(v4_set1(x[j]), v4_load(v + (size_t)(lo + j) * p->v_rs + c)));
-    v4_store(yr + c, acc);
+  int32_t c = 0, d4 = p->dv - p->dv % 4, nv;
+  for (; c < d4; c += 4 * nv) {   /* up to PV_VECS vectors of y in registers, V's rows in order */
+    nv = (d4 - c) / 4 < PV_VECS ? (d4 - c) / 4 : PV_VECS;
+    v4 acc[PV_VECS];
+    for (int32_t u = 0; u < nv; u++) acc[u] = v4_set1(0.0f);
+    for (j = 0; j < n; j++) {
+      v4 pj = v4_set1(x[j]);
+      const float *vr = v + (size_t)(lo + j) * p->v_rs + c;
+      for (int32_t u = 0; u < nv; u++) acc[u] = v4_add(acc[u], v4_mul(pj, v4_load(vr + 4 * u)));
+    }
+    for (int32_t u = 0; u < nv; u++) v4_store(yr + c + 4 * u, acc[u]);
   }
   for (; c < p->dv; c++) {
     float acc = 0.0f;

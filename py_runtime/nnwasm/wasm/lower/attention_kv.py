@@ -25,11 +25,15 @@ def _shape(g, name):
     return tuple(g.values[name].shape)
 
 
-def _static(g, names):
+def _static(g, names, may_be_empty=()):
+    """A refusal unless every value has a static shape, empty only if named in may_be_empty (a
+    zero-length past, the first step of a decoder)."""
     for n in names:
         s = g.values[n].shape
         if s is None or not all(isinstance(d, int) for d in s):
             return f"'{n}' has no static shape at plan build"
+        if n not in may_be_empty and 0 in s:
+            return f"'{n}' is empty"
     return None
 
 
@@ -121,7 +125,7 @@ def check_gqa(node, g):
         return why
     if pos and _dt(g, pos) != "int64":
         return f"position_ids '{pos}' is {_dt(g, pos)}, not int64"
-    why = _static(g, [n for n in ins[:12] if n] + [o for o in node.outputs if o])
+    why = _static(g, [n for n in ins[:12] if n] + [o for o in node.outputs if o], (pk, pv))
     if why:
         return why
     total = _gqa_total(node, g)
@@ -222,16 +226,19 @@ def _refs(b, m):
     return out
 
 
+def _plain_mha(node, g):
+    """The optimizer's unpacked form, for lower/attention.py's GEMM kernel."""
+    return check_attention(node, g) is None and all(_dt(g, n) == "float32" for n in node.inputs if n)
+
+
 def check_mha(node, g):
-    if check_attention(node, g) is None and all(_dt(g, n) == "float32" for n in node.inputs if n):
-        return None
     ins = _inputs(node, 10)
     q, k, v, bias, kpm, ab, pk, pv, psl, ci = ins
     if psl or ci or (len(node.outputs) > 3 and node.outputs[3]):
         return "MultiHeadAttention with past_sequence_length, cache_indirection or a qk output"
     why = _types(g, [q, k, v, bias, ab, pk, pv] + [o for o in node.outputs if o], [kpm])
-    why = why or _static(g, [n for n in ins if n] + [o for o in node.outputs if o])
-    if why:
+    why = why or _static(g, [n for n in ins if n] + [o for o in node.outputs if o], (pk, pv))
+    if why or _plain_mha(node, g):
         return why
     form, (batch, s, l, n, h, hv) = _mha_layout(node, g)
     if form == "bnsh" and (pk or (len(node.outputs) > 1 and any(node.outputs[1:3]))):
@@ -251,7 +258,7 @@ def check_mha(node, g):
 
 def lower_mha(node, b):
     g = b.graph
-    if check_attention(node, g) is None and all(_dt(g, x) == "float32" for x in node.inputs if x):
+    if _plain_mha(node, g):
         return lower_attention(node, b)
     q, k, v, bias, kpm, ab, pk, pv = _inputs(node, 8)[:8]
     form, (batch, s, l, n, h, hv) = _mha_layout(node, g)
@@ -316,7 +323,7 @@ def check_attention_ms(node, g):
     if psl or node.attr("past_present_share_buffer", 0) or node.attr("do_rotary", 0):
         return "Attention with past_sequence_length, a shared past/present buffer or do_rotary"
     why = _types(g, [x, w, bias, past, ab] + [o for o in node.outputs if o], [mask])
-    why = why or _static(g, [i for i in ins if i] + [o for o in node.outputs if o])
+    why = why or _static(g, [i for i in ins if i] + [o for o in node.outputs if o], (past,))
     if why:
         return why
     batch, s, c = _shape(g, x)
