@@ -422,3 +422,61 @@ def test_attention_4d_mask_matches_3d():
     feeds3 = dict(feeds, mask_index=np.ascontiguousarray(m4[:, 0, p:p + s, :s + p]))
     want = ort_run(g.SerializeToString(), feeds3)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=5e-5)
+
+
+# --- ai.onnx Attention (opset 23) on the same kernels -------------------------------------------
+
+def onnx_attention_case(batch, s, hq, hkv, d, l=None, rank=4, past=None, causal=0, mask=None, softcap=0.0,
+                        present=False, seed=0):
+    rng = _rng(seed)
+    l = l or s
+    if rank == 4:
+        f = dict(Q=R(rng, batch, hq, s, d), K=R(rng, batch, hkv, l, d), V=R(rng, batch, hkv, l, d))
+    else:
+        f = dict(Q=R(rng, batch, s, hq * d), K=R(rng, batch, l, hkv * d), V=R(rng, batch, l, hkv * d))
+    ins = ["Q", "K", "V", None, None, None]
+    t = l + (past or 0)
+    if mask == "2d":
+        f["attn_mask"] = R(rng, s, t)
+    elif mask == "4d":
+        f["attn_mask"] = R(rng, batch, 1, s, t)
+    if mask:
+        ins[3] = "attn_mask"
+    outs = ["Y"]
+    if past is not None:
+        f.update(past_key=R(rng, batch, hkv, past, d), past_value=R(rng, batch, hkv, past, d))
+        ins[4:6] = ["past_key", "past_value"]
+    if past is not None or present:
+        outs += ["present_key", "present_value"]
+    while ins[-1] is None:
+        ins.pop()
+    attrs = dict(is_causal=causal)
+    if softcap:
+        attrs["softcap"] = softcap
+    if rank == 3:
+        attrs.update(q_num_heads=hq, kv_num_heads=hkv)
+    node = helper.make_node("Attention", [n or "" for n in ins], outs, name="attention_0", **attrs)
+    vis = [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in f.items()]
+    g = helper.make_graph([node], "g", vis, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    m.ir_version = 10
+    return m.SerializeToString(), f
+
+
+ONNX_ATTENTION_CASES = {
+    "bnsh": dict(batch=2, s=5, hq=4, hkv=4, d=16),
+    "bnsh_gqa_causal": dict(batch=1, s=7, hq=12, hkv=4, d=64, causal=1),
+    "rank3_gqa": dict(batch=2, s=5, hq=4, hkv=2, d=16, rank=3),
+    "decode_past5_causal": dict(batch=2, s=1, hq=4, hkv=2, d=16, past=5, causal=1),
+    "decode_past0": dict(batch=1, s=1, hq=4, hkv=1, d=16, past=0, causal=1),
+    "prompt_present": dict(batch=1, s=7, hq=4, hkv=2, d=16, causal=1, present=True),
+    "mask_2d": dict(batch=2, s=5, hq=4, hkv=4, d=16, mask="2d"),
+    "mask_4d_past": dict(batch=2, s=3, hq=4, hkv=2, d=16, past=4, mask="4d"),
+    "softcap": dict(batch=1, s=5, hq=4, hkv=4, d=16, softcap=3.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONNX_ATTENTION_CASES))
+def test_onnx_attention(case):
+    model, feeds = onnx_attention_case(**ONNX_ATTENTION_CASES[case])
+    run_all(model, feeds)

@@ -938,20 +938,23 @@ enum nnw_attention_kv_arg {
   NNW_ATTENTION_KV_V_BS = 24,
   NNW_ATTENTION_KV_V_HS = 25,
   NNW_ATTENTION_KV_V_RS = 26,
-  NNW_ATTENTION_KV_M_BS = 27,
-  NNW_ATTENTION_KV_M_HS = 28,
-  NNW_ATTENTION_KV_M_RS = 29,
-  NNW_ATTENTION_KV_KM_BS = 30,
-  NNW_ATTENTION_KV_KM_RS = 31,
-  NNW_ATTENTION_KV_CAUSAL = 32,
-  NNW_ATTENTION_KV_C0 = 33,
-  NNW_ATTENTION_KV_LENS_ADD = 34,
-  NNW_ATTENTION_KV_WINDOW = 35,
-  NNW_ATTENTION_KV_SMOOTH = 36,
-  NNW_ATTENTION_KV_SCALE = 37,
-  NNW_ATTENTION_KV_SOFTCAP = 38,
-  NNW_ATTENTION_KV_MASK_VALUE = 39,
-  NNW_ATTENTION_KV_NARGS = 40
+  NNW_ATTENTION_KV_Y_BS = 27,
+  NNW_ATTENTION_KV_Y_RS = 28,
+  NNW_ATTENTION_KV_Y_HS = 29,
+  NNW_ATTENTION_KV_M_BS = 30,
+  NNW_ATTENTION_KV_M_HS = 31,
+  NNW_ATTENTION_KV_M_RS = 32,
+  NNW_ATTENTION_KV_KM_BS = 33,
+  NNW_ATTENTION_KV_KM_RS = 34,
+  NNW_ATTENTION_KV_CAUSAL = 35,
+  NNW_ATTENTION_KV_C0 = 36,
+  NNW_ATTENTION_KV_LENS_ADD = 37,
+  NNW_ATTENTION_KV_WINDOW = 38,
+  NNW_ATTENTION_KV_SMOOTH = 39,
+  NNW_ATTENTION_KV_SCALE = 40,
+  NNW_ATTENTION_KV_SOFTCAP = 41,
+  NNW_ATTENTION_KV_MASK_VALUE = 42,
+  NNW_ATTENTION_KV_NARGS = 43
 };
 
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
@@ -1002,7 +1005,7 @@ enum nnw_attention_kv_arg {
   X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii") \
   X(120, kv_append, KV_APPEND, 14, "ttttiiiiiiiiii") \
   X(121, rope, ROPE, 19, "tttttttiiiiiiiiiiii") \
-  X(122, attention_kv, ATTENTION_KV, 40, "tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiifff")
+  X(122, attention_kv, ATTENTION_KV, 43, "tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

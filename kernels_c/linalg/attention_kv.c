@@ -166,7 +166,7 @@ void nnw_run_rope(const int32_t *v, uint8_t *arena) {
 struct akv {
   int32_t q, k, v, bias, kmask, kend, kstart, lens, sink, y, scratch;
   int32_t batch, heads, kv_heads, s, t, d, dv;
-  int32_t q_bs, q_rs, q_hs, k_bs, k_hs, k_rs, v_bs, v_hs, v_rs, m_bs, m_hs, m_rs, km_bs, km_rs;
+  int32_t q_bs, q_rs, q_hs, k_bs, k_hs, k_rs, v_bs, v_hs, v_rs, y_bs, y_rs, y_hs, m_bs, m_hs, m_rs, km_bs, km_rs;
   int32_t causal, c0, lens_add, window, smooth;
   float scale, softcap, mask_value;
 };
@@ -184,7 +184,7 @@ static void decode(const int32_t *a, struct akv *p) {
   p->y = a[NNW_ATTENTION_KV_Y];
   p->scratch = a[NNW_ATTENTION_KV_SCRATCH];
   memcpy(&p->batch, a + NNW_ATTENTION_KV_BATCH, 7 * sizeof(int32_t));       /* batch .. dv */
-  memcpy(&p->q_bs, a + NNW_ATTENTION_KV_Q_BS, 14 * sizeof(int32_t));        /* q_bs .. km_rs */
+  memcpy(&p->q_bs, a + NNW_ATTENTION_KV_Q_BS, 17 * sizeof(int32_t));        /* q_bs .. km_rs */
   memcpy(&p->causal, a + NNW_ATTENTION_KV_CAUSAL, 5 * sizeof(int32_t));     /* causal .. smooth */
   p->scale = nnw_arg_f32(a[NNW_ATTENTION_KV_SCALE]);
   p->softcap = nnw_arg_f32(a[NNW_ATTENTION_KV_SOFTCAP]);
@@ -193,12 +193,12 @@ static void decode(const int32_t *a, struct akv *p) {
 
 int nnw_validate_attention_kv(const int32_t *a, uint32_t arena_bytes) {
   _Static_assert(NNW_ATTENTION_KV_DV - NNW_ATTENTION_KV_BATCH == 6, "ops.def: batch .. dv in a row");
-  _Static_assert(NNW_ATTENTION_KV_KM_RS - NNW_ATTENTION_KV_Q_BS == 13, "ops.def: q_bs .. km_rs in a row");
+  _Static_assert(NNW_ATTENTION_KV_KM_RS - NNW_ATTENTION_KV_Q_BS == 16, "ops.def: q_bs .. km_rs in a row");
   _Static_assert(NNW_ATTENTION_KV_SMOOTH - NNW_ATTENTION_KV_CAUSAL == 4, "ops.def: causal .. smooth in a row");
   struct akv p;
   decode(a, &p);
   NNW_TRY(nnw_check_positive(&p.batch, 7));
-  NNW_TRY(nonneg(&p.q_bs, 14));
+  NNW_TRY(nonneg(&p.q_bs, 17));
   if (p.heads % p.kv_heads || p.causal < 0 || p.causal > 2 || p.c0 < 0 || p.window < -1 || (p.smooth & ~1) ||
       !isfinite(p.scale) || !isfinite(p.mask_value) || !(p.softcap >= 0) || !isfinite(p.softcap))
     return NNW_BAD_ARGS;
@@ -208,7 +208,7 @@ int nnw_validate_attention_kv(const int32_t *a, uint32_t arena_bytes) {
   uint64_t v_b = nnw_mul(span(p.batch, p.v_bs, p.t, p.v_rs, p.kv_heads, p.v_hs, p.dv), 4);
   uint64_t m_b = nnw_mul(span(p.batch, p.m_bs, p.s, p.m_rs, p.heads, p.m_hs, p.t), 4);
   uint64_t km_b = nnw_mul(span(p.batch, p.km_bs, p.s, p.km_rs, 1, 0, p.t), 4);
-  uint64_t y_b = nnw_mul(nnw_mul(nnw_mul(nnw_mul((uint64_t)p.batch, (uint64_t)p.s), (uint64_t)p.heads), (uint64_t)p.dv), 4);
+  uint64_t y_b = nnw_mul(span(p.batch, p.y_bs, p.s, p.y_rs, p.heads, p.y_hs, p.dv), 4);
   uint64_t sc_b = nnw_mul((uint64_t)p.t, 4), b4 = nnw_mul((uint64_t)p.batch, 4), h4 = nnw_mul((uint64_t)p.heads, 4);
   NNW_TRY(nnw_check_tensor(p.q, q_b, arena_bytes, 0, 1));
   NNW_TRY(nnw_check_tensor(p.k, k_b, arena_bytes, 0, 1));
@@ -368,6 +368,6 @@ void nnw_run_attention_kv(const int32_t *a, uint8_t *arena) {
     int64_t nb = p.lens >= 0 ? (int64_t)lens_at(arena, p.lens, b) + p.lens_add : p.c0;
     for (int32_t i = 0; i < p.s; i++)
       for (int32_t h = 0; h < p.heads; h++)
-        row(&p, arena, b, h, i, nb, sc, y + (((size_t)b * p.s + i) * p.heads + h) * p.dv);
+        row(&p, arena, b, h, i, nb, sc, y + (size_t)b * p.y_bs + (size_t)i * p.y_rs + (size_t)h * p.y_hs);
   }
 }

@@ -171,7 +171,7 @@ static void akv_case(const struct akv_case *c) {
   int32_t args[NNW_ATTENTION_KV_NARGS] = {
       off[0], off[1], off[2], c->masks & 1 ? off[3] : -1, c->masks & 2 ? off[4] : -1, c->masks & 4 ? off[5] : -1,
       c->masks & 8 ? off[6] : -1, c->causal == 1 ? off[7] : -1, c->sink ? off[8] : -1, off[9], off[10],
-      B, H, G, S, T, D, DV, q_bs, q_rs, q_hs, G * T * D, T * D, D, G * T * DV, T * DV, DV,
+      B, H, G, S, T, D, DV, q_bs, q_rs, q_hs, G * T * D, T * D, D, G * T * DV, T * DV, DV, S * H * DV, H * DV, DV,
       S * T, 0, T, T, 0, c->causal, c0, 1 - S, c->window, 0, f32_bits(scale), f32_bits(cap), f32_bits(mv)};
   int status = load_and_run(NNW_OP_ATTENTION_KV, args, NNW_ATTENTION_KV_NARGS, arena, ab);
   double *want = malloc(8 * yn), *mag = malloc(8 * yn), *p = malloc(8 * (size_t)T);
@@ -273,7 +273,7 @@ static void hostile(void) {
   /* attention_kv: batch 1, heads 2, kv 1, s 1, t 3, d 2, dv 2: q 16 B, k 24, v 24, y 16, scratch 12 */
   enum { AQ = 0, AK = 16, AV = 48, AL = 80, AY = 96, AS = 112, AARENA = 128 };
   const int32_t ak[NNW_ATTENTION_KV_NARGS] = {AQ, AK, AV, -1, -1, -1, -1, AL, -1, AY, AS, 1, 2, 1, 1, 3, 2, 2,
-                                              4, 4, 2, 6, 6, 2, 6, 6, 2, 0, 0, 0, 0, 0, 1, 0, 0, -1, 0,
+                                              4, 4, 2, 6, 6, 2, 6, 6, 2, 4, 4, 2, 0, 0, 0, 0, 0, 1, 0, 0, -1, 0,
                                               f32_bits(0.5f), 0, f32_bits(-10000.0f)};
   static const struct arg_patch akv_rows[] = {
       {"valid", -1, 0, NNW_OK},

@@ -10,7 +10,8 @@ provider has already checked what every row needs: an op the registry knows at t
 static shapes, no empty tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
-from .lower.attention_kv import check_attention_ms, check_gqa, check_mha, lower_attention_ms, lower_gqa, lower_mha
+from .lower.attention_kv import (check_attention_ms, check_gqa, check_mha, check_onnx_attention, lower_attention_ms,
+                                lower_gqa, lower_mha, lower_onnx_attention)
 from .lower.cast import lower_cast
 from .lower.conv import (check_conv, check_conv_transpose, check_pool, lower_average_pool, lower_conv,
                          lower_conv_transpose, lower_max_pool)
@@ -132,6 +133,7 @@ LOWERINGS = {
     "com.microsoft.MultiHeadAttention": (check_mha, lower_mha),
     "com.microsoft.GroupQueryAttention": (check_gqa, lower_gqa),
     "com.microsoft.Attention": (check_attention_ms, lower_attention_ms),
+    "Attention": (check_onnx_attention, lower_onnx_attention),
     # int8 (lower/quant.py); each check states its dtypes. "domain.Op" rows are other domains' ops.
     "QuantizeLinear": (check_quantize, lower_quantize),
     "DequantizeLinear": (check_quantize, lower_quantize),

@@ -52,5 +52,5 @@ OPS = {
     "q8_pack_b": Op(code=88, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
     "kv_append": Op(code=120, args=("past", "x", "lens", "y", "batch", "heads", "p", "t", "s", "d", "x_bs", "x_rs", "x_hs", "lens_add"), kinds="ttttiiiiiiiiii"),
     "rope": Op(code=121, args=("x", "xb", "cos", "sin", "lens", "pos", "y", "batch", "s", "heads", "d", "half", "max_pos", "x_bs", "x_rs", "x_hs", "lens_add", "pos_bs", "interleaved"), kinds="tttttttiiiiiiiiiiii"),
-    "attention_kv": Op(code=122, args=("q", "k", "v", "bias", "kmask", "kend", "kstart", "lens", "sink", "y", "scratch", "batch", "heads", "kv_heads", "s", "t", "d", "dv", "q_bs", "q_rs", "q_hs", "k_bs", "k_hs", "k_rs", "v_bs", "v_hs", "v_rs", "m_bs", "m_hs", "m_rs", "km_bs", "km_rs", "causal", "c0", "lens_add", "window", "smooth", "scale", "softcap", "mask_value"), kinds="tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiifff"),
+    "attention_kv": Op(code=122, args=("q", "k", "v", "bias", "kmask", "kend", "kstart", "lens", "sink", "y", "scratch", "batch", "heads", "kv_heads", "s", "t", "d", "dv", "q_bs", "q_rs", "q_hs", "k_bs", "k_hs", "k_rs", "v_bs", "v_hs", "v_rs", "y_bs", "y_rs", "y_hs", "m_bs", "m_hs", "m_rs", "km_bs", "km_rs", "causal", "c0", "lens_add", "window", "smooth", "scale", "softcap", "mask_value"), kinds="tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff"),
 }

@@ -62,9 +62,10 @@ def _no_masks():
     return dict(kmask=None, kend=None, kstart=None, km_bs=0, km_rs=0)
 
 
-def _attend(b, node, y, q, qs, k, ks, v, vs, batch, heads, kv_heads, s, t, d, dv, scale, **kw):
-    """attention_kv; qs/ks/vs: (bs, rs, hs) element strides."""
-    args = dict(lens=None, sink=None, causal=0, c0=0, lens_add=0, window=-1, smooth=0, softcap=0.0,
+def _attend(b, node, y, q, qs, k, ks, v, vs, batch, heads, kv_heads, s, t, d, dv, scale, ys=None, **kw):
+    """attention_kv; qs/ks/vs/ys: (bs, rs, hs) element strides (ys default [B, S, heads*dv])."""
+    ys = ys or (s * heads * dv, heads * dv, dv)
+    args = dict(y_bs=ys[0], y_rs=ys[1], y_hs=ys[2], lens=None, sink=None, causal=0, c0=0, lens_add=0, window=-1, smooth=0, softcap=0.0,
                 mask_value=float(node.attr("mask_filter_value", -10000.0)))
     args.update(_no_bias())
     args.update(_no_masks())
@@ -394,3 +395,85 @@ def lower_attention_ms(node, b):
 
 for _check in (check_gqa, check_mha, check_attention_ms):
     _check.empty_ok = True   # a zero-length past (a decoder's first step) is read by no kernel
+
+
+# --- ai.onnx Attention (opset 23-25) ------------------------------------------------------------
+
+def _onnx_layout(node, g):
+    """(rank, batch, hq, hkv, s, l, d, dv) of ai.onnx Attention's Q, K, V."""
+    q, k, v = node.inputs[:3]
+    qs, ks, vs = _shape(g, q), _shape(g, k), _shape(g, v)
+    if len(qs) == 4:
+        return 4, qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], vs[3]
+    hq, hkv = node.attr("q_num_heads"), node.attr("kv_num_heads")
+    return 3, qs[0], hq, hkv, qs[1], ks[1], qs[2] // hq, vs[2] // hkv
+
+
+def _mask_strides(shape, batch, heads, s, t):
+    """m_bs, m_hs, m_rs of a float attn_mask broadcast to [B, H, S, T] (None if its last dim is not T)."""
+    shape = (1,) * (4 - len(shape)) + tuple(shape)
+    if len(shape) != 4 or shape[3] != t or shape[2] not in (1, s) or shape[1] not in (1, heads) \
+            or shape[0] not in (1, batch):
+        return None
+    return (shape[1] * shape[2] * t if shape[0] != 1 else 0, shape[2] * t if shape[1] != 1 else 0,
+            t if shape[2] != 1 else 0)
+
+
+def check_onnx_attention(node, g):
+    ins = _inputs(node, 7)
+    q, k, v, mask, pk, pv, nonpad = ins
+    outs = list(node.outputs) + [""] * 4
+    if nonpad or outs[3]:
+        return "Attention with nonpad_kv_seqlen or qk_matmul_output"
+    if node.attr("left_window_size", -1) != -1 or node.attr("right_window_size", -1) != -1:
+        return "Attention with a sliding window"
+    if node.attr("softmax_precision") not in (None, 1):
+        return "Attention with a softmax_precision other than float32"
+    why = _types(g, [q, k, v, mask, pk, pv] + [o for o in outs if o], [])
+    why = why or _static(g, [n for n in ins if n] + [o for o in outs if o], (pk, pv))
+    if why:
+        return why
+    rank, batch, hq, hkv, s, l, d, dv = _onnx_layout(node, g)
+    if rank not in (3, 4) or hq % hkv:
+        return "Attention of Q, K, V that are not all 3-D or all 4-D with grouped heads"
+    p = _shape(g, pk)[2] if pk else 0
+    t = p + l
+    if mask and _mask_strides(_shape(g, mask), batch, hq, s, t) is None:
+        return f"attn_mask {list(_shape(g, mask))} does not broadcast to [{batch}, {hq}, {s}, {t}] with all {t} keys"
+    if node.attr("is_causal", 0) and p + s > t:
+        return "causal Attention with more queries than keys"
+    return None
+
+
+def lower_onnx_attention(node, b):
+    g = b.graph
+    q, k, v, mask, pk, pv = _inputs(node, 6)[:6]
+    rank, batch, hq, hkv, s, l, d, dv = _onnx_layout(node, g)
+    if rank == 4:
+        qs, ks, vs = (hq * s * d, d, s * d), (hkv * l * d, d, l * d), (hkv * l * dv, dv, l * dv)
+        ys = (hq * s * dv, dv, s * dv)
+    else:
+        qs, ks, vs = (s * hq * d, hq * d, d), (l * hkv * d, hkv * d, d), (l * hkv * dv, hkv * dv, dv)
+        ys = None
+    p = _shape(g, pk)[2] if pk else 0
+    t = p + l
+    outs = list(node.outputs) + ["", "", ""]
+    kx, vx = b.ref(k), b.ref(v)
+    if p or outs[1] or outs[2]:
+        kx, ks = _append(b, b.ref(pk) if p else None, p, kx, ks, _out_or_scratch(b, node, 1, F32 * batch * hkv * t * d),
+                         batch, hkv, t, l, d)
+        vx, vs = _append(b, b.ref(pv) if p else None, p, vx, vs,
+                         _out_or_scratch(b, node, 2, F32 * batch * hkv * t * dv), batch, hkv, t, l, dv)
+    kw = dict(softcap=float(node.attr("softcap", 0.0)))
+    if node.attr("is_causal", 0):
+        kw.update(causal=1, c0=p)
+    if mask:
+        m_bs, m_hs, m_rs = _mask_strides(_shape(g, mask), batch, hq, s, t)
+        kw.update(bias=b.ref(mask), m_bs=m_bs, m_hs=m_hs, m_rs=m_rs)
+    scale = node.attr("scale")
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    _attend(b, node, b.ref(node.outputs[0]), b.ref(q), qs, kx, ks, vx, vs, batch, hq, hkv, s, t, d, dv, scale,
+            ys=ys, **kw)
+
+
+check_onnx_attention.empty_ok = True
