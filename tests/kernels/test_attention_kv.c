@@ -145,7 +145,7 @@ static void akv_case(const struct akv_case *c) {
   int32_t off[11];
   uint64_t all[11];
   memcpy(all, bytes, sizeof bytes);
-  all[10] = 4 * (uint64_t)T;
+  all[10] = 4 * (uint64_t)(S > 1 && !(c->causal == 1 && c->window > 0) ? D * T + S * T : T);
   uint32_t ab = layout(all, 11, (int)(rng_u32() % 2), off);
   uint8_t *arena = arena_new(ab);
   float *q = at(arena, off[0]), *k = at(arena, off[1]), *v = at(arena, off[2]), *bias = at(arena, off[3]);

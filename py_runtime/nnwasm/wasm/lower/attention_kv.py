@@ -70,8 +70,9 @@ def _attend(b, node, y, q, qs, k, ks, v, vs, batch, heads, kv_heads, s, t, d, dv
     args.update(_no_bias())
     args.update(_no_masks())
     args.update(kw)
-    b.emit("attention_kv", q=q, k=k, v=v, y=y, scratch=b.scratch(F32 * t), batch=batch, heads=heads,
-           kv_heads=kv_heads, s=s, t=t, d=d, dv=dv, q_bs=qs[0], q_rs=qs[1], q_hs=qs[2], k_bs=ks[0], k_rs=ks[1],
+    block = s > 1 and not (args["causal"] == 1 and args["window"] > 0)   # attention_kv.c's by_block
+    scratch = b.scratch(F32 * (d * t + s * t if block else t))   # K^T and [s, t] scores, or one row of scores
+    b.emit("attention_kv", q=q, k=k, v=v, y=y, scratch=scratch, batch=batch, heads=heads, kv_heads=kv_heads, s=s, t=t, d=d, dv=dv, q_bs=qs[0], q_rs=qs[1], q_hs=qs[2], k_bs=ks[0], k_rs=ks[1],
            k_hs=ks[2], v_bs=vs[0], v_rs=vs[1], v_hs=vs[2], scale=float(scale), **args)
 
 
