@@ -178,7 +178,7 @@ def test_gqa_bad_seqlens_is_an_error_naming_the_node(bad):
     model, feeds, _ = gqa_case(batch=len(bad) if len(bad) > 1 else 1, s=1, hq=4, hkv=2, d=16, past=5)
     good = dict(feeds)
     feeds["seqlens_k"] = np.array(bad, np.int32)
-    sess = _expect_error(model, feeds, "")
+    sess = _expect_error(model, feeds, "seqlens_k")
     # the session stays usable
     ref = nnwasm.InferenceSession(model, providers=["NumpyExecutionProvider"])
     np.testing.assert_allclose(sess.run(None, good)[0], ref.run(None, good)[0], rtol=1e-5, atol=1e-5)
