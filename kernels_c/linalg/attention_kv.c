@@ -87,7 +87,9 @@ int nnw_validate_rope(const int32_t *v, uint32_t arena_bytes) {
   int32_t half = v[NNW_ROPE_HALF], max_pos = v[NNW_ROPE_MAX_POS];
   NNW_TRY(nnw_check_positive(v + NNW_ROPE_BATCH, 4));
   NNW_TRY(nonneg(v + NNW_ROPE_X_BS, 3));
-  if (half < 0 || max_pos < 0 || (half > 0 && max_pos == 0) || 2 * (int64_t)half > d || v[NNW_ROPE_POS_BS] < 0 || (v[NNW_ROPE_INTERLEAVED] & ~1)) return NNW_BAD_ARGS;
+  if (half < 0 || max_pos < 0 || (half > 0 && max_pos == 0) || 2 * (int64_t)half > d || v[NNW_ROPE_POS_BS] < 0 ||
+      (v[NNW_ROPE_INTERLEAVED] & ~1))
+    return NNW_BAD_ARGS;
   uint64_t y_bytes = nnw_mul(nnw_mul(nnw_mul(nnw_mul((uint64_t)batch, (uint64_t)s), (uint64_t)heads), (uint64_t)d), 4);
   uint64_t x_bytes = nnw_mul(span(batch, v[NNW_ROPE_X_BS], s, v[NNW_ROPE_X_RS], heads, v[NNW_ROPE_X_HS], d), 4);
   uint64_t c_bytes = nnw_mul(nnw_mul((uint64_t)max_pos, (uint64_t)half), 4);

@@ -137,12 +137,8 @@ def infer_gqa(node, inputs, consts):
         cs = S.shape(inputs[7])
         if cs is not None and (len(cs) != 2 or (S.known(cs[1]) and S.known(d) and 2 * cs[1] > d)):
             S.fail(node, f"cos_cache must be [max positions, rotary dim / 2 <= head size / 2], got {list(cs)}")
-    total = S.const_scalar(consts, 6)
-    t = None
-    if total is not None and S.known(p):
-        t = max(int(total), p)
-    elif S.known(p) and S.known(s) and p == 0:
-        t = None
+    total = S.const_scalar(consts, 6)   # present's length max(total, past) is known when total is a constant
+    t = max(int(total), p) if total is not None and S.known(p) else None
     dt = S.dtype(q)
     hd = hq * d if S.known(d) else None
     outs = [(dt, (b, s, hd)), (dt, (b, hkv, t, d)), (dt, (b, hkv, t, d))]
@@ -204,7 +200,8 @@ def group_query_attention(node, query, key=None, value=None, past_key=None, past
     if past_key is not None:
         for x, what in ((past_key, "past_key"), (past_value, "past_value")):
             if x.ndim != 4 or x.shape[0] != b or x.shape[1] != hkv or x.shape[3] != d:
-                S.fail(node, f"{what} {list(x.shape)} does not fit [batch {b}, kv_num_heads {hkv}, length, head size {d}]")
+                S.fail(node, f"{what} {list(x.shape)} does not fit [batch {b}, kv_num_heads {hkv}, length, "
+                             f"head size {d}]")
         if past_value.shape != past_key.shape:
             S.fail(node, f"past_value {list(past_value.shape)} differs from past_key {list(past_key.shape)}")
         p = past_key.shape[2]

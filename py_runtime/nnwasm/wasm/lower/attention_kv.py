@@ -65,15 +65,16 @@ def _no_masks():
 def _attend(b, node, y, q, qs, k, ks, v, vs, batch, heads, kv_heads, s, t, d, dv, scale, ys=None, **kw):
     """attention_kv; qs/ks/vs/ys: (bs, rs, hs) element strides (ys default [B, S, heads*dv])."""
     ys = ys or (s * heads * dv, heads * dv, dv)
-    args = dict(y_bs=ys[0], y_rs=ys[1], y_hs=ys[2], lens=None, sink=None, causal=0, c0=0, lens_add=0, window=-1, smooth=0, softcap=0.0,
-                mask_value=float(node.attr("mask_filter_value", -10000.0)))
+    args = dict(y_bs=ys[0], y_rs=ys[1], y_hs=ys[2], lens=None, sink=None, causal=0, c0=0, lens_add=0, window=-1,
+                smooth=0, softcap=0.0, mask_value=float(node.attr("mask_filter_value", -10000.0)))
     args.update(_no_bias())
     args.update(_no_masks())
     args.update(kw)
     block = s > 1 and not (args["causal"] == 1 and args["window"] > 0)   # attention_kv.c's by_block
     scratch = b.scratch(F32 * (d * t + s * t if block else t))   # K^T and [s, t] scores, or one row of scores
-    b.emit("attention_kv", q=q, k=k, v=v, y=y, scratch=scratch, batch=batch, heads=heads, kv_heads=kv_heads, s=s, t=t, d=d, dv=dv, q_bs=qs[0], q_rs=qs[1], q_hs=qs[2], k_bs=ks[0], k_rs=ks[1],
-           k_hs=ks[2], v_bs=vs[0], v_rs=vs[1], v_hs=vs[2], scale=float(scale), **args)
+    b.emit("attention_kv", q=q, k=k, v=v, y=y, scratch=scratch, batch=batch, heads=heads, kv_heads=kv_heads, s=s,
+           t=t, d=d, dv=dv, q_bs=qs[0], q_rs=qs[1], q_hs=qs[2], k_bs=ks[0], k_rs=ks[1], k_hs=ks[2], v_bs=vs[0],
+           v_rs=vs[1], v_hs=vs[2], scale=float(scale), **args)
 
 
 def _copy_rows(b, x, xs, batch, s, heads, d, xb=None, out=None, rot=None):
