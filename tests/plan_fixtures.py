@@ -86,12 +86,20 @@ def _bert_int8():
     return quantize_dynamic_bytes(small_bert()), {"ids": np.array([[3, 1, 4, 1, 5, 9, 2, 6]], np.int64)}
 
 
+def _gqa():
+    """GroupQueryAttention (onnxruntime-genai's): a decode step of a padded batch of 2 with rotary over
+    a past of 5, then grouped heads (rope, kv_append, attention_kv)."""
+    from test_wasm_attention_contrib import gqa_case
+    model, feeds, _ = gqa_case(batch=2, s=1, hq=4, hkv=2, d=16, past=5, seqlens=[5, 2], rotary=True)
+    return model, feeds
+
+
 def build_plan_fixtures(d):
     """Writes the .nnwp files, their inputs and CPython's outputs (raw bytes) and fixtures.json
     into folder d, for tests/node/plan-runner.test.mjs (NNWASM_PLAN_FIXTURES=d)."""
     fixtures = {}
     for name, build in {"cnn": _cnn, "attention": _attention, "encoder_layer": _encoder_layer,
-                        "efficientnet": _efficientnet, "bert_int8": _bert_int8}.items():
+                        "efficientnet": _efficientnet, "bert_int8": _bert_int8, "gqa": _gqa}.items():
         model, feeds = build()
         results = write_plan_file(model, feeds, d / f"{name}.nnwp")
         entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {},

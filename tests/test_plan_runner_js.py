@@ -37,7 +37,7 @@ def run_node_test(plan_fixtures, script, at_least):
 
 
 def test_plan_runner_node(plan_fixtures):
-    run_node_test(plan_fixtures, "plan-runner.test.mjs", 10)
+    run_node_test(plan_fixtures, "plan-runner.test.mjs", 11)
 
 
 def test_plan_download_node(plan_fixtures):

@@ -55,6 +55,9 @@ enum nnw_opcode {
   NNW_OP_EMBED_SUM = 103,
   NNW_OP_TOPK = 130,
   NNW_OP_DFT = 131,
+  NNW_OP_KV_APPEND = 120,
+  NNW_OP_ROPE = 121,
+  NNW_OP_ATTENTION_KV = 122,
   NNW_OP_COUNT = 132 /* one past the largest opcode */
 };
 
@@ -1010,6 +1013,94 @@ enum nnw_dft_arg {
   NNW_DFT_NARGS = 14
 };
 
+enum nnw_kv_append_arg {
+  NNW_KV_APPEND_PAST = 0,
+  NNW_KV_APPEND_X = 1,
+  NNW_KV_APPEND_LENS = 2,
+  NNW_KV_APPEND_Y = 3,
+  NNW_KV_APPEND_BATCH = 4,
+  NNW_KV_APPEND_HEADS = 5,
+  NNW_KV_APPEND_P = 6,
+  NNW_KV_APPEND_T = 7,
+  NNW_KV_APPEND_S = 8,
+  NNW_KV_APPEND_D = 9,
+  NNW_KV_APPEND_X_BS = 10,
+  NNW_KV_APPEND_X_RS = 11,
+  NNW_KV_APPEND_X_HS = 12,
+  NNW_KV_APPEND_LENS_ADD = 13,
+  NNW_KV_APPEND_NARGS = 14
+};
+
+enum nnw_rope_arg {
+  NNW_ROPE_X = 0,
+  NNW_ROPE_XB = 1,
+  NNW_ROPE_COS = 2,
+  NNW_ROPE_SIN = 3,
+  NNW_ROPE_LENS = 4,
+  NNW_ROPE_POS = 5,
+  NNW_ROPE_Y = 6,
+  NNW_ROPE_BATCH = 7,
+  NNW_ROPE_S = 8,
+  NNW_ROPE_HEADS = 9,
+  NNW_ROPE_D = 10,
+  NNW_ROPE_HALF = 11,
+  NNW_ROPE_MAX_POS = 12,
+  NNW_ROPE_X_BS = 13,
+  NNW_ROPE_X_RS = 14,
+  NNW_ROPE_X_HS = 15,
+  NNW_ROPE_LENS_ADD = 16,
+  NNW_ROPE_POS_BS = 17,
+  NNW_ROPE_INTERLEAVED = 18,
+  NNW_ROPE_NARGS = 19
+};
+
+enum nnw_attention_kv_arg {
+  NNW_ATTENTION_KV_Q = 0,
+  NNW_ATTENTION_KV_K = 1,
+  NNW_ATTENTION_KV_V = 2,
+  NNW_ATTENTION_KV_BIAS = 3,
+  NNW_ATTENTION_KV_KMASK = 4,
+  NNW_ATTENTION_KV_KEND = 5,
+  NNW_ATTENTION_KV_KSTART = 6,
+  NNW_ATTENTION_KV_LENS = 7,
+  NNW_ATTENTION_KV_SINK = 8,
+  NNW_ATTENTION_KV_Y = 9,
+  NNW_ATTENTION_KV_SCRATCH = 10,
+  NNW_ATTENTION_KV_BATCH = 11,
+  NNW_ATTENTION_KV_HEADS = 12,
+  NNW_ATTENTION_KV_KV_HEADS = 13,
+  NNW_ATTENTION_KV_S = 14,
+  NNW_ATTENTION_KV_T = 15,
+  NNW_ATTENTION_KV_D = 16,
+  NNW_ATTENTION_KV_DV = 17,
+  NNW_ATTENTION_KV_Q_BS = 18,
+  NNW_ATTENTION_KV_Q_RS = 19,
+  NNW_ATTENTION_KV_Q_HS = 20,
+  NNW_ATTENTION_KV_K_BS = 21,
+  NNW_ATTENTION_KV_K_HS = 22,
+  NNW_ATTENTION_KV_K_RS = 23,
+  NNW_ATTENTION_KV_V_BS = 24,
+  NNW_ATTENTION_KV_V_HS = 25,
+  NNW_ATTENTION_KV_V_RS = 26,
+  NNW_ATTENTION_KV_Y_BS = 27,
+  NNW_ATTENTION_KV_Y_RS = 28,
+  NNW_ATTENTION_KV_Y_HS = 29,
+  NNW_ATTENTION_KV_M_BS = 30,
+  NNW_ATTENTION_KV_M_HS = 31,
+  NNW_ATTENTION_KV_M_RS = 32,
+  NNW_ATTENTION_KV_KM_BS = 33,
+  NNW_ATTENTION_KV_KM_RS = 34,
+  NNW_ATTENTION_KV_CAUSAL = 35,
+  NNW_ATTENTION_KV_C0 = 36,
+  NNW_ATTENTION_KV_LENS_ADD = 37,
+  NNW_ATTENTION_KV_WINDOW = 38,
+  NNW_ATTENTION_KV_SMOOTH = 39,
+  NNW_ATTENTION_KV_SCALE = 40,
+  NNW_ATTENTION_KV_SOFTCAP = 41,
+  NNW_ATTENTION_KV_MASK_VALUE = 42,
+  NNW_ATTENTION_KV_NARGS = 43
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -1063,7 +1154,10 @@ enum nnw_dft_arg {
   X(102, bias_act, BIAS_ACT, 7, "tttiiif") \
   X(103, embed_sum, EMBED_SUM, 17, "tttttttttiiiiiiii") \
   X(130, topk, TOPK, 10, "ttttiiiiii") \
-  X(131, dft, DFT, 14, "ttttiiiiiiiiii")
+  X(131, dft, DFT, 14, "ttttiiiiiiiiii") \
+  X(120, kv_append, KV_APPEND, 14, "ttttiiiiiiiiii") \
+  X(121, rope, ROPE, 19, "tttttttiiiiiiiiiiii") \
+  X(122, attention_kv, ATTENTION_KV, 43, "tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

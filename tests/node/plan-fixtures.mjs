@@ -18,7 +18,7 @@ export const skip = fixtures ? false : "NNWASM_PLAN_FIXTURES is not set: run `py
 if (process.env.NNWASM_DIST_URL) env.distURL = process.env.NNWASM_DIST_URL;
 env.pyodideIndexURL = "/nonexistent-pyodide/";
 
-const ARRAYS = { float32: Float32Array, int64: BigInt64Array };
+const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array };
 
 export const bytesOf = (path) => new Uint8Array(readFileSync(path));
 

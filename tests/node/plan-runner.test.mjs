@@ -105,6 +105,13 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     await session.release();
   });
 
+  test("GroupQueryAttention (rope, kv_append, attention_kv over a past): bit-identical to CPython's", async () => {
+    const entry = fixtures.gqa;
+    const session = await InferenceSession.create(entry.plan);
+    assertBitIdentical(await session.run(feedsOf(entry)), entry);
+    await session.release();
+  });
+
   test("EfficientNet-Lite0 from a plan file: logits bit-identical to CPython's, espresso", async () => {
     const entry = fixtures.efficientnet;
     const session = await InferenceSession.create(entry.plan);

@@ -5,8 +5,7 @@ runs here and, saved with optimized_model_filepath, in onnxruntime:
   FusedGemm  Y = act(Gemm(A, B, C))        activation_alpha (LeakyRelu's alpha)
   Gelu       x * (1 + erf(x / sqrt 2)) / 2
   FastGelu   Gelu's tanh approximation of x + bias
-  MultiHeadAttention  softmax(scale Q K^T + attention_bias) V per head, Q/K/V [B, S, heads*d] (only
-             the unpacked form the attention fusion emits: no biases, padding mask or past state)
+  (MultiHeadAttention, GroupQueryAttention, Attention: ops/attention_contrib.py)
 and LayerNormalization in the ai.onnx domain before opset 17 (onnxruntime registers it there as
 a contrib op at every opset)."""
 import math
@@ -91,35 +90,6 @@ def infer_fast_gelu(node, inputs, consts):
     return infer_bias_act(node, inputs, consts)
 
 
-def _mha_unsupported(node, inputs):
-    if len(inputs) > 6 or any(i is not None for i in inputs[3:5]) or node.attr("unidirectional", 0):
-        unsupported(node, "MultiHeadAttention with biases, a key padding mask, past state or causal masking")
-
-
-def infer_mha(node, inputs, consts):
-    _mha_unsupported(node, inputs)
-    return infer_unary(node, inputs[:1], consts[:1])
-
-
-def multi_head_attention(node, q, k, v, bias=None, key_padding_mask=None, attention_bias=None):
-    import numpy as np
-    _mha_unsupported(node, [q, k, v, bias, key_padding_mask, attention_bias])
-    h = node.attr("num_heads")
-    b, s, hd = q.shape
-    d = hd // h
-    scale = node.attr("scale", 0.0) or 1 / math.sqrt(d)
-    qh = q.reshape(b, s, h, d).transpose(0, 2, 1, 3)
-    kh = k.reshape(b, k.shape[1], h, d).transpose(0, 2, 3, 1)
-    vh = v.reshape(b, v.shape[1], h, d).transpose(0, 2, 1, 3)
-    x = np.matmul(qh, kh) * np.float32(scale)
-    if attention_bias is not None:
-        x = x + attention_bias
-    x = np.exp(x - x.max(axis=-1, keepdims=True))
-    x = x / x.sum(axis=-1, keepdims=True)
-    return np.matmul(x, vh).transpose(0, 2, 1, 3).reshape(b, s, hd).astype(q.dtype)
-
-
-register("MultiHeadAttention", 1, infer_mha, multi_head_attention, MS)
 register("FusedConv", 1, infer_fused_conv, fused_conv, MS)
 register("FusedGemm", 1, infer_fused_gemm, fused_gemm, MS)
 register("Gelu", 1, infer_unary, gelu, MS)

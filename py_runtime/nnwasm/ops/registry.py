@@ -25,7 +25,7 @@ from ..values import Seq
 
 # Family modules, imported on first lookup so that importing this module stays cheap and cycle-free.
 FAMILIES = ("elementwise", "activations", "conv", "pool", "norm", "linalg", "shape_ops", "indexing",
-            "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention",
+            "reduce", "misc", "resize", "control", "rnn", "fold", "contrib", "quant", "attention", "attention_contrib",
             "sampling", "losses", "bitwise", "positional", "sorting", "strings", "scatter", "spectral",
             "training", "ml", "image", "sequence", "random")
 FAMILIES += ("quant_blocks",)   # issue 15: MatMulNBits, GatherBlockQuantized, DynamicQuantizeMatMul

@@ -10,7 +10,8 @@ provider has already checked what every row needs: an op the registry knows at t
 static shapes, no empty tensors, and only types of a fixed size.
 """
 from .lower.common import any_dtype, f32, ok, single_output
-from .lower.attention import check_attention, lower_attention
+from .lower.attention_kv import (check_attention_ms, check_gqa, check_mha, check_onnx_attention, lower_attention_ms,
+                                lower_gqa, lower_mha, lower_onnx_attention)
 from .lower.cast import lower_cast
 from .lower.contrib_transformer import (check_bias_act, check_embed_layer_norm, check_rms_norm, check_rotary,
                                         check_skip_norm, lower_bias_act, lower_embed_layer_norm, lower_rms_norm,
@@ -140,7 +141,6 @@ LOWERINGS = {
     "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),
     "com.microsoft.FusedGemm": (f32(check_fused_gemm), lower_fused_gemm),
     "com.microsoft.Gelu": (f32(ok), lower_unary),
-    "com.microsoft.MultiHeadAttention": (f32(check_attention), lower_attention),
     # onnxruntime's transformer norms, activations, embeddings, rotary (lower/contrib_transformer.py)
     "com.microsoft.SkipLayerNormalization": (check_skip_norm, lower_skip_norm),
     "com.microsoft.SkipSimplifiedLayerNormalization": (check_skip_norm, lower_skip_norm),
@@ -152,6 +152,10 @@ LOWERINGS = {
     "com.microsoft.QuickGelu": (check_bias_act, lower_bias_act),
     "com.microsoft.RotaryEmbedding": (check_rotary, lower_rotary),
     "RotaryEmbedding": (check_rotary, lower_rotary),
+    "com.microsoft.MultiHeadAttention": (check_mha, lower_mha),
+    "com.microsoft.GroupQueryAttention": (check_gqa, lower_gqa),
+    "com.microsoft.Attention": (check_attention_ms, lower_attention_ms),
+    "Attention": (check_onnx_attention, lower_onnx_attention),
     # int8 (lower/quant.py); each check states its dtypes. "domain.Op" rows are other domains' ops.
     "QuantizeLinear": (check_quantize, lower_quantize),
     "DequantizeLinear": (check_quantize, lower_quantize),

@@ -58,4 +58,7 @@ OPS = {
     "embed_sum": Op(code=103, args=("ids", "segs", "pos_ids", "word", "pos", "seg", "mask", "y", "mask_index", "idx_dtype", "batch", "seq", "hidden", "word_rows", "pos_rows", "seg_rows", "pos_bs"), kinds="tttttttttiiiiiiii"),
     "topk": Op(code=130, args=("x", "values", "indices", "scratch", "dtype", "outer", "len", "inner", "k", "largest"), kinds="ttttiiiiii"),
     "dft": Op(code=131, args=("x", "window", "twiddle", "y", "batch", "frames", "step", "n", "xlen", "inner", "cin", "len", "m", "inverse"), kinds="ttttiiiiiiiiii"),
+    "kv_append": Op(code=120, args=("past", "x", "lens", "y", "batch", "heads", "p", "t", "s", "d", "x_bs", "x_rs", "x_hs", "lens_add"), kinds="ttttiiiiiiiiii"),
+    "rope": Op(code=121, args=("x", "xb", "cos", "sin", "lens", "pos", "y", "batch", "s", "heads", "d", "half", "max_pos", "x_bs", "x_rs", "x_hs", "lens_add", "pos_bs", "interleaved"), kinds="tttttttiiiiiiiiiiii"),
+    "attention_kv": Op(code=122, args=("q", "k", "v", "bias", "kmask", "kend", "kstart", "lens", "sink", "y", "scratch", "batch", "heads", "kv_heads", "s", "t", "d", "dv", "q_bs", "q_rs", "q_hs", "k_bs", "k_hs", "k_rs", "v_bs", "v_hs", "v_rs", "y_bs", "y_rs", "y_hs", "m_bs", "m_hs", "m_rs", "km_bs", "km_rs", "causal", "c0", "lens_add", "window", "smooth", "scale", "softcap", "mask_value"), kinds="tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff"),
 }

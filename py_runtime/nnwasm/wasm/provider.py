@@ -60,7 +60,9 @@ class WasmExecutionProvider:
             empty = empty or (numel(vi.shape) == 0 and name not in graph.initializers)
             if numel(vi.shape) * max(vi.dtype.size, 1) > MAX_TENSOR_BYTES:
                 return f"'{name}' is larger than kernels.wasm's {MAX_TENSOR_BYTES >> 20} MiB tensor limit"
-        if empty:   # zero-size values: lower/empty.py decides, the op's own check never sees them
+        if empty and not getattr(entry[0], "empty_ok", False):
+            # zero-size values: lower/empty.py decides, the op's own check never sees them; a check
+            # with empty_ok (an attention's zero-length past) handles them itself
             return empty_refusal(node, graph, entry[0])
         return entry[0](node, graph)
 
@@ -87,8 +89,10 @@ class WasmExecutionProvider:
         for node in nodes:
             if id(node) not in b.fused:
                 try:
-                    if not (has_empty(node, graph) and lower_empty(node, b)):
-                        LOWERINGS[lowering_key(node)][1](node, b)
+                    lowering = LOWERINGS[lowering_key(node)]
+                    if not (has_empty(node, graph) and not getattr(lowering[0], "empty_ok", False)
+                            and lower_empty(node, b)):
+                        lowering[1](node, b)
                 except PlanArgumentError as e:
                     raise Unsupported(f"{node}: {e}") from None
                 ops += [PlanOp(node_label(node), node.op_type, kernel) for kernel, _ in b.ops[len(ops):]]

@@ -90,8 +90,8 @@ class WasmRunner:
             if status == BAD_INDEX:
                 k = host.call("nnw_plan_failed_op")
                 node = f"{self.ops[k].op_type} node '{self.ops[k].node}'" if 0 <= k < len(self.ops) else "a node"
-                raise InvalidArgument(f"index out of range in {node}: an index input holds a value "
-                                      "outside the indexed axis")
+                raise InvalidArgument(f"index out of range in {node}: an index or length input (indices, an "
+                                      "attention's seqlens_k, positions or masks) holds a value outside its range")
             if status:
                 raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
             outs = []
