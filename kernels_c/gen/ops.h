@@ -47,7 +47,8 @@ enum nnw_opcode {
   NNW_OP_Q8_CONV2D_PACK_W = 86,
   NNW_OP_Q8_CONV2D_PK = 87,
   NNW_OP_Q8_PACK_B = 88,
-  NNW_OP_COUNT = 89 /* one past the largest opcode */
+  NNW_OP_GEMM_PACKED_F16 = 140,
+  NNW_OP_COUNT = 141 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -866,6 +867,23 @@ enum nnw_q8_pack_b_arg {
   NNW_Q8_PACK_B_NARGS = 7
 };
 
+enum nnw_gemm_packed_f16_arg {
+  NNW_GEMM_PACKED_F16_A = 0,
+  NNW_GEMM_PACKED_F16_BP = 1,
+  NNW_GEMM_PACKED_F16_BIAS = 2,
+  NNW_GEMM_PACKED_F16_R = 3,
+  NNW_GEMM_PACKED_F16_Y = 4,
+  NNW_GEMM_PACKED_F16_SCRATCH = 5,
+  NNW_GEMM_PACKED_F16_M = 6,
+  NNW_GEMM_PACKED_F16_N = 7,
+  NNW_GEMM_PACKED_F16_K = 8,
+  NNW_GEMM_PACKED_F16_ACT = 9,
+  NNW_GEMM_PACKED_F16_ACT_MIN = 10,
+  NNW_GEMM_PACKED_F16_ACT_MAX = 11,
+  NNW_GEMM_PACKED_F16_BLOCK = 12,
+  NNW_GEMM_PACKED_F16_NARGS = 13
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -911,7 +929,8 @@ enum nnw_q8_pack_b_arg {
   X(85, q8_gemm_pkq, Q8_GEMM_PKQ, 17, "tttttttiiiiiiiiii") \
   X(86, q8_conv2d_pack_w, Q8_CONV2D_PACK_W, 7, "tttiiii") \
   X(87, q8_conv2d_pk, Q8_CONV2D_PK, 32, "ttttttttiiiiiiiiiiiiiiiiiiiiiiii") \
-  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii")
+  X(88, q8_pack_b, Q8_PACK_B, 7, "tttiiii") \
+  X(140, gemm_packed_f16, GEMM_PACKED_F16, 13, "ttttttiiiiffi")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

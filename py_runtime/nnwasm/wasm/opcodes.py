@@ -50,4 +50,5 @@ OPS = {
     "q8_conv2d_pack_w": Op(code=86, args=("weight", "w_zp", "wp", "w_dtype", "m", "k", "w_zp_s"), kinds="tttiiii"),
     "q8_conv2d_pk": Op(code=87, args=("x", "weight", "x_zp", "w_zp", "bias", "scale", "y", "scratch", "x_dtype", "w_dtype", "y_dtype", "n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "group", "w_zp_s", "scale_s", "y_zp", "y_min", "y_max"), kinds="ttttttttiiiiiiiiiiiiiiiiiiiiiiii"),
     "q8_pack_b": Op(code=88, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
+    "gemm_packed_f16": Op(code=140, args=("a", "bp", "bias", "r", "y", "scratch", "m", "n", "k", "act", "act_min", "act_max", "block"), kinds="ttttttiiiiffi"),
 }
