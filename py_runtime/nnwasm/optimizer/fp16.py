@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from .. import dtypes, passes
 from ..ir import Node, ValueInfo
-from ..tensor import TensorData
+from ..tensor import TensorData, WidenedHalf
 from .cleanup import drop_noop_casts, subgraphs
 
 F16, F32 = dtypes.BY_NAME["float16"], dtypes.FLOAT32
@@ -23,9 +23,15 @@ DTYPE_ATTRS = {"Cast": "to", "EyeLike": "dtype", "RandomNormal": "dtype", "Rando
 
 
 def to_f32(t):
-    """A float16 TensorData as float32, exactly."""
+    """A float16 TensorData as float32, exactly, remembering the halves (WidenedHalf): the WASM
+    provider keeps big weights as float16 in the plan (wasm/lower/half.py)."""
     n = t.numel
-    return TensorData(F32, t.shape, struct.pack(f"<{n}f", *struct.unpack(f"<{n}e", bytes(t.data))))
+    try:   # numpy, where present, widens a 100 MB model in a blink; struct takes seconds
+        import numpy as np
+        data = np.frombuffer(bytes(t.data), "<f2").astype("<f4").tobytes()
+    except ImportError:
+        data = struct.pack(f"<{n}f", *struct.unpack(f"<{n}e", bytes(t.data)))
+    return WidenedHalf(F32, t.shape, data, t)
 
 
 def _uses_f16(g):
