@@ -1,10 +1,14 @@
-/* gemm_packed_f16: gemm_packed (gemm_packed.c) on B panels stored as float16, half the bytes of
- * the float32 panels, widened exactly to float32 (half.h) where they are read. The sums are
+/* gemm_packed_f16: gemm_packed (gemm_packed.c) on B panels stored as float16 (each k step's 8
+ * columns paired c0 c4 c1 c5 c2 c6 c3 c7, half.h), half the bytes of the float32 panels, widened exactly to float32 (half.h) where they are read. The sums are
  * gemm_packed's on the widened B, in its order: the same bits.
  *   m >= 4: `block` panels at a time are widened into scratch (32*k bytes each) and gemm_packed's
  *           own core runs on them, so the widening costs k*8 conversions per panel for all m rows.
  *   m < 4 (a decode step's GEMV): each k step's eight halves are widened in registers and used
- *           at once; the weights are read once, at half the bytes. */
+ *           at once; the weights are read once, at half the bytes. Their widening skips its
+ *           multiply by 2^112 (half.h): A's rows are scaled by 2^112 instead (into scratch), and
+ *           (a 2^112) (b 2^-112) is the same real number as a b, so each product rounds to the same
+ *           float and the sums are the same bits. Exact while |a| < 2^16 (a 2^112 finite): a row
+ *           with a larger finite value takes the full widening. */
 #include <math.h>
 
 #include "gemm_packed.h"
@@ -71,14 +75,16 @@ static inline v4 finish(v4 acc, v4 bias, const float *r, int32_t act, float lo, 
   return v4_clamp(acc, v4_set1(lo), v4_set1(hi));
 }
 
-/* rows 0..mr-1 (mr < 4) of one panel, its halves widened in registers; w columns kept */
-static void rows_f16(int mr, int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
-                     const struct gemm_packed_f16 *p, const float *bias, const float *r) {
+/* rows 0..mr-1 (mr < 4) of one panel, its halves widened in registers; w columns kept. scaled:
+ * a holds A's rows times 2^112, and the halves are widened without their multiply. */
+static inline void rows_f16(int mr, int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
+                            const struct gemm_packed_f16 *p, const float *bias, const float *r, int scaled) {
   v4 acc[3][2];
   for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = v4_set1(0.0f);
   for (int32_t kk = 0; kk < k; kk++, bp += NR) {
     v4 b0, b1;
-    nnw_half8_to_v4(bp, &b0, &b1);
+    if (scaled) nnw_half8_bits(bp, &b0, &b1);
+    else nnw_half8_to_v4(bp, &b0, &b1);
     for (int i = 0; i < mr; i++) {
       v4 av = v4_load1(a + (size_t)i * k + kk);
       acc[i][0] = v4_madd(acc[i][0], av, b0);
@@ -107,8 +113,18 @@ void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
   float *y = nnw_f32_at(arena, p.y), *s = nnw_f32_at(arena, p.scratch);
   int32_t m = p.m, n = p.n, k = p.k, panels = (n + NR - 1) / NR;
   if (m < 4) {
-    for (int32_t q = 0, j = 0; q < panels; q++, j += NR)
-      rows_f16(m, k, a, bp + (size_t)q * NR * k, y, j, n - j < NR ? n - j : NR, &p, bias, r);
+    size_t len = (size_t)m * k;
+    int scaled = 1;
+    for (size_t e = 0; e < len; e++) {
+      float v = a[e] < 0 ? -a[e] : a[e];
+      if (v >= 65536.0f && v != INFINITY) scaled = 0; /* a 2^112 would overflow */
+      s[e] = a[e] * NNW_HALF_SCALE;
+    }
+    for (int32_t q = 0, j = 0; q < panels; q++, j += NR) {
+      int32_t w = n - j < NR ? n - j : NR;
+      if (scaled) rows_f16(m, k, s, bp + (size_t)q * NR * k, y, j, w, &p, bias, r, 1);
+      else rows_f16(m, k, a, bp + (size_t)q * NR * k, y, j, w, &p, bias, r, 0);
+    }
     return;
   }
   for (int32_t q0 = 0; q0 < panels; q0 += p.block) {

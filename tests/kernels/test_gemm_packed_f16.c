@@ -16,6 +16,9 @@ static double half_ref(uint16_t h) {
   return h & 0x8000 ? -v : v;
 }
 
+/* where column c (0..7) of a k step sits among its eight halves: c0 c4 c1 c5 c2 c6 c3 c7 */
+static int slot(int c) { return 2 * (c % 4) + c / 4; }
+
 static uint16_t random_half(void) {
   for (;;) { /* finite: every exponent but 31, subnormals and zeros included */
     uint16_t h = (uint16_t)rng_u32();
@@ -24,18 +27,24 @@ static uint16_t random_half(void) {
 }
 
 /* runs gemm_packed_f16 on halves hp and gemm_packed on their widening; y bits must agree */
+/* a_special: 1 puts 70000 in A's first row (a 2^112 would overflow: the GEMV takes the full
+ * widening), 2 a float32 subnormal and an infinity (scaled path, still exact) */
+static int a_special;
+
 static void f16_case(int m, int n, int k, int has_bias, int has_r, int act, float lo, float hi, int block) {
   int panels = (n + 7) / 8;
   size_t an = (size_t)m * k, pn = (size_t)panels * 8 * k, yn = (size_t)m * n, sn = (size_t)block * 8 * k;
   float *a = malloc(4 * an), *bp = malloc(4 * pn), *bias = malloc(4 * (size_t)n), *r = malloc(4 * yn);
   uint16_t *hp = malloc(2 * pn);
   fill_random(a, an, -1, 1);
+  if (a_special == 1) a[k / 2] = 70000.0f;
+  if (a_special == 2) a[0] = 1e-40f, a[an - 1] = -INFINITY;
   fill_random(bias, (size_t)n, -1, 1);
   fill_random(r, yn, -1, 1);
-  for (size_t e = 0; e < pn; e++) {
-    hp[e] = (uint16_t)(random_half() & 0xBFFF); /* |b| < 2: sums stay finite */
-    bp[e] = (float)half_ref(hp[e]);
+  for (size_t e = 0; e < pn; e++) { /* hp paired as ops.def says: column c of a k step at slot(c) */
+    hp[e - e % 8 + slot((int)(e % 8))] = (uint16_t)(random_half() & 0xBFFF); /* |b| < 2: sums finite */
   }
+  for (size_t e = 0; e < pn; e++) bp[e] = (float)half_ref(hp[e - e % 8 + slot((int)(e % 8))]);
   char name[128];
   snprintf(name, sizeof name, "gemm_packed_f16 m%d n%d k%d bias%d r%d act%d block%d", m, n, k, has_bias, has_r, act,
            block);
@@ -88,12 +97,15 @@ static void every_half(void) {
     }
     int32_t args[NNW_GEMM_PACKED_F16_NARGS] = {off[0], off[1], -1, -1, off[2], off[3], 1, N, 1, 0,
                                                f32_bits(-INFINITY), f32_bits(INFINITY), 1};
-    /* k = 1: panel q holds columns 8q..8q+7 in order, so y[j] = b[j] */
+    /* k = 1: panel q holds columns 8q..8q+7, column c at slot(c): y[j] is that half */
     if (run_op(NNW_OP_GEMM_PACKED_F16, args, NNW_GEMM_PACKED_F16_NARGS, arena, arena_bytes) == NNW_OK) {
       const float *y = (const float *)(const void *)at(arena, off[2]);
       int bad = 0;
-      for (int j = 0; j < N && !bad; j++)
-        if ((double)y[j] != half_ref(h[j])) bad = expect(0, "half 0x%04x widened to %g, want %g", h[j], y[j], half_ref(h[j])) + 1;
+      for (int j = 0; j < N && !bad; j++) {
+        uint16_t hj = h[j - j % 8 + slot(j % 8)];
+        if ((double)y[j] != half_ref(hj))
+          bad = expect(0, "half 0x%04x widened to %g, want %g", hj, y[j], half_ref(hj)) + 1;
+      }
     }
     free(arena);
   }
@@ -138,6 +150,11 @@ void test_gemm_packed_f16(void) {
   const float I = INFINITY;
   every_half();
   f16_case(1, 768, 64, 1, 0, 0, -I, I, 4);  /* a decode step: halves widened in registers */
+  for (a_special = 1; a_special <= 2; a_special++) {
+    f16_case(2, 30, 50, 1, 1, 0, -I, I, 1); /* the GEMV: A scaled by 2^112, or not */
+    f16_case(5, 30, 50, 1, 0, 0, -I, I, 2);
+  }
+  a_special = 0;
   f16_case(3, 21, 40, 1, 1, 1, -I, I, 1);
   f16_case(128, 64, 96, 1, 0, 0, -I, I, 3); /* widened in blocks of 3 panels into scratch */
   f16_case(9, 100, 16, 1, 0, 1, -I, I, 2);

@@ -40,14 +40,15 @@ def _u16(data):
 
 
 def pack_half(h, k, n, trans):
-    """B's halves ([K, N], or [N, K] when trans) -> gemm_packed's panels [ceil(N/8)][K][8] of
-    halves, columns past N zero."""
+    """B's halves ([K, N], or [N, K] when trans) -> gemm_packed_f16's panels [ceil(N/8)][K][8] of
+    halves, each k step's columns paired c0 c4 c1 c5 c2 c6 c3 c7 (ops.def), columns past N zero."""
     src, panels = _u16(h.data), (n + NR - 1) // NR
     out = array("H", bytes(2 * panels * NR * k))
     for j in range(n):
         q, c = divmod(j, NR)
         col = src[j * k:(j + 1) * k] if trans else src[j::n]
-        out[q * NR * k + c:(q + 1) * NR * k:NR] = col
+        at = q * NR * k + 2 * (c % 4) + c // 4
+        out[at:(q + 1) * NR * k:NR] = col
     if sys.byteorder == "big":
         out.byteswap()
     return TensorData(F16, (len(out),), out.tobytes())
