@@ -8,7 +8,9 @@
  *           multiply by 2^112 (half.h): A's rows are scaled by 2^112 instead (into scratch), and
  *           (a 2^112) (b 2^-112) is the same real number as a b, so each product rounds to the same
  *           float and the sums are the same bits. Exact while |a| < 2^16 (a 2^112 finite): a row
- *           with a larger finite value takes the full widening. */
+ *           with a larger finite value takes the full widening. V8 only: Cranelift (the
+ *           NNW_HINT_SPLAT_BY_SHUFFLE hosts) ran this loop 3.5x slower than the float32 GEMV and
+ *           the blocks 1.8x (768 x 768, per-op minima), so wasmtime widens in blocks at any m. */
 #include <math.h>
 
 #include "gemm_packed.h"
@@ -18,6 +20,12 @@
 #include "vmath.h"
 
 #define NR 8
+
+#if defined(__GNUC__)
+#define NNW_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define NNW_ALWAYS_INLINE inline
+#endif
 
 struct gemm_packed_f16 {
   int32_t a, bp, bias, r, y, scratch, m, n, k, act, block;
@@ -77,7 +85,7 @@ static inline v4 finish(v4 acc, v4 bias, const float *r, int32_t act, float lo, 
 
 /* rows 0..mr-1 (mr < 4) of one panel, its halves widened in registers; w columns kept. scaled:
  * a holds A's rows times 2^112, and the halves are widened without their multiply. */
-static inline void rows_f16(int mr, int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
+static NNW_ALWAYS_INLINE void rows_f16(int mr, int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
                             const struct gemm_packed_f16 *p, const float *bias, const float *r, int scaled) {
   v4 acc[3][2];
   for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = v4_set1(0.0f);
@@ -105,6 +113,47 @@ static inline void rows_f16(int mr, int32_t k, const float *a, const uint16_t *b
   }
 }
 
+/* rows_f16 for one row, its two accumulators plain locals */
+static NNW_ALWAYS_INLINE void row1_f16(int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
+                                       const struct gemm_packed_f16 *p, const float *bias, const float *r, int scaled) {
+  v4 acc0 = v4_set1(0.0f), acc1 = acc0;
+  for (int32_t kk = 0; kk < k; kk++, bp += NR) {
+    v4 b0, b1;
+    if (scaled) nnw_half8_bits(bp, &b0, &b1);
+    else nnw_half8_to_v4(bp, &b0, &b1);
+    v4 av = v4_load1(a + kk);
+    acc0 = v4_madd(acc0, av, b0);
+    acc1 = v4_madd(acc1, av, b1);
+  }
+  float bb[NR] = {0}, rr[NR] = {0}, out[NR];
+  const float *ri = NULL;
+  if (bias != NULL) memcpy(bb, bias + j, 4 * (size_t)w);
+  if (r != NULL) {
+    memcpy(rr, r + j, 4 * (size_t)w);
+    ri = rr;
+  }
+  v4_store(out, finish(acc0, v4_load(bb), ri, p->act, p->lo, p->hi));
+  v4_store(out + 4, finish(acc1, v4_load(bb + 4), ri != NULL ? ri + 4 : NULL, p->act, p->lo, p->hi));
+  memcpy(y + j, out, 4 * (size_t)w);
+}
+
+/* every panel for m < 4 rows, mr and scaled constants in each copy: the accumulators stay in
+ * registers (a loop over a variable row count kept them in memory: 2x slower) */
+#define NNW_GEMV(name, sc)                                                                          \
+  static void name(int32_t m, int32_t k, const float *a, const uint16_t *bp, float *y,              \
+                   const struct gemm_packed_f16 *p, const float *bias, const float *r) {            \
+    int32_t n = p->n;                                                                             \
+    for (int32_t j = 0; j < n; j += NR, bp += (size_t)NR * k) {                                   \
+      int32_t w = n - j < NR ? n - j : NR;                                                        \
+      if (m == 1) row1_f16(k, a, bp, y, j, w, p, bias, r, sc);                                    \
+      else if (m == 2) rows_f16(2, k, a, bp, y, j, w, p, bias, r, sc);                            \
+      else rows_f16(3, k, a, bp, y, j, w, p, bias, r, sc);                                        \
+    }                                                                                             \
+  }
+NNW_GEMV(gemv_scaled, 1)
+NNW_GEMV(gemv_full, 0)
+#undef NNW_GEMV
+
 void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
   struct gemm_packed_f16 p;
   decode(args, &p);
@@ -112,7 +161,7 @@ void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
   const uint16_t *bp = (const uint16_t *)(const void *)(arena + p.bp);
   float *y = nnw_f32_at(arena, p.y), *s = nnw_f32_at(arena, p.scratch);
   int32_t m = p.m, n = p.n, k = p.k, panels = (n + NR - 1) / NR;
-  if (m < 4) {
+  if (m < 4 && !(nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE)) {
     size_t len = (size_t)m * k;
     int scaled = 1;
     for (size_t e = 0; e < len; e++) {
@@ -120,11 +169,8 @@ void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
       if (v >= 65536.0f && v != INFINITY) scaled = 0; /* a 2^112 would overflow */
       s[e] = a[e] * NNW_HALF_SCALE;
     }
-    for (int32_t q = 0, j = 0; q < panels; q++, j += NR) {
-      int32_t w = n - j < NR ? n - j : NR;
-      if (scaled) rows_f16(m, k, s, bp + (size_t)q * NR * k, y, j, w, &p, bias, r, 1);
-      else rows_f16(m, k, a, bp + (size_t)q * NR * k, y, j, w, &p, bias, r, 0);
-    }
+    if (scaled) gemv_scaled(m, k, s, bp, y, &p, bias, r);
+    else gemv_full(m, k, a, bp, y, &p, bias, r);
     return;
   }
   for (int32_t q0 = 0; q0 < panels; q0 += p.block) {
