@@ -224,3 +224,19 @@ def test_fp16_weights_with_inf_keep_float32_panels():
     want = onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert "gemm_packed_f16" not in _kernels(sess) and np.isinf(got[:, 2]).all()
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), atol=5e-3, rtol=5e-3)
+
+
+def test_widening_without_numpy_is_the_same(monkeypatch):
+    """to_f32 widens with numpy where it is importable, with struct where not (Pyodide): the same
+    bytes, and the halves kept."""
+    import sys
+    from nnwasm import dtypes
+    from nnwasm.optimizer.fp16 import to_f32
+    from nnwasm.tensor import TensorData
+    h = np.array([0, -0.0, 6e-8, -6e-5, 1.5, -65504, np.inf, -np.inf], np.float16)
+    t = TensorData(dtypes.BY_NAME["float16"], h.shape, h.tobytes())
+    with_numpy = to_f32(t)
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    without = to_f32(t)
+    assert bytes(with_numpy.data) == bytes(without.data) == h.astype(np.float32).tobytes()
+    assert without.half is t
