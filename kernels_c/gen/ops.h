@@ -58,7 +58,8 @@ enum nnw_opcode {
   NNW_OP_KV_APPEND = 120,
   NNW_OP_ROPE = 121,
   NNW_OP_ATTENTION_KV = 122,
-  NNW_OP_COUNT = 132 /* one past the largest opcode */
+  NNW_OP_GEMM_PACKED_F16 = 140,
+  NNW_OP_COUNT = 141 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -1101,6 +1102,23 @@ enum nnw_attention_kv_arg {
   NNW_ATTENTION_KV_NARGS = 43
 };
 
+enum nnw_gemm_packed_f16_arg {
+  NNW_GEMM_PACKED_F16_A = 0,
+  NNW_GEMM_PACKED_F16_BP = 1,
+  NNW_GEMM_PACKED_F16_BIAS = 2,
+  NNW_GEMM_PACKED_F16_R = 3,
+  NNW_GEMM_PACKED_F16_Y = 4,
+  NNW_GEMM_PACKED_F16_SCRATCH = 5,
+  NNW_GEMM_PACKED_F16_M = 6,
+  NNW_GEMM_PACKED_F16_N = 7,
+  NNW_GEMM_PACKED_F16_K = 8,
+  NNW_GEMM_PACKED_F16_ACT = 9,
+  NNW_GEMM_PACKED_F16_ACT_MIN = 10,
+  NNW_GEMM_PACKED_F16_ACT_MAX = 11,
+  NNW_GEMM_PACKED_F16_BLOCK = 12,
+  NNW_GEMM_PACKED_F16_NARGS = 13
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -1157,7 +1175,8 @@ enum nnw_attention_kv_arg {
   X(131, dft, DFT, 14, "ttttiiiiiiiiii") \
   X(120, kv_append, KV_APPEND, 14, "ttttiiiiiiiiii") \
   X(121, rope, ROPE, 19, "tttttttiiiiiiiiiiii") \
-  X(122, attention_kv, ATTENTION_KV, 43, "tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff")
+  X(122, attention_kv, ATTENTION_KV, 43, "tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff") \
+  X(140, gemm_packed_f16, GEMM_PACKED_F16, 13, "ttttttiiiiffi")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "gemm_packed.h"
 #include "pack_a.h"
 #include "simd.h"
 #include "vmath.h"
@@ -233,24 +234,28 @@ NNW_PACKED(any, -1)
 void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
   struct gemm_packed p;
   gp_decode(args, &p);
-  const float *a = nnw_f32_at(arena, p.a), *bp = nnw_f32_at(arena, p.bp);
-  float *y = nnw_f32_at(arena, p.y);
-  const struct ep e = {nnw_f32_at(arena, p.bias), nnw_f32_at(arena, p.r), p.n, p.act, p.lo, p.hi};
-  int32_t k = p.k, m = p.m, i0 = 0; /* rows below i0 are done for every whole panel */
+  nnw_gemm_packed_cols(p.m, p.n, p.n, p.k, nnw_f32_at(arena, p.a), nnw_f32_at(arena, p.bp),
+                       nnw_f32_at(arena, p.bias), nnw_f32_at(arena, p.r), nnw_f32_at(arena, p.y), p.act, p.lo, p.hi);
+}
+
+void nnw_gemm_packed_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
+                          const float *bias, const float *r, float *y, int32_t act, float lo, float hi) {
+  const struct ep e = {bias, r, ldy, act, lo, hi};
+  int32_t i0 = 0; /* rows below i0 are done for every whole panel */
   /* The epilogue's shape is tested where each path is picked, not computed once into a fin: that
    * version compiled differently, and V8 ran BERT-mini 1.009x slower (ab_kernels.py, A/A 1.000). */
-  int unclamped = p.lo == -INFINITY && p.hi == INFINITY;
+  int unclamped = lo == -INFINITY && hi == INFINITY;
   if ((nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) && nnw_pack_a_rows(k) > 0) {
     i0 = m / MR * MR;
-    int32_t full = p.n / NR * NR;
-    if (unclamped && p.act == 0 && e.r == NULL) packed_bias(i0, full, k, a, bp, y, &e);
-    else if (unclamped && p.act == 0) packed_residual(i0, full, k, a, bp, y, &e);
+    int32_t full = cols / NR * NR;
+    if (unclamped && act == 0 && e.r == NULL) packed_bias(i0, full, k, a, bp, y, &e);
+    else if (unclamped && act == 0) packed_residual(i0, full, k, a, bp, y, &e);
     else packed_any(i0, full, k, a, bp, y, &e);
   }
-  if (unclamped && p.act == 0 && e.r == NULL)
-    panels_bias(m, p.n, k, a, bp, y, i0, &e);
-  else if (unclamped && p.act == 0)
-    panels_residual(m, p.n, k, a, bp, y, i0, &e);
+  if (unclamped && act == 0 && e.r == NULL)
+    panels_bias(m, cols, k, a, bp, y, i0, &e);
+  else if (unclamped && act == 0)
+    panels_residual(m, cols, k, a, bp, y, i0, &e);
   else
-    panels(m, p.n, k, a, bp, y, i0, &e, -1);
+    panels(m, cols, k, a, bp, y, i0, &e, -1);
 }

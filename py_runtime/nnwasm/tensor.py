@@ -114,6 +114,17 @@ class SymTensor(TensorData):
         return np.frombuffer(self.data, dtype=dtypes.numpy_dtype(self.dtype).newbyteorder("<")).reshape(self.shape)
 
 
+class WidenedHalf(TensorData):
+    """float32 values widened exactly from the float16 tensor `half` (the optimizer's fp16 pass
+    makes them): a lowering may store `half` instead, at half the bytes, and widen in its kernel
+    (wasm/lower/half.py)."""
+    __slots__ = ("half",)
+
+    def __init__(self, dtype, shape, data, half):
+        super().__init__(dtype, shape, data)
+        self.half = half
+
+
 def _utf8(v):
     if isinstance(v, str):
         return v.encode("utf-8", "surrogatepass")

@@ -13,6 +13,7 @@ static const struct {
     {"conv2d", test_conv2d},         {"gemm", test_gemm},       {"matmul", test_matmul},
     {"gemm_packed", test_gemm_packed}, {"attention", test_attention},
     {"attention_kv", test_attention_kv},
+    {"gemm_packed", test_gemm_packed}, {"gemm_packed_f16", test_gemm_packed_f16}, {"attention", test_attention},
     {"q8_gemm_ep", test_q8_gemm_ep}, {"q8_gemm_pk", test_q8_gemm_pk}, {"q8_gemm_pkq", test_q8_gemm_pkq},
     {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
     {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},

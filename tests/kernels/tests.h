@@ -12,6 +12,7 @@ void test_gemm(void);
 void test_matmul(void);
 void test_host_hints(void);
 void test_gemm_packed(void);
+void test_gemm_packed_f16(void);
 void test_attention(void);
 void test_attention_kv(void);
 void test_q8_gemm_ep(void);

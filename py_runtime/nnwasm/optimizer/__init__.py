@@ -36,7 +36,7 @@ PIPELINE = [
     # int8: DQ -> op -> Q groups become integer ops (QLinearConv, ...), as onnxruntime's QDQ
     # transformer does at its extended level
     Pass("fuse_qdq", L.ORT_ENABLE_EXTENDED, "graph", qdq.fuse_qdq),
-    Pass("float16_to_float32", L.ORT_ENABLE_BASIC, "shaped", fp16.float16_to_float32, static=True),
+    Pass("float16_to_float32", L.ORT_ENABLE_BASIC, "shaped", fp16.float16_to_float32),
     Pass("drop_noop_casts", L.ORT_ENABLE_BASIC, "shaped", cleanup.drop_noop_casts),
     Pass("fold_constants", L.ORT_ENABLE_BASIC, "shaped", const_fold.fold_constants),
     Pass("fuse_batch_norm", L.ORT_ENABLE_BASIC, "shaped", batchnorm.fuse_batch_norm),

@@ -1,5 +1,7 @@
 """float16 models (onnxconverter_common.float16.convert_float_to_float16, with or without
-keep_io_types) compute in float32: float16 initializers become float32 (exact), Casts to float16
+keep_io_types; onnxruntime.transformers' conversion; Optimum's --dtype fp16) compute in float32:
+float16 initializers become float32 (exact; WidenedHalf remembers the halves, which the WASM
+provider keeps in the plan where a kernel widens them: wasm/lower/half.py), Casts to float16
 inside the graph cast to float32 (drop_noop_casts then removes those that became no-ops), and
 float16 graph inputs and outputs get a Cast at the boundary, so users still feed and get float16.
 Results are within float16 rounding of onnxruntime's; kernels.wasm computes in float32 only.
@@ -7,14 +9,16 @@ Graphs with subgraphs are left as they are.
 
 The rewrite is undone if the graph ran entirely on the session's first provider before and no
 longer does: a graph of data movement only (a float16 Transpose, which kernels.wasm moves as
-bytes) would otherwise gain two Casts that need numpy where kernels.wasm lacks Cast. So it runs
-after shape inference, for concrete shapes."""
+bytes) would otherwise gain two Casts. It runs once, after the first shape inference, also when
+input dims are symbolic (it needs no concrete shape; a session waiting for them refused an
+Optimum export's float16 Sqrt/Div at creation); with symbolic dims the WASM provider refuses every
+node at that point, so the undo never applies there."""
 import struct
 from dataclasses import replace
 
 from .. import dtypes, passes
 from ..ir import Node, ValueInfo
-from ..tensor import TensorData
+from ..tensor import TensorData, WidenedHalf
 from .cleanup import drop_noop_casts, subgraphs
 
 F16, F32 = dtypes.BY_NAME["float16"], dtypes.FLOAT32
@@ -23,9 +27,15 @@ DTYPE_ATTRS = {"Cast": "to", "EyeLike": "dtype", "RandomNormal": "dtype", "Rando
 
 
 def to_f32(t):
-    """A float16 TensorData as float32, exactly."""
+    """A float16 TensorData as float32, exactly, remembering the halves (WidenedHalf): the WASM
+    provider keeps big weights as float16 in the plan (wasm/lower/half.py)."""
     n = t.numel
-    return TensorData(F32, t.shape, struct.pack(f"<{n}f", *struct.unpack(f"<{n}e", bytes(t.data))))
+    try:   # numpy, where present, widens a 100 MB model in a blink; struct takes seconds
+        import numpy as np
+        data = np.frombuffer(bytes(t.data), "<f2").astype("<f4").tobytes()
+    except ImportError:
+        data = struct.pack(f"<{n}f", *struct.unpack(f"<{n}e", bytes(t.data)))
+    return WidenedHalf(F32, t.shape, data, t)
 
 
 def _uses_f16(g):

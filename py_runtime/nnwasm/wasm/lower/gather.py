@@ -2,6 +2,7 @@
 int64; the kernels check each index and stop the run with NNW_BAD_INDEX when one is out of range."""
 from ...tensor import numel
 from .common import axis_attr
+from .half import lower_gather_half
 
 INDEX_DTYPES = ("int32", "int64")
 
@@ -15,9 +16,11 @@ def lower_gather(node, b):
     x, idx = node.inputs[:2]
     xs = b.shape(x)
     a = axis_attr(node, len(xs), 0)
+    dims = dict(outer=numel(xs[:a]), axis_dim=xs[a], n_idx=numel(b.shape(idx)), inner=numel(xs[a + 1:]))
+    if lower_gather_half(node, b, **dims):   # a float16 model's table, kept as halves
+        return
     b.emit("gather", x=b.ref(x), idx=b.ref(idx), y=b.ref(node.outputs[0]), esize=b.dtype(x).size,
-           idx_dtype=b.dtype(idx).onnx, outer=numel(xs[:a]), axis_dim=xs[a], n_idx=numel(b.shape(idx)),
-           inner=numel(xs[a + 1:]))
+           idx_dtype=b.dtype(idx).onnx, **dims)
 
 
 def check_gather_elements(node, g):

@@ -2,6 +2,7 @@
 two-operand Einsum as transposes around one batched matmul."""
 from ...tensor import numel
 from .epilogue import fuse_activation
+from .half import lower_gemm_half
 from .movement import _transpose_axes
 from .packed import lower_matmul_packed
 
@@ -32,6 +33,8 @@ def gemm_args(node, b):
 
 
 def lower_gemm(node, b):
+    if lower_gemm_half(node, b):   # B a float16 model's weight, kept as halves
+        return
     y, lo, hi = fuse_activation(node, b)
     b.emit("gemm", **gemm_args(node, b), y=b.ref(y), act_min=lo, act_max=hi)
 

@@ -5,6 +5,7 @@ MatMul. The fused nodes' intermediate values are never written."""
 import math
 
 from ...tensor import TensorData, numel
+from .half import emit_gemm_half, half_panels
 
 NR = 8
 
@@ -83,10 +84,6 @@ def lower_matmul_packed(node, b, m, n, k):
     """The MatMul (and what it fuses) as one gemm_packed op."""
     w, y = node.inputs[1], node.outputs[0]
     shape = b.shape(y)
-    cache = b.__dict__.setdefault("packed", {})
-    if w not in cache:
-        t = b.graph.initializers[w]
-        cache[w] = b.constant(b.derived(("pack_b", k, n), t, make=lambda: pack_b(t, k, n)))
     bias = r = None
     act, lo, hi = 0, -math.inf, math.inf
     fused = []
@@ -107,5 +104,13 @@ def lower_matmul_packed(node, b, m, n, k):
                 y = nxt.outputs[0]
                 fused.append(nxt)
     b.fused.update(id(f) for f in fused)
+    hp = half_panels(b, w, k, n)   # a float16 model's weight: its halves (lower/half.py)
+    if hp is not None:
+        return emit_gemm_half(b, hp, b.ref(node.inputs[0]), b.ref(y), m, n, k, b.ref(bias) if bias else None,
+                              b.ref(r) if r else None, act, lo, hi)
+    cache = b.__dict__.setdefault("packed", {})
+    if w not in cache:
+        t = b.graph.initializers[w]
+        cache[w] = b.constant(b.derived(("pack_b", k, n), t, make=lambda: pack_b(t, k, n)))
     b.emit("gemm_packed", a=b.ref(node.inputs[0]), bp=cache[w], bias=b.ref(bias) if bias else None,
            r=b.ref(r) if r else None, y=b.ref(y), m=m, n=n, k=k, act=act, act_min=lo, act_max=hi)

@@ -1,0 +1,189 @@
+/* gemm_packed_f16: gemm_packed (gemm_packed.c) on B panels stored as float16 (each k step's 8
+ * columns paired c0 c4 c1 c5 c2 c6 c3 c7, half.h), half the bytes of the float32 panels, widened exactly to float32 (half.h) where they are read. The sums are
+ * gemm_packed's on the widened B, in its order: the same bits.
+ *   m >= 4: `block` panels at a time are widened into scratch (32*k bytes each) and gemm_packed's
+ *           own core runs on them, so the widening costs k*8 conversions per panel for all m rows.
+ *   m < 4 (a decode step's GEMV): each k step's eight halves are widened in registers and used
+ *           at once; the weights are read once, at half the bytes. Their widening skips its
+ *           multiply by 2^112 (half.h): A's rows are scaled by 2^112 instead (into scratch), and
+ *           (a 2^112) (b 2^-112) is the same real number as a b, so each product rounds to the same
+ *           float and the sums are the same bits. Exact while |a| < 2^16 (a 2^112 finite): a row
+ *           with a larger finite value takes the full widening. V8 only: Cranelift (the
+ *           NNW_HINT_SPLAT_BY_SHUFFLE hosts) ran this loop 3.5x slower than the float32 GEMV and
+ *           the blocks 1.8x (768 x 768, per-op minima), so wasmtime widens in blocks at any m. */
+#include <math.h>
+
+#include "gemm_packed.h"
+#include "half.h"
+#include "internal.h"
+#include "simd.h"
+#include "vmath.h"
+
+#define NR 8
+
+#if defined(__GNUC__)
+#define NNW_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define NNW_ALWAYS_INLINE inline
+#endif
+
+struct gemm_packed_f16 {
+  int32_t a, bp, bias, r, y, scratch, m, n, k, act, block;
+  float lo, hi;
+};
+
+static void decode(const int32_t *v, struct gemm_packed_f16 *p) {
+  p->a = v[NNW_GEMM_PACKED_F16_A];
+  p->bp = v[NNW_GEMM_PACKED_F16_BP];
+  p->bias = v[NNW_GEMM_PACKED_F16_BIAS];
+  p->r = v[NNW_GEMM_PACKED_F16_R];
+  p->y = v[NNW_GEMM_PACKED_F16_Y];
+  p->scratch = v[NNW_GEMM_PACKED_F16_SCRATCH];
+  p->m = v[NNW_GEMM_PACKED_F16_M];
+  p->n = v[NNW_GEMM_PACKED_F16_N];
+  p->k = v[NNW_GEMM_PACKED_F16_K];
+  p->act = v[NNW_GEMM_PACKED_F16_ACT];
+  p->block = v[NNW_GEMM_PACKED_F16_BLOCK];
+  p->lo = nnw_arg_f32(v[NNW_GEMM_PACKED_F16_ACT_MIN]);
+  p->hi = nnw_arg_f32(v[NNW_GEMM_PACKED_F16_ACT_MAX]);
+}
+
+int nnw_validate_gemm_packed_f16(const int32_t *args, uint32_t arena_bytes) {
+  struct gemm_packed_f16 p;
+  decode(args, &p);
+  int32_t dims[] = {p.m, p.n, p.k, p.block};
+  NNW_TRY(nnw_check_positive(dims, 4));
+  if ((p.act & ~1) || !(p.lo <= p.hi)) return NNW_BAD_ARGS;
+  uint64_t m = (uint64_t)p.m, n = (uint64_t)p.n, k = (uint64_t)p.k;
+  uint64_t panels = (n + NR - 1) / NR;
+  uint64_t a_bytes = nnw_mul(m * 4, k), b_bytes = nnw_mul(nnw_mul(panels, NR * 2), k);
+  uint64_t y_bytes = nnw_mul(m * 4, n), s_bytes = nnw_mul(nnw_mul((uint64_t)p.block, NR * 4), k);
+  NNW_TRY(nnw_check_tensor(p.a, a_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.bp, b_bytes, arena_bytes, 0, 0));
+  if (p.bp % 2) return NNW_BAD_ARGS;
+  NNW_TRY(nnw_check_tensor(p.bias, n * 4, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.r, y_bytes, arena_bytes, 1, 1));
+  NNW_TRY(nnw_check_tensor(p.y, y_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_tensor(p.scratch, s_bytes, arena_bytes, 0, 1));
+  NNW_TRY(nnw_check_apart(p.a, a_bytes, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.bp, b_bytes, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.bias, n * 4, p.y, y_bytes, 0));
+  NNW_TRY(nnw_check_apart(p.r, y_bytes, p.y, y_bytes, 0));
+  int32_t ins[] = {p.a, p.bp, p.bias, p.r, p.y};
+  uint64_t in_bytes[] = {a_bytes, b_bytes, n * 4, y_bytes, y_bytes};
+  for (int t = 0; t < 5; t++) NNW_TRY(nnw_check_apart(p.scratch, s_bytes, ins[t], in_bytes[t], 0));
+  return NNW_OK;
+}
+
+/* gemm_packed.c's finish(): acc + bias + r, activated, clamped (the unclamped clamp is the identity) */
+static inline v4 finish(v4 acc, v4 bias, const float *r, int32_t act, float lo, float hi) {
+  acc = v4_add(acc, bias);
+  if (r != NULL) acc = v4_add(acc, v4_load(r));
+  if (act == 1) acc = v4_gelu(acc);
+  return v4_clamp(acc, v4_set1(lo), v4_set1(hi));
+}
+
+/* rows 0..mr-1 (mr < 4) of one panel, its halves widened in registers; w columns kept. scaled:
+ * a holds A's rows times 2^112, and the halves are widened without their multiply. */
+static NNW_ALWAYS_INLINE void rows_f16(int mr, int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
+                            const struct gemm_packed_f16 *p, const float *bias, const float *r, int scaled) {
+  v4 acc[3][2];
+  for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = v4_set1(0.0f);
+  for (int32_t kk = 0; kk < k; kk++, bp += NR) {
+    v4 b0, b1;
+    if (scaled) nnw_half8_bits(bp, &b0, &b1);
+    else nnw_half8_to_v4(bp, &b0, &b1);
+    for (int i = 0; i < mr; i++) {
+      v4 av = v4_load1(a + (size_t)i * k + kk);
+      acc[i][0] = v4_madd(acc[i][0], av, b0);
+      acc[i][1] = v4_madd(acc[i][1], av, b1);
+    }
+  }
+  float bb[NR] = {0}, rr[NR] = {0}, out[NR];
+  if (bias != NULL) memcpy(bb, bias + j, 4 * (size_t)w);
+  for (int i = 0; i < mr; i++) {
+    const float *ri = NULL;
+    if (r != NULL) {
+      memcpy(rr, r + (size_t)i * p->n + j, 4 * (size_t)w);
+      ri = rr;
+    }
+    v4_store(out, finish(acc[i][0], v4_load(bb), ri, p->act, p->lo, p->hi));
+    v4_store(out + 4, finish(acc[i][1], v4_load(bb + 4), ri != NULL ? ri + 4 : NULL, p->act, p->lo, p->hi));
+    memcpy(y + (size_t)i * p->n + j, out, 4 * (size_t)w);
+  }
+}
+
+/* rows_f16 for one row, its two accumulators plain locals */
+static NNW_ALWAYS_INLINE void row1_f16(int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
+                                       const struct gemm_packed_f16 *p, const float *bias, const float *r, int scaled) {
+  v4 acc0 = v4_set1(0.0f), acc1 = acc0;
+  for (int32_t kk = 0; kk < k; kk++, bp += NR) {
+    v4 b0, b1;
+    if (scaled) nnw_half8_bits(bp, &b0, &b1);
+    else nnw_half8_to_v4(bp, &b0, &b1);
+    v4 av = v4_load1(a + kk);
+    acc0 = v4_madd(acc0, av, b0);
+    acc1 = v4_madd(acc1, av, b1);
+  }
+  float bb[NR] = {0}, rr[NR] = {0}, out[NR];
+  const float *ri = NULL;
+  if (bias != NULL) memcpy(bb, bias + j, 4 * (size_t)w);
+  if (r != NULL) {
+    memcpy(rr, r + j, 4 * (size_t)w);
+    ri = rr;
+  }
+  v4_store(out, finish(acc0, v4_load(bb), ri, p->act, p->lo, p->hi));
+  v4_store(out + 4, finish(acc1, v4_load(bb + 4), ri != NULL ? ri + 4 : NULL, p->act, p->lo, p->hi));
+  memcpy(y + j, out, 4 * (size_t)w);
+}
+
+/* every panel for m < 4 rows, mr and scaled constants in each copy: the accumulators stay in
+ * registers (a loop over a variable row count kept them in memory: 2x slower) */
+#define NNW_GEMV(name, sc)                                                                          \
+  static void name(int32_t m, int32_t k, const float *a, const uint16_t *bp, float *y,              \
+                   const struct gemm_packed_f16 *p, const float *bias, const float *r) {            \
+    int32_t n = p->n;                                                                             \
+    for (int32_t j = 0; j < n; j += NR, bp += (size_t)NR * k) {                                   \
+      int32_t w = n - j < NR ? n - j : NR;                                                        \
+      if (m == 1) row1_f16(k, a, bp, y, j, w, p, bias, r, sc);                                    \
+      else if (m == 2) rows_f16(2, k, a, bp, y, j, w, p, bias, r, sc);                            \
+      else rows_f16(3, k, a, bp, y, j, w, p, bias, r, sc);                                        \
+    }                                                                                             \
+  }
+NNW_GEMV(gemv_scaled, 1)
+NNW_GEMV(gemv_full, 0)
+#undef NNW_GEMV
+
+void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
+  struct gemm_packed_f16 p;
+  decode(args, &p);
+  const float *a = nnw_f32_at(arena, p.a), *bias = nnw_f32_at(arena, p.bias), *r = nnw_f32_at(arena, p.r);
+  const uint16_t *bp = (const uint16_t *)(const void *)(arena + p.bp);
+  float *y = nnw_f32_at(arena, p.y), *s = nnw_f32_at(arena, p.scratch);
+  int32_t m = p.m, n = p.n, k = p.k, panels = (n + NR - 1) / NR;
+  if (m < 4 && !(nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE)) {
+    size_t len = (size_t)m * k;
+    int scaled = 1;
+    for (size_t e = 0; e < len; e++) {
+      float v = a[e] < 0 ? -a[e] : a[e];
+      if (v >= 65536.0f && v != INFINITY) scaled = 0; /* a 2^112 would overflow */
+      s[e] = a[e] * NNW_HALF_SCALE;
+    }
+    if (scaled) gemv_scaled(m, k, s, bp, y, &p, bias, r);
+    else gemv_full(m, k, a, bp, y, &p, bias, r);
+    return;
+  }
+  for (int32_t q0 = 0; q0 < panels; q0 += p.block) {
+    int32_t nq = panels - q0 < p.block ? panels - q0 : p.block, j0 = q0 * NR;
+    const uint16_t *h = bp + (size_t)q0 * NR * k;
+    for (size_t e = 0; e < (size_t)nq * NR * k; e += NR) {
+      v4 lo, hi;
+      nnw_half8_to_v4(h + e, &lo, &hi);
+      v4_store(s + e, lo);
+      v4_store(s + e + 4, hi);
+    }
+    int32_t cols = n - j0 < nq * NR ? n - j0 : nq * NR;
+    nnw_gemm_packed_cols(m, cols, n, k, a, s, bias != NULL ? bias + j0 : NULL, r != NULL ? r + j0 : NULL, y + j0,
+                         p.act, p.lo, p.hi);
+  }
+}
