@@ -7,6 +7,7 @@ data the kernels read. MultiHeadAttention's plain form (no bias, mask or past: t
 fusion) keeps lower/attention.py's GEMM kernel. Semantics: ops/attention_contrib.py."""
 import math
 
+from ...ops.shapes import known
 from ..plan import Ref
 from .attention import check_attention, lower_attention
 
@@ -30,7 +31,7 @@ def _static(g, names, may_be_empty=()):
     zero-length past, the first step of a decoder)."""
     for n in names:
         s = g.values[n].shape
-        if s is None or not all(isinstance(d, int) for d in s):
+        if s is None or not all(known(d) for d in s):   # a symbolic dim (symbolic.py) is known
             return f"'{n}' has no static shape at plan build"
         if n not in may_be_empty and 0 in s:
             return f"'{n}' is empty"
