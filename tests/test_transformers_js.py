@@ -24,20 +24,17 @@ from conftest import ROOT
 pytestmark = pytest.mark.node
 
 MODELS = Path(os.environ.get("NNWASM_TFJS_DIR") or Path.home() / ".cache" / "nnwasm" / "tfjs-models")
-NEEDS_DECODERS = ("decoders with a KV cache on WASM alone (the first step's zero-length past: a Concat onto "
-                  "an empty tensor, an If whose untaken branch is checked against it): helper `decoders`")
-NEEDS_FP16 = "float16 compute on WASM (Sqrt/Div on float16 tensors): helper `fp16`"
-
-# case -> (tolerance on floats, expected-failure reason or None)
+# case -> (tolerance on floats, expected-failure reason or None); every pipeline agrees since the
+# decoders (KV cache on WASM alone) and float16 compute landed
 CASES = {
     "feature-extraction/fp32": (1e-5, None),
     "feature-extraction/q8": (1e-4, None),
-    "feature-extraction/fp16": (2e-3, NEEDS_FP16),
+    "feature-extraction/fp16": (2e-3, None),
     "image-classification/fp32": (1e-5, None),
     "image-classification/q8": (1e-4, None),
-    "text-generation/fp32": (0, NEEDS_DECODERS),
-    "text-generation/q8": (0, NEEDS_DECODERS),
-    "automatic-speech-recognition/fp32": (0, NEEDS_DECODERS),
+    "text-generation/fp32": (0, None),
+    "text-generation/q8": (0, None),
+    "automatic-speech-recognition/fp32": (0, None),
 }
 
 
