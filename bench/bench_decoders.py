@@ -126,7 +126,10 @@ def generate_py(meta, sessions, root, new_tokens=None):
         except Exception as e:
             e.step = step
             raise
-        past = {p: outs[o] for o, p in meta["past_map"].items()}
+        # the cross-attention past (Whisper's *.encoder.*) is computed at the first step only: later
+        # steps' outputs for it are not the cache (Optimum's merged decoder), so it is kept
+        past = {p: (past[p] if past is not None and ".encoder." in p else outs[o])
+                for o, p in meta["past_map"].items()}
         seen += len(ids)
         tokens.append(int(np.asarray(outs["logits"], np.float32)[0, -1].argmax()))
         if step == 0:
@@ -334,7 +337,14 @@ def summarize(rows):
             r["node_rss_mb"] = max(g["rss_max"] for g in ok) / 1e6
         if ok[0].get("timings"):
             r["llama_cpp_timings"] = ok[-1]["timings"]
-        r["tokens_head"] = ok[0]["tokens"][:8]
+        r["tokens"] = ok[0]["tokens"]
+    ref = {r["model"]: r["tokens"] for r in rows if r.get("runtime") == "ort" and r.get("tokens")}
+    for r in rows:
+        if r.get("tokens") and r["model"] in ref and r["runtime"] != "ort":
+            diff = [k for k, (x, y) in enumerate(zip(r["tokens"], ref[r["model"]])) if x != y]
+            r["agrees_with_ort"] = not diff and len(r["tokens"]) == len(ref[r["model"]])
+            if diff:
+                r["first_token_differing"] = diff[0]
     return rows
 
 
@@ -397,9 +407,20 @@ def run(a):
             print(f"  round {rnd + 1}/{a.rounds} done", flush=True)
         for _, cell in live:
             cell.close()
+        if a.partial:   # what is measured so far, in case a later group does not finish
+            import copy
+            write({"info": {**info_of(a, ctx, node_version), "partial": f"after group {gname}"},
+                   "rows": summarize(copy.deepcopy(rows))}, Path(a.out))
     for n, why in missing.items():
         rows.append({"model": n, "runtime": "-", "threads": "-", "error": why})
     summarize(rows)
+    info = info_of(a, ctx, node_version)
+    if ctx.get("browser"):
+        ctx["browser"].close()
+    return {"info": info, "rows": rows}
+
+
+def info_of(a, ctx, node_version):
     browser = ctx.get("browser")
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "node": node_version,
             "node_path": ctx["node"], "chromium": browser.version if browser else None,
@@ -412,9 +433,7 @@ def run(a):
         info["onnxruntime"] = version("onnxruntime")
     except Exception:
         pass
-    if browser:
-        browser.close()
-    return {"info": info, "rows": rows}
+    return info
 
 
 def cpu():
@@ -433,9 +452,10 @@ def table(res):
             mem = f"{r['peak_mb']:.0f}" if r.get("peak_mb") else "-"
             if r.get("memory_how", "").startswith("CPython"):
                 mem += " (RSS)"
-            lines.append(f"{head} {r['prefill_s']:.2f} | {r['decode_tok_s']:.1f} ({lo:.1f}-{hi:.1f}) | {mem} |")
+            note = "" if r.get("agrees_with_ort", True) else f" (tokens differ from onnxruntime's from #{r.get('first_token_differing')})"
+            lines.append(f"{head} {r['prefill_s']:.2f} | {r['decode_tok_s']:.1f} ({lo:.1f}-{hi:.1f}){note} | {mem} |")
         else:
-            lines.append(f"{head} fails: {r.get('error', 'no result')} | | |")
+            lines.append(f"{head} fails: {r.get('error', 'no result')[:220]} | | |")
     return "\n".join(lines)
 
 
@@ -462,12 +482,14 @@ def write(res, out):
           f"{i['date']}; {i['cpu']}; Node {i['node']}, Chromium {i['chromium']}, onnxruntime-web {i['onnxruntime-web']}, "
           f"wllama {i['wllama']}, onnxruntime {i.get('onnxruntime')}; load average at the end "
           f"{', '.join(f'{x:.1f}' for x in i['load_average_end'])}.",
-          "", f"Command: `{i['command']}` ({i['rounds']} rounds after one warm-up generation per cell; "
+          "", f"Command: `{i['command']}` ({i['rounds']} round(s) after one short warm-up generation per cell; "
           "medians, decode tok/s with its range over the rounds).", "",
           "Prompt 128 tokens (Whisper: the encoder on 30 s of features + 4 prompt tokens), 64 new tokens, greedy, "
           "the past fed back. Peak MB: the cell's wasm memory (Node: every WebAssembly.Memory of the "
           "process; wllama: its worker's), for CPython cells the peak RSS growth of the driver.", "",
           table(res), ""]
+    if i.get("partial"):
+        md[2:2] = [f"PARTIAL: written {i['partial']}; the run had not finished.", ""]
     r = ratios(res)
     if r:
         md += ["Ratios within this run (decode tok/s and prefill time over onnxruntime-web fp32 at the same threads):", "", r, ""]
@@ -489,6 +511,7 @@ def main(argv=None):
     ap.add_argument("--dist", default=str(ROOT / "dist" / "web"), help="nnwasm's dist/web for nnwasm-js")
     ap.add_argument("--dir", help="models (default $NNWASM_BENCH_DECODERS_DIR or ~/.cache/nnwasm/bench-decoders)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--no-partial", dest="partial", action="store_false", help="write the results only at the end")
     a = ap.parse_args(argv)
     if a.quick:
         a.rounds = 1

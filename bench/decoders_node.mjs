@@ -136,13 +136,15 @@ async function generate({ ort, sessions }, newTokens) {
       e.step = step;
       throw e;
     }
+    // the cross-attention past (Whisper's *.encoder.*) is computed at the first step only: later
+    // steps' outputs for it are not the cache (Optimum's merged decoder), so it is kept
     const next = {};
-    for (const [o, p] of Object.entries(meta.past_map)) next[p] = out[o];
+    for (const [o, p] of Object.entries(meta.past_map)) next[p] = past && p.includes(".encoder.") ? past[p] : out[o];
     if (past) for (const t of Object.values(past)) if (!Object.values(next).includes(t)) t.dispose?.();
     past = next;
     seen += ids.length;
     tokens.push(argmaxLast(out.logits));
-    for (const [k, t] of Object.entries(out)) if (!(k in meta.past_map)) t.dispose?.();
+    for (const [k, t] of Object.entries(out)) if (!Object.values(next).includes(t)) t.dispose?.();
     if (step === 0) prefillMs = now() - t0;
   }
   const decodeMs = now() - tDecode;
