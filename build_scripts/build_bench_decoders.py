@@ -375,6 +375,21 @@ def describe(path):
     return ins, [vi(v) for v in m.graph.output], ops
 
 
+def add_past(meta, head_dim=HEAD_DIM):
+    """The decoder's "past_map" (present.* output -> past_key_values.* input) and each past input's
+    "empty" shape for the first step: batch 1, lengths 0, the head size (a symbolic dim in genai's
+    models, "kv_cache_dim") as head_dim."""
+    dec = meta["roles"]["decoder"]
+    for i in dec["inputs"]:
+        if i["past"]:
+            i["empty"] = [(1 if "batch" in d else 0 if ("sequence" in d or "length" in d) else head_dim)
+                          if isinstance(d, str) else d for d in i["shape"]]
+    names = {i["name"] for i in dec["inputs"]}
+    meta["past_map"] = {o["name"]: o["name"].replace("present", "past_key_values", 1) for o in dec["outputs"]
+                        if o["name"].startswith("present") and o["name"].replace("present", "past_key_values", 1) in names}
+    return meta
+
+
 def ensure_one(name, out, force=False):
     side = out / f"{name}.json"
     if side.exists() and not force:
@@ -403,15 +418,7 @@ def ensure_one(name, out, force=False):
         entry["bytes"] = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith(f))
         meta["roles"][role] = entry
     if fmt == "onnx":
-        dec = meta["roles"]["decoder"]
-        for i in dec["inputs"]:   # the first step's empty past: batch 1, lengths 0, the head size as is
-            if i["past"]:
-                i["empty"] = [(1 if "batch" in d else 0 if ("sequence" in d or "length" in d) else HEAD_DIM)
-                              if isinstance(d, str) else d for d in i["shape"]]
-        names = {i["name"] for i in dec["inputs"]}
-        meta["past_map"] = {o["name"]: o["name"].replace("present", "past_key_values", 1) for o in dec["outputs"]
-                            if o["name"].startswith("present")
-                            and o["name"].replace("present", "past_key_values", 1) in names}
+        add_past(meta)
     if family == "whisper":
         import numpy as np
         feats = np.random.default_rng(0).standard_normal((1, 80, 3000)).astype(np.float32)
