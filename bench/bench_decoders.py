@@ -451,7 +451,7 @@ def table(res):
             lo, hi = r["decode_tok_s_range"]
             mem = f"{r['peak_mb']:.0f}" if r.get("peak_mb") else "-"
             if r.get("memory_how", "").startswith("CPython"):
-                mem += " (RSS)"
+                mem = f"{mem} (RSS growth)" if r.get("peak_mb") else "-"
             note = "" if r.get("agrees_with_ort", True) else f" (tokens differ from onnxruntime's from #{r.get('first_token_differing')})"
             lines.append(f"{head} {r['prefill_s']:.2f} | {r['decode_tok_s']:.1f} ({lo:.1f}-{hi:.1f}){note} | {mem} |")
         else:
@@ -460,17 +460,21 @@ def table(res):
 
 
 def ratios(res):
-    """Within-run ratios that the issue's targets use, where both sides have numbers."""
-    by = {(r["model"], r["runtime"], r["threads"]): r for r in res["rows"] if r.get("rounds_ok")}
+    """Ratios of medians within each group (its cells interleaved in the same minutes): every cell
+    over the group's first onnxruntime-web cell at the same threads."""
     out = []
-    for t in (1, 2):
-        ref = by.get(("llama_genai_fp32", "ort-web", t)) or by.get(("llama_optimum_fp32", "ort-web", t))
-        if not ref:
-            continue
-        for key, r in sorted(by.items(), key=lambda kv: str(kv[0])):
-            if r["threads"] == t and r is not ref and r["model"].startswith("llama"):
-                out.append(f"- {r['model']} {r['runtime']}@{t}: decode {r['decode_tok_s'] / ref['decode_tok_s']:.2f}x, "
-                           f"prefill {r['prefill_s'] / ref['prefill_s']:.2f}x of {ref['model']} ort-web@{t}")
+    rows = [r for r in res["rows"] if r.get("rounds_ok")]
+    for g in dict.fromkeys(r["group"] for r in rows):
+        for t in (1, 2):
+            cells = [r for r in rows if r["group"] == g and r["threads"] == t]
+            ref = next((r for r in cells if r["runtime"] == "ort-web"), None)
+            if not ref:
+                continue
+            for r in cells:
+                if r is not ref:
+                    out.append(f"- {g}, {t} thread(s): {r['model']} {r['runtime']}: decode "
+                               f"{r['decode_tok_s'] / ref['decode_tok_s']:.2f}x, prefill "
+                               f"{r['prefill_s'] / ref['prefill_s']:.2f}x of {ref['model']} ort-web")
     return "\n".join(out)
 
 
@@ -492,7 +496,9 @@ def write(res, out):
         md[2:2] = [f"PARTIAL: written {i['partial']}; the run had not finished.", ""]
     r = ratios(res)
     if r:
-        md += ["Ratios within this run (decode tok/s and prefill time over onnxruntime-web fp32 at the same threads):", "", r, ""]
+        md += ["Ratios of medians within each group (decode tok/s and prefill time over the group's first "
+               "onnxruntime-web cell at the same threads; groups ran one after the other, so ratios across "
+               "groups mix different minutes of a shared machine):", "", r, ""]
     (out / "decoders.md").write_text("\n".join(md))
     return "\n".join(md)
 
@@ -511,11 +517,16 @@ def main(argv=None):
     ap.add_argument("--dist", default=str(ROOT / "dist" / "web"), help="nnwasm's dist/web for nnwasm-js")
     ap.add_argument("--dir", help="models (default $NNWASM_BENCH_DECODERS_DIR or ~/.cache/nnwasm/bench-decoders)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--report", help="only write OUT/decoders.md (and .json) again from this decoders.json")
     ap.add_argument("--no-partial", dest="partial", action="store_false", help="write the results only at the end")
     a = ap.parse_args(argv)
     if a.quick:
         a.rounds = 1
     a.root = Path(a.dir) if a.dir else models_dir()
+    if a.report:   # re-render a run's JSON (say, after a change to the table)
+        res = json.loads(Path(a.report).read_text())
+        print(write(res, Path(a.out)))
+        return
     res = run(a)
     print(write(res, Path(a.out)))
 
