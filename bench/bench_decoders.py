@@ -488,6 +488,10 @@ def write(res, out):
           f"{', '.join(f'{x:.1f}' for x in i['load_average_end'])}.",
           "", f"Command: `{i['command']}` ({i['rounds']} round(s) after one short warm-up generation per cell; "
           "medians, decode tok/s with its range over the rounds).", "",
+          f"The machine: {i['cpu'].split(' x ')[-1]} vCPUs, shared with other sessions' builds and tests where "
+          "it runs in this project (load average above): the absolute numbers are noisy and inflated, and "
+          "2 threads run slower than 1 on such a load (llama.cpp's spinning threads worst of all); only the "
+          "ratios within a group of one run mean anything.", "",
           "Prompt 128 tokens (Whisper: the encoder on 30 s of features + 4 prompt tokens), 64 new tokens, greedy, "
           "the past fed back. Peak MB: the cell's wasm memory (Node: every WebAssembly.Memory of the "
           "process; wllama: its worker's), for CPython cells the peak RSS growth of the driver.", "",
