@@ -3,7 +3,7 @@ realistic size with RANDOM weights (no model hub), exported as people ship them.
 
     /work/main/.venv-genzoo/bin/python build_scripts/build_bench_decoders.py [--only NAME ...] [--force] [--list]
 
-(the venv with torch, transformers, optimum-onnx, onnxruntime-genai and gguf: see docs/../BRIEF;
+(the export venv: torch, transformers 4.57, optimum-onnx, onnxruntime-genai 0.18, gguf, sentencepiece;
 the converter to GGUF is llama.cpp's convert_hf_to_gguf.py, taken from llama-cpp-python's sdist on
 PyPI, `pip download --no-deps --no-binary :all: llama-cpp-python`, unpacked into the cache; it needs
 `sentencepiece` in that venv.)
