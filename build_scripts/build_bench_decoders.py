@@ -1,4 +1,4 @@
-"""Build the decoder speed benchmark's models (bench/bench_decoders.py, issue 15 item 8): decoders of
+"""Build the decoder speed benchmark's models (bench/decoders/bench_decoders.py, issue 15 item 8): decoders of
 realistic size with RANDOM weights (no model hub), exported as people ship them.
 
     /work/main/.venv-genzoo/bin/python build_scripts/build_bench_decoders.py [--only NAME ...] [--force] [--list]

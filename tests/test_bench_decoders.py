@@ -1,7 +1,7 @@
-"""bench/bench_decoders.py's generation loop on a tiny hand-made decoder (no timing asserted): the
+"""bench/decoders/bench_decoders.py's generation loop on a tiny hand-made decoder (no timing asserted): the
 past is fed back step by step (the logits depend on it), an empty past starts the first step, the
 tokens agree with a numpy re-computation in CPython (onnxruntime) and in Node (onnxruntime-web
-through decoders_node.mjs), and a runtime that cannot run the model is recorded as "fails: ..."
+through bench/decoders/decoders_node.mjs), and a runtime that cannot run the model is recorded as "fails: ..."
 in the table instead of stopping the run."""
 import json
 import sys
@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "decoders"))
 sys.path.insert(0, str(ROOT / "build_scripts"))
 import bench_decoders  # noqa: E402
 import build_bench_decoders  # noqa: E402

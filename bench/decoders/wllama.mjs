@@ -1,4 +1,4 @@
-// wllama (llama.cpp compiled to WebAssembly, npm @wllama/wllama 3.x) for bench/bench_decoders.py, in
+// wllama (llama.cpp compiled to WebAssembly, npm @wllama/wllama 3.x) for bench/decoders/bench_decoders.py, in
 // Chromium: wllama runs llama.cpp in a Web Worker made from a blob URL (Node has no Web Workers).
 // The driver serves @wllama/wllama's esm/ at /wllama/ and the GGUF files at /models/, and calls:
 //   await wlLoad(key, "/models/x.gguf", threads) -> {create_ms, threads, multithread}

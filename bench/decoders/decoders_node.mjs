@@ -1,8 +1,8 @@
-// The Node half of bench/bench_decoders.py: ONE runtime on ONE model in this process (so that its
+// The Node half of bench/decoders/bench_decoders.py: ONE runtime on ONE model in this process (so that its
 // wasm memory is that model's alone, and numThreads, a per-process setting in onnxruntime-web, can
 // differ between cells), driven one command a line so that the driver interleaves the cells.
 //
-//   node bench/decoders_node.mjs '{"dir": DIR, "model": NAME, "runtime": "ort-web" | "nnwasm",
+//   node bench/decoders/decoders_node.mjs '{"dir": DIR, "model": NAME, "runtime": "ort-web" | "nnwasm",
 //                                  "threads": 1 | 2, "dist": DIST_DIR (nnwasm's dist/web)}'
 // First line out: {"ready": true, "create_ms", "wasm_bytes"} or {"error": "first line of the error"}.
 // stdin:  {"cmd": "gen", "new_tokens": N (default the sidecar's)}   one greedy generation: the sidecar's prompt (PROMPT_LEN tokens, an empty
@@ -76,7 +76,7 @@ async function create() {
     ort.env.wasm.simd = true;
     open = (file, opts) => ort.InferenceSession.create(file, opts);
   } else if (cfg.runtime === "nnwasm") {
-    ort = await import("../web/nnwasm.mjs");
+    ort = await import("../../web/nnwasm.mjs");
     if (cfg.dist) ort.env.distURL = pathToFileURL(cfg.dist.endsWith("/") ? cfg.dist : cfg.dist + "/").href;
     if (cfg.threads !== 1) ort.env.wasm.numThreads = cfg.threads;
     open = (file, opts) => ort.InferenceSession.create(file, opts);

@@ -2,14 +2,14 @@
 tokens, 64 new tokens; prefill time, decode tokens/s and peak memory per model x runtime x threads,
 the runtimes of a group interleaved generation by generation in one run.
 
-    .venv/bin/python bench/bench_decoders.py [--models NAME ...] [--runtimes RT ...] [--rounds 3]
+    .venv/bin/python bench/decoders/bench_decoders.py [--models NAME ...] [--runtimes RT ...] [--rounds 3]
         [--threads 1 2] [--scratch DIR] [--node PATH] [--dist DIR] [--out bench/results] [--quick]
 
 Models: build_scripts/build_bench_decoders.py (run with the export venv; `make bench-decoders` does)
 into $NNWASM_BENCH_DECODERS_DIR or ~/.cache/nnwasm/bench-decoders. Runtimes (a "cell" is one runtime
 on one model at one thread count, each with its own session, in its own process where it can be):
   ort-web    onnxruntime-web 1.30 (wasm backend, SIMD; env.wasm.numThreads 1 / 2) in Node, one process
-             per cell (bench/decoders_node.mjs)
+             per cell (bench/decoders/decoders_node.mjs)
   nnwasm-js  nnwasm's JS InferenceSession (web/nnwasm.mjs, through Pyodide) in Node, one per cell
   wllama     llama.cpp in WebAssembly (@wllama/wllama 3.x) on the GGUF files, in Debian's Chromium
              through playwright (wllama needs Web Workers), pages served from 127.0.0.1 with COOP/COEP
@@ -46,7 +46,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "py_runtime"))
 GROUPS = [
     ("llama fp32", ["llama_genai_fp32", "llama_optimum_fp32", "llama_gguf_f32"]),
@@ -174,7 +174,7 @@ class NodeCell:
     def __init__(self, node, runtime, model, threads, root, dist):
         cfg = {"dir": str(root), "model": model, "runtime": "ort-web" if runtime == "ort-web" else "nnwasm",
                "threads": threads, "dist": str(dist)}
-        self.p = subprocess.Popen([node, str(ROOT / "bench" / "decoders_node.mjs"), json.dumps(cfg)],
+        self.p = subprocess.Popen([node, str(ROOT / "bench" / "decoders" / "decoders_node.mjs"), json.dumps(cfg)],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, cwd=ROOT)
         ready = self._read()
@@ -427,7 +427,7 @@ def info_of(a, ctx, node_version):
             "wllama": browser.wllama_version if browser else None,
             "onnxruntime-web": json.loads((ROOT / "node_modules" / "onnxruntime-web" / "package.json").read_text())["version"],
             "cpu": cpu(), "load_average_end": list(os.getloadavg()), "rounds": a.rounds,
-            "command": " ".join([Path(sys.executable).name, "bench/bench_decoders.py", *sys.argv[1:]])}
+            "command": " ".join([Path(sys.executable).name, "bench/decoders/bench_decoders.py", *sys.argv[1:]])}
     try:
         from importlib.metadata import version
         info["onnxruntime"] = version("onnxruntime")
