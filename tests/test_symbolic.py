@@ -12,6 +12,12 @@ from model_builders import ort_run
 P, S = Sym.var("P"), Sym.var("S")
 
 
+@pytest.fixture
+def tracing(monkeypatch):
+    """Sessions created in the test trace symbolic dims (off by default: NNWASM_SYMBOLIC=1)."""
+    monkeypatch.setattr(session_module, "_SYMBOLIC", True)
+
+
 def test_expressions_normalise():
     assert ((P + S) - P).expr() == "S"
     assert (P + S) - P - S == 0 and isinstance((P + S) - P - S, int)
@@ -52,7 +58,7 @@ def _matmul_model():
     return m.SerializeToString()
 
 
-def test_one_traced_variant_serves_every_batch():
+def test_one_traced_variant_serves_every_batch(tracing):
     model = _matmul_model()
     so = nnwasm.SessionOptions()
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
@@ -78,7 +84,7 @@ def _range_model():
     return m.SerializeToString()
 
 
-def test_a_model_that_specialises_stops_being_traced():
+def test_a_model_that_specialises_stops_being_traced(tracing):
     model = _range_model()
     sess = nnwasm.InferenceSession(model)
     for n in (3, 4, 5, 6, 4):
@@ -87,8 +93,10 @@ def test_a_model_that_specialises_stops_being_traced():
     assert len(sess._traced_variants) == session_module._MAX_UNREUSED_TRACES
 
 
-def test_tracing_off(monkeypatch):
-    monkeypatch.setattr(session_module, "_SYMBOLIC", False)
+def test_tracing_off_by_default():
+    assert session_module._SYMBOLIC == (__import__("os").environ.get("NNWASM_SYMBOLIC") == "1")
+    if session_module._SYMBOLIC:
+        pytest.skip("NNWASM_SYMBOLIC=1 is set")
     sess = nnwasm.InferenceSession(_matmul_model())
     for n in (1, 2):
         x = np.ones((n, 64), np.float32)

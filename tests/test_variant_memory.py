@@ -62,10 +62,11 @@ def test_variants_evicted_when_memory_runs_out(small_heap, monkeypatch):
     assert len(sess._cache) <= 2
 
 
-def test_traced_variant_grows_its_arena_within_the_heap(small_heap):
+def test_traced_variant_grows_its_arena_within_the_heap(small_heap, monkeypatch):
     """With tracing, one variant serves every n: its arena grows by half at least, or by exactly
     what the dims need where the heap can't hold more, and a growth the heap can't hold at all is a
     clear error that leaves the session usable."""
+    monkeypatch.setattr(session_module, "_SYMBOLIC", True)
     state, live = small_heap
     model, w = _model()
     sess = nnwasm.InferenceSession(model)

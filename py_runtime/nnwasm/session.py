@@ -30,7 +30,9 @@ from .tensor import SymTensor, TensorData
 from . import shape_values, values
 
 _PLAN_CACHE_SIZE = 8
-_SYMBOLIC = os.environ.get("NNWASM_SYMBOLIC", "1") != "0"   # trace variants with symbolic dims (symbolic.py)
+# Trace variants with symbolic dims (symbolic.py): off unless NNWASM_SYMBOLIC=1, as checking a
+# traced variant's guards still costs more than preparing the shapes anew (docs/architecture.md)
+_SYMBOLIC = os.environ.get("NNWASM_SYMBOLIC", "0") == "1"
 _MAX_UNREUSED_TRACES = 2   # traces that served no other shapes before a session stops tracing
 
 
