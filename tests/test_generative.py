@@ -29,8 +29,6 @@ import build_genzoo  # noqa: E402  (no torch, transformers or numpy at import)
 onnxruntime = pytest.importorskip("onnxruntime")
 
 GEN_EXPECTED_FAIL = {   # (model, configuration) -> (the exception it fails with, why)
-    ("genai_llama_fp32", "wasm"): (nnwasm.NotImplementedOp, "ReduceSum of the int64 attention mask (seqlens_k) "
-                                   "has no WASM kernel once the session prepares concrete shapes"),
     ("genai_llama_int4", "fallback"): (AssertionError, "MatMulNBits at accuracy_level 4: onnxruntime quantizes A "
                                        "to int8 per block in the prompt's GEMM too, nnwasm's prefill computes A in "
                                        "float32 (logits differ by up to 0.17)"),

@@ -12,7 +12,7 @@ enum { SUM, MEAN, MAX, MIN, PROD, L1, L2, SUM_SQUARE, LOG_SUM, LOG_SUM_EXP, KIND
 
 static int reduce_dtype_ok(int32_t kind, int32_t dtype) {
   if (dtype == NNW_F32) return 1;
-  return (dtype == NNW_I32 || dtype == NNW_I64) && (kind == MAX || kind == MIN);
+  return (dtype == NNW_I32 || dtype == NNW_I64) && (kind == MAX || kind == MIN || kind == SUM);
 }
 
 int nnw_validate_reduce(const int32_t *v, uint32_t arena_bytes) {
@@ -151,28 +151,32 @@ static void reduce_cols(int kind, const float *x, float *y, int32_t len, int32_t
   for (int32_t j = 0; j < inner; j++) y[j] = finish(kind, y[j], len);
 }
 
-#define REDUCE_INT(T)                                                                      \
-  static void reduce_##T(int is_max, const T *x, T *y, int32_t outer, int32_t len,        \
+/* Integer Max, Min and Sum (the sum wraps in two's complement, as onnxruntime's does in practice) */
+#define REDUCE_INT(T, U)                                                                   \
+  static void reduce_##T(int kind, const T *x, T *y, int32_t outer, int32_t len,          \
                          int32_t inner) {                                                  \
     for (int32_t o = 0; o < outer; o++, x += (size_t)len * inner, y += inner) {            \
       for (int32_t j = 0; j < inner; j++) y[j] = x[j];                                     \
       for (int32_t a = 1; a < len; a++)                                                    \
         for (int32_t j = 0; j < inner; j++) {                                              \
           T v = x[(size_t)a * inner + j];                                                  \
-          if (is_max ? v > y[j] : v < y[j]) y[j] = v;                                      \
+          if (kind == SUM)                                                                 \
+            y[j] = (T)((U)y[j] + (U)v);                                                    \
+          else if (kind == MAX ? v > y[j] : v < y[j])                                      \
+            y[j] = v;                                                                      \
         }                                                                                  \
     }                                                                                      \
   }
-REDUCE_INT(int32_t)
-REDUCE_INT(int64_t)
+REDUCE_INT(int32_t, uint32_t)
+REDUCE_INT(int64_t, uint64_t)
 
 void nnw_run_reduce(const int32_t *v, uint8_t *arena) {
   int kind = v[NNW_REDUCE_KIND];
   int32_t outer = v[NNW_REDUCE_OUTER], len = v[NNW_REDUCE_LEN], inner = v[NNW_REDUCE_INNER];
   void *xp = arena + v[NNW_REDUCE_X], *yp = arena + v[NNW_REDUCE_Y];
   switch (v[NNW_REDUCE_DTYPE]) {
-    case NNW_I32: reduce_int32_t(kind == MAX, xp, yp, outer, len, inner); return;
-    case NNW_I64: reduce_int64_t(kind == MAX, xp, yp, outer, len, inner); return;
+    case NNW_I32: reduce_int32_t(kind, xp, yp, outer, len, inner); return;
+    case NNW_I64: reduce_int64_t(kind, xp, yp, outer, len, inner); return;
     default: break;
   }
   const float *x = xp;

@@ -77,7 +77,8 @@ static void reduce_case(int kind, int outer, int len, int inner) {
   free(mag);
 }
 
-static void reduce_int_case(int dtype, int is_max, int outer, int len, int inner) {
+/* kind: 0 sum (no wrap with these values), 2 max, 3 min */
+static void reduce_int_case(int dtype, int kind, int outer, int len, int inner) {
   size_t xn = (size_t)outer * len * inner, yn = (size_t)outer * inner, es = dtype == I64 ? 8 : 4;
   int64_t *x = malloc(8 * xn), *want = malloc(8 * yn);
   for (size_t i = 0; i < xn; i++) x[i] = (int64_t)(rng_u32() % 2001) - 1000 + (dtype == I64 ? ((int64_t)1 << 40) : 0);
@@ -86,7 +87,8 @@ static void reduce_int_case(int dtype, int is_max, int outer, int len, int inner
       int64_t m = x[(size_t)o * len * inner + j];
       for (int a = 1; a < len; a++) {
         int64_t v = x[((size_t)o * len + a) * inner + j];
-        if (is_max ? v > m : v < m) m = v;
+        if (kind == 0) m += v;
+        else if (kind == 2 ? v > m : v < m) m = v;
       }
       want[o * inner + j] = m;
     }
@@ -99,7 +101,7 @@ static void reduce_int_case(int dtype, int is_max, int outer, int len, int inner
       if (dtype == I64) memcpy(arena + off[0] + 8 * i, &x[i], 8);
       else { int32_t v = (int32_t)x[i]; memcpy(arena + off[0] + 4 * i, &v, 4); }
     }
-    int32_t args[NNW_REDUCE_NARGS] = {is_max ? 2 : 3, dtype, off[0], off[1], outer, len, inner};
+    int32_t args[NNW_REDUCE_NARGS] = {kind, dtype, off[0], off[1], outer, len, inner};
     size_t bad = 0;
     if (run_op(NNW_OP_REDUCE, args, NNW_REDUCE_NARGS, arena, arena_bytes) == NNW_OK)
       for (size_t i = 0; i < yn; i++) {
@@ -108,7 +110,7 @@ static void reduce_int_case(int dtype, int is_max, int outer, int len, int inner
         else { int32_t v; memcpy(&v, arena + off[1] + 4 * i, 4); got = v; }
         bad += got != want[i];
       }
-    expect(bad == 0, "reduce int dtype%d max%d outer%d len%d inner%d: %zu wrong", dtype, is_max, outer,
+    expect(bad == 0, "reduce int dtype%d kind%d outer%d len%d inner%d: %zu wrong", dtype, kind, outer,
            len, inner, bad);
     free(arena);
   }
@@ -168,18 +170,19 @@ void test_reduce(void) {
   for (int r = 0; r < 20; r++)
     reduce_case((int)(rng_u32() % 10), 1 + (int)(rng_u32() % 5), 1 + (int)(rng_u32() % 40),
                 1 + (int)(rng_u32() % 20));
-  for (int is_max = 0; is_max < 2; is_max++) {
-    reduce_int_case(I32, is_max, 3, 7, 1);
-    reduce_int_case(I64, is_max, 2, 5, 6);
-    reduce_int_case(I32, is_max, 1, 1, 9);
+  for (int kind = 0; kind < 4; kind++) {
+    if (kind == 1) continue;   /* mean: float32 only */
+    reduce_int_case(I32, kind, 3, 7, 1);
+    reduce_int_case(I64, kind, 2, 5, 6);
+    reduce_int_case(I32, kind, 1, 1, 9);
   }
   /* hostile: arena of 64 bytes, x at 0 (8 floats), y at 32 */
-  int32_t ok[NNW_REDUCE_NARGS] = {0, F32, 0, 32, 2, 4, 1};
+  int32_t ok[NNW_REDUCE_NARGS] = {1, F32, 0, 32, 2, 4, 1};   /* mean */
   load_patched("reduce valid", NNW_OP_REDUCE, ok, NNW_REDUCE_NARGS, -1, 0, 64, NNW_OK);
   static const struct arg_patch bad[] = {
       {"reduce kind -1", NNW_REDUCE_KIND, -1, NNW_BAD_ARGS},
       {"reduce kind 10", NNW_REDUCE_KIND, 10, NNW_BAD_ARGS},
-      {"reduce sum of int32", NNW_REDUCE_DTYPE, I32, NNW_BAD_ARGS},
+      {"reduce mean of int32", NNW_REDUCE_DTYPE, I32, NNW_BAD_ARGS},
       {"reduce dtype 0", NNW_REDUCE_DTYPE, 0, NNW_BAD_ARGS},
       {"reduce dtype huge", NNW_REDUCE_DTYPE, 0x7FFFFFFF, NNW_BAD_ARGS},
       {"reduce outer 0", NNW_REDUCE_OUTER, 0, NNW_BAD_ARGS},

@@ -63,7 +63,8 @@ def _merged(shape, axes):
 
 
 def check_reduce(node, g):
-    allowed = ("float32", "int32", "int64") if node.op_type in ("ReduceMax", "ReduceMin") else ("float32",)
+    ints = node.op_type in ("ReduceMax", "ReduceMin", "ReduceSum")   # a mask's length (seqlens_k), ...
+    allowed = ("float32", "int32", "int64") if ints else ("float32",)
     why = _dtypes(node, g, allowed)
     if why:
         return why
