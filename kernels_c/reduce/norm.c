@@ -6,6 +6,7 @@
 
 #include "internal.h"
 #include "simd.h"
+#include "reduce/row_stats.h"
 
 struct norm {
   int32_t x, scale, bias, y, mean, inv_std, outer, groups, cpg, inner, pg, pc, pi;
@@ -61,31 +62,6 @@ int nnw_validate_norm(const int32_t *args, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
-static float block_mean(const float *x, size_t n) {
-  v4 s0 = v4_set1(0.0f), s1 = s0;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    s0 = v4_add(s0, v4_load(x + i));
-    s1 = v4_add(s1, v4_load(x + i + 4));
-  }
-  float s = v4_hsum(v4_add(s0, s1));
-  for (; i < n; i++) s += x[i];
-  return s / (float)n;
-}
-
-static float block_var(const float *x, size_t n, float mean) {
-  v4 m = v4_set1(mean), s0 = v4_set1(0.0f), s1 = s0;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4 d0 = v4_sub(v4_load(x + i), m), d1 = v4_sub(v4_load(x + i + 4), m);
-    s0 = v4_madd(s0, d0, d0);
-    s1 = v4_madd(s1, d1, d1);
-  }
-  float s = v4_hsum(v4_add(s0, s1));
-  for (; i < n; i++) s += (x[i] - mean) * (x[i] - mean);
-  return s / (float)n;
-}
-
 /* y = (x - mean) * inv * scale[i] + bias[i] along a row of parameters (LayerNormalization) */
 static void apply_row(const float *x, float *y, int32_t n, float mean, float inv,
                       const float *scale, const float *bias) {
@@ -118,8 +94,8 @@ void nnw_run_norm(const int32_t *args, uint8_t *arena) {
   size_t block = (size_t)p.cpg * p.inner;
   for (int32_t s = 0; s < p.outer * p.groups; s++, x += block, y += block) {
     int32_t g = s % p.groups;
-    float mean = block_mean(x, block);
-    float inv = 1.0f / sqrtf(block_var(x, block, mean) + p.eps);
+    float mean = nnw_row_mean(x, block);
+    float inv = 1.0f / sqrtf(nnw_row_mean_sq(x, block, mean) + p.eps);
     if (mean_out) mean_out[s] = mean;
     if (inv_out) inv_out[s] = inv;
     for (int32_t c = 0; c < p.cpg; c++) {

@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "simd.h"
+#include "reduce/row_stats.h"
 
 struct skip_norm {
   int32_t x, skip, bias, gamma, beta, y, sum, mean, inv_std, rows, hidden, skip_rows, rms;
@@ -75,32 +76,6 @@ static void add_row(const float *x, const float *skip, const float *bias, float 
   for (; i < n; i++) s[i] = x[i] + (skip ? skip[i] : 0.0f) + (bias ? bias[i] : 0.0f);
 }
 
-/* the mean of (x - c)^2 over n */
-static float mean_sq(const float *x, int32_t n, float c) {
-  v4 m = v4_set1(c), s0 = v4_set1(0.0f), s1 = s0;
-  int32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4 d0 = v4_sub(v4_load(x + i), m), d1 = v4_sub(v4_load(x + i + 4), m);
-    s0 = v4_madd(s0, d0, d0);
-    s1 = v4_madd(s1, d1, d1);
-  }
-  float s = v4_hsum(v4_add(s0, s1));
-  for (; i < n; i++) s += (x[i] - c) * (x[i] - c);
-  return s / (float)n;
-}
-
-static float mean_of(const float *x, int32_t n) {
-  v4 s0 = v4_set1(0.0f), s1 = s0;
-  int32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    s0 = v4_add(s0, v4_load(x + i));
-    s1 = v4_add(s1, v4_load(x + i + 4));
-  }
-  float s = v4_hsum(v4_add(s0, s1));
-  for (; i < n; i++) s += x[i];
-  return s / (float)n;
-}
-
 /* y = (s - mean) * inv * gamma + beta */
 static void apply(const float *s, float *y, int32_t n, float mean, float inv, const float *gamma, const float *beta) {
   v4 vm = v4_set1(mean), vi = v4_set1(inv);
@@ -137,8 +112,8 @@ void nnw_run_skip_norm(const int32_t *v, uint8_t *arena) {
       add_row(s, sk, bias, t, p.hidden);
       s = t;
     }
-    float mean = p.rms ? 0.0f : mean_of(s, p.hidden);
-    float inv = 1.0f / sqrtf(mean_sq(s, p.hidden, mean) + p.eps);
+    float mean = p.rms ? 0.0f : nnw_row_mean(s, (size_t)p.hidden);
+    float inv = 1.0f / sqrtf(nnw_row_mean_sq(s, (size_t)p.hidden, mean) + p.eps);
     if (mean_out) mean_out[r] = mean;
     if (inv_out) inv_out[r] = inv;
     apply(s, yr, p.hidden, mean, inv, gamma, beta);
