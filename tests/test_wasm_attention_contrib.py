@@ -232,6 +232,17 @@ def test_gqa_total_from_shape_runs_on_wasm():
 
 # --- MultiHeadAttention -------------------------------------------------------------------------
 
+def _padding_mask(form, batch, s, t):
+    """The first batch item's last two keys masked out, in one of the int32 forms MultiHeadAttention's
+    key_padding_mask and Attention's mask_index share: "1d" (valid lengths [B]), "2d" ([B, T]),
+    "3d" ([B, S, T])."""
+    if form == "1d":
+        return np.array([t - 2] + [t] * (batch - 1), np.int32)
+    m = np.ones((batch, t) if form == "2d" else (batch, s, t), np.int32)
+    m[0, ..., -2:] = 0
+    return m
+
+
 def mha_case(batch, s, n, h, l=None, form="bsd", past=None, bias=False, kpm=None, ab=False, uni=0, hv=None,
              present=True, seed=0, symbolic=()):
     rng = _rng(seed)
@@ -256,17 +267,8 @@ def mha_case(batch, s, n, h, l=None, form="bsd", past=None, bias=False, kpm=None
     if bias:
         consts["bias"] = R(rng, n * (2 * h + hv))
         ins[3] = "bias"
-    if kpm == "1d":
-        f["key_padding_mask"] = np.array([t - 2] + [t] * (batch - 1), np.int32)
-    elif kpm == "2d":
-        m = np.ones((batch, t), np.int32)
-        m[0, -2:] = 0
-        f["key_padding_mask"] = m
-    elif kpm == "3d":
-        m = np.ones((batch, s, t), np.int32)
-        m[0, :, -2:] = 0
-        f["key_padding_mask"] = m
     if kpm:
+        f["key_padding_mask"] = _padding_mask(kpm, batch, s, t)
         ins[4] = "key_padding_mask"
     if ab:
         f["attention_bias"] = R(rng, batch, 1, s, t)
@@ -347,18 +349,10 @@ def attention_case(batch, s, n, c, past=None, mask=None, uni=0, ab=False, sizes=
     consts = {"weights": R(rng, c, cols) * np.float32(0.3), "bias": R(rng, cols)}
     ins = ["input", "weights", "bias", None, None, None]
     t = s + (past or 0)
-    if mask == "1d":
-        f["mask_index"] = np.array([t - 2] + [t] * (batch - 1), np.int32)
-    elif mask == "1d_start":
+    if mask == "1d_start":
         f["mask_index"] = np.array([t - 2] + [t] * (batch - 1) + [1] + [0] * (batch - 1), np.int32)
-    elif mask == "2d":
-        m = np.ones((batch, t), np.int32)
-        m[0, -2:] = 0
-        f["mask_index"] = m
-    elif mask == "3d":
-        m = np.ones((batch, s, t), np.int32)
-        m[0, :, -2:] = 0
-        f["mask_index"] = m
+    elif mask:
+        f["mask_index"] = _padding_mask(mask, batch, s, t)
     if mask:
         ins[3] = "mask_index"
     outs = ["output"]
