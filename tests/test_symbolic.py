@@ -46,6 +46,12 @@ def test_sym_needs_bound_dims():
         value(P + 1)
 
 
+def _wasm_only():
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    return so
+
+
 def _matmul_model():
     w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((64, 96)).astype(np.float32), "w")
     b = numpy_helper.from_array(np.random.default_rng(1).standard_normal(96).astype(np.float32), "b")
@@ -70,7 +76,7 @@ def test_one_traced_variant_serves_every_batch(tracing):
 
 
 def _range_model():
-    """y = x + Range(0, n): the positions' values depend on the dim, so every trace specialises."""
+    """y = x + Range(0, n): values computed from the dim (a decoder's positions), per run."""
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
              helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
              helper.make_node("Range", ["zero", "n", "one"], ["r"]),
@@ -84,12 +90,29 @@ def _range_model():
     return m.SerializeToString()
 
 
-def test_a_model_that_specialises_stops_being_traced(tracing):
-    model = _range_model()
-    sess = nnwasm.InferenceSession(model)
-    for n in (3, 4, 5, 6, 4):
+def test_values_computed_from_a_dim_reuse_one_variant(tracing):
+    sess = nnwasm.InferenceSession(_range_model(), _wasm_only())
+    for n in (3, 4, 5, 6, 4, 1):
         x = np.ones(n, np.float32)
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x + np.arange(n, dtype=np.float32))
+    assert len(sess._traced_variants) == 2 and sess._traced_reused   # n = 1 alone: broadcasting decides on 1
+
+
+def _tile_model():
+    """y = Tile(x, Shape(x)): Tile's index tables are as long as the dim, so every trace specialises."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Tile", ["x", "s"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def test_a_model_that_specialises_stops_being_traced(tracing):
+    sess = nnwasm.InferenceSession(_tile_model())
+    for n in (3, 4, 5, 6, 4):
+        x = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.tile(x, n))
     assert len(sess._traced_variants) == session_module._MAX_UNREUSED_TRACES
 
 

@@ -59,7 +59,9 @@ enum nnw_opcode {
   NNW_OP_ROPE = 121,
   NNW_OP_ATTENTION_KV = 122,
   NNW_OP_GEMM_PACKED_F16 = 140,
-  NNW_OP_COUNT = 141 /* one past the largest opcode */
+  NNW_OP_RANGE = 180,
+  NNW_OP_SCATTER_ND = 181,
+  NNW_OP_COUNT = 182 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -1119,6 +1121,32 @@ enum nnw_gemm_packed_f16_arg {
   NNW_GEMM_PACKED_F16_NARGS = 13
 };
 
+enum nnw_range_arg {
+  NNW_RANGE_Y = 0,
+  NNW_RANGE_DTYPE = 1,
+  NNW_RANGE_N = 2,
+  NNW_RANGE_START = 3,
+  NNW_RANGE_DELTA = 4,
+  NNW_RANGE_NARGS = 5
+};
+
+enum nnw_scatter_nd_arg {
+  NNW_SCATTER_ND_IDX = 0,
+  NNW_SCATTER_ND_UPD = 1,
+  NNW_SCATTER_ND_Y = 2,
+  NNW_SCATTER_ND_ESIZE = 3,
+  NNW_SCATTER_ND_ROWS = 4,
+  NNW_SCATTER_ND_K = 5,
+  NNW_SCATTER_ND_INNER = 6,
+  NNW_SCATTER_ND_D0 = 7,
+  NNW_SCATTER_ND_D1 = 8,
+  NNW_SCATTER_ND_D2 = 9,
+  NNW_SCATTER_ND_D3 = 10,
+  NNW_SCATTER_ND_D4 = 11,
+  NNW_SCATTER_ND_D5 = 12,
+  NNW_SCATTER_ND_NARGS = 13
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -1176,7 +1204,9 @@ enum nnw_gemm_packed_f16_arg {
   X(120, kv_append, KV_APPEND, 14, "ttttiiiiiiiiii") \
   X(121, rope, ROPE, 19, "tttttttiiiiiiiiiiii") \
   X(122, attention_kv, ATTENTION_KV, 43, "tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff") \
-  X(140, gemm_packed_f16, GEMM_PACKED_F16, 13, "ttttttiiiiffi")
+  X(140, gemm_packed_f16, GEMM_PACKED_F16, 13, "ttttttiiiiffi") \
+  X(180, range, RANGE, 5, "tiiii") \
+  X(181, scatter_nd, SCATTER_ND, 13, "tttiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

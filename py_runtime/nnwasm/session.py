@@ -220,8 +220,15 @@ class _Prepared:
         self.runners = [p.provider.compile(p, graph) for p in self.parts]
         self.assignment = [(n.name, n.op_type, p.provider.name) for p in self.parts for n in p.nodes]
 
+    derived = {}   # {dim name: Sym} of names that are expressions of other dims (symbolic.derived_dims)
+
     def dims_of(self, shapes):
-        return _dims(self.dim_names, shapes)
+        dims = _dims(self.dim_names, shapes)
+        if dims and self.derived:
+            with symbolic.Binding(dims):
+                if any(symbolic.value(e) != dims[n] for n, e in self.derived.items()):
+                    return None   # a mask whose length is not the past's plus the new tokens'
+        return dims
 
 
 def _dims(dim_names, shapes):
@@ -232,6 +239,19 @@ def _dims(dim_names, shapes):
             if d is not None and dims.setdefault(d, v) != v:
                 return None
     return dims
+
+
+def _split_names(dim_names, shapes):
+    """dim_names where a name these shapes give two values (an exporter's 'sequence_length' on both
+    input_ids and a decoder's attention_mask, whose length is the past's plus the new tokens') is
+    replaced by one name per input axis: the feeds say those are different dims."""
+    seen, clash = {}, set()
+    for name, axes in dim_names.items():
+        for d, v in zip(axes, shapes[name]):
+            if d is not None and seen.setdefault(d, v) != v:
+                clash.add(d)
+    return {name: [f"{name}[{k}]" if d in clash else d for k, d in enumerate(axes)]
+            for name, axes in dim_names.items()}
 
 
 class InferenceSession:
@@ -518,7 +538,8 @@ class InferenceSession:
                 self._check_feed(NodeArg(name, vi.dtype, vi.shape), vi, feeds[name])
                 over[name] = feeds[name].shape
         prepared = self._prepared(shapes, over, shape_values.specialised(self._shape_values, feeds))
-        with symbolic.Binding(prepared.dims_of(shapes) if prepared.guards is not None else {}):
+        # a traced variant's run may compile an If branch first taken now: its decisions are guards too
+        with symbolic.Binding(prepared.dims_of(shapes) if prepared.guards is not None else {}, guards=prepared.guards):
             while True:
                 env = dict(feeds)
                 try:
@@ -624,17 +645,21 @@ class InferenceSession:
         hold for them, or a new one; None where tracing does not apply (no symbolic dims, a
         sequence input, a dim name given two values) or failed (then the shapes are prepared
         as concrete ones, which raises whatever error they deserve)."""
-        names = self._dim_names
-        dims = _dims(names, shapes) if names else None
-        if not dims:
+        if not self._dim_names:
             return None
         for prepared in self._traced_variants:
-            if symbolic.holds(prepared.guards, dims):
+            dims = prepared.dims_of(shapes)
+            if dims is not None and prepared.check(dims):
                 self._traced_reused = True
                 return prepared
+        names = _split_names(self._dim_names, shapes)
+        dims = _dims(names, shapes)
+        if not dims:
+            return None
         if len(self._traced_variants) >= _MAX_UNREUSED_TRACES and not self._traced_reused:
             return None   # every trace so far specialised on its dims: prepare concrete shapes, cheaper
-        syms = {d: symbolic.Sym.var(d) for d in dims}
+        derived = symbolic.derived_dims(dims)
+        syms = {d: derived[d] if d in derived else symbolic.Sym.var(d) for d in dims}
         sym_shapes = {n: tuple(syms[d] if d is not None else v for d, v in zip(names[n], shapes[n])) for n in names}
         g = self._graph
         spec = Graph(list(g.nodes), g.inputs, g.outputs, dict(g.initializers), {}, dict(g.opsets), g.name)
@@ -646,7 +671,8 @@ class InferenceSession:
             if symbolic.DEBUG:
                 raise
             return None
-        prepared.guards, prepared.dim_names = binding.guards, names
+        prepared.guards, prepared.dim_names, prepared.derived = binding.guards, names, derived
+        prepared.check = symbolic.Checker(binding.guards)
         self._traced_variants.insert(0, prepared)
         del self._traced_variants[_PLAN_CACHE_SIZE:]
         return prepared

@@ -16,6 +16,7 @@ only. So reuse is never wrong, only sometimes impossible, and then the variant i
 Sym is deliberately not an int subclass: C code reads an int subclass's value without asking it,
 which would leak the traced value unguarded. It registers as numbers.Integral.
 """
+import ast
 import numbers
 import os
 import operator
@@ -127,7 +128,7 @@ class Sym:
     def expr(self):
         if self.poly is None:
             a, b = (x.expr() if isinstance(x, Sym) else str(x) for x in (self.a, self.b))
-            return f"({a} {self.op} {b})"
+            return f"max({a}, {b})" if self.op == "max" else f"({a} {self.op} {b})"
         terms = []
         for mono, coef in self.poly:
             factors = [a if isinstance(a, str) else a.expr() for a in mono]
@@ -137,7 +138,8 @@ class Sym:
 
 numbers.Integral.register(Sym)
 
-_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod}
+_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod,
+        "max": max}
 _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
         ">=": operator.ge}
 
@@ -236,6 +238,13 @@ def _divide(op, a, b):
     return Sym(op=op, a=a, b=b)
 
 
+def smax(a, b):
+    """max(a, b) as an expression, deciding nothing (an arena slot's size over the values it holds)."""
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return Sym(op="max", a=a, b=b)
+    return max(a, b)
+
+
 def _v(x):
     return x._value() if isinstance(x, Sym) else x
 
@@ -270,8 +279,10 @@ class Binding:
     """Dims bound for a trace or a run: `with binding:` makes them current in this thread."""
     __slots__ = ("dims", "guards", "_saved")
 
-    def __init__(self, dims, trace=False):
-        self.dims, self.guards = dict(dims), ({} if trace else None)
+    def __init__(self, dims, trace=False, guards=None):
+        """trace: record the guards of decisions taken under this binding in a new dict; guards: in
+        this one (a variant's, while a run compiles a control-flow branch it had not taken)."""
+        self.dims, self.guards = dict(dims), ({} if trace else guards)
 
     def __enter__(self):
         self._saved = tuple(getattr(_state, k, None) for k in ("bind", "key", "guards", "dims"))
@@ -284,9 +295,117 @@ class Binding:
 
 
 def holds(guards, dims):
-    """Whether every guard comes out as it did while tracing, with these dims bound."""
+    """Whether every guard comes out as it did while tracing, with these dims bound (Checker is the
+    compiled form the runtime uses; this one is the reference)."""
     with Binding(dims):
         try:
             return all(_CMP[op](_v(a), _v(b)) == result for a, op, b, result in guards.values())
         except (ZeroDivisionError, RuntimeError):
             return False
+
+
+def derived_dims(dims):
+    """{name: Sym} for the dim names that are sums, differences and products of other dims' names
+    and integers (an exporter's "past_sequence_length + sequence_length" on an attention mask) and
+    whose value in `dims` agrees: such a dim is that expression, not a dim of its own, so shapes
+    built from it and from its terms agree as expressions."""
+    out = {}
+    for name, v in dims.items():
+        e = _parse(name, dims)
+        if e is not None and isinstance(e, Sym):
+            with Binding(dims):
+                if e._value() == v:
+                    out[name] = e
+    return out
+
+
+def _parse(name, dims):
+    try:
+        tree = ast.parse(name, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(tree, ast.BinOp):
+        return None   # a plain name is a dim of its own
+
+    def walk(n):
+        if isinstance(n, ast.Name) and n.id in dims:
+            return Sym.var(n.id)
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            return n.value
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = walk(n.left), walk(n.right)
+            if a is None or b is None:
+                return None
+            return a + b if isinstance(n.op, ast.Add) else a - b if isinstance(n.op, ast.Sub) else a * b
+        return None
+    return walk(tree)
+
+
+# --- compiled evaluation: a variant's guards and plan words, checked and evaluated per run ---------
+
+def compile_values(exprs):
+    """f(dims) -> [value of each expression] for {name: int} dims, as one generated Python function:
+    each shared node of the expressions computed once (a plan's offsets are running sums of slot
+    sizes), no per-node dispatch. Evaluating thousands of words this way takes well under a
+    millisecond, where Sym's own evaluation took tens."""
+    gen = _Gen()
+    out = [gen.ref(e) for e in exprs]
+    return gen.function(f"return [{', '.join(out)}]")
+
+
+class Checker:
+    """holds(guards, dims), compiled (compile_values' way) and compiled again when guards were added
+    (a branch first taken in a later run records its decisions in the same dict)."""
+
+    def __init__(self, guards):
+        self.guards, self._n, self._fn = guards, -1, None
+
+    def __call__(self, dims):
+        if self._n != len(self.guards):
+            gen = _Gen()
+            unique = {(_ident(a), op, _ident(b)): (a, op, b, bool(r)) for a, op, b, r in self.guards.values()}
+            lines = [f"if ({gen.ref(a)} {op} {gen.ref(b)}) is not {result}: return False"
+                     for a, op, b, result in unique.values()]
+            self._fn, self._n = gen.function("\n    ".join(lines + ["return True"])), len(self.guards)
+        try:
+            return self._fn(dims)
+        except (ZeroDivisionError, KeyError):
+            return False
+
+
+def _ident(x):
+    return ("sym", id(x)) if isinstance(x, Sym) else x
+
+
+class _Gen:
+    def __init__(self):
+        self.names, self.lines, self.memo = {}, [], {}
+
+    def ref(self, x):
+        """Python source for x: a literal, a dim's local, or the temporary holding a node."""
+        if not isinstance(x, Sym):
+            return repr(x)
+        t = self.memo.get(id(x))
+        if t is not None:
+            return t[0]
+        if x.poly is None:
+            a, b = self.ref(x.a), self.ref(x.b)
+            src = f"max({a}, {b})" if x.op == "max" else f"({a} {x.op} {b})"
+        else:
+            terms = []
+            for mono, coef in x.poly:
+                f = [self.names.setdefault(a, f"d{len(self.names)}") if isinstance(a, str) else self.ref(a)
+                     for a in mono]
+                terms.append("*".join(([repr(coef)] if coef != 1 or not f else []) + f))
+            src = " + ".join(terms) if terms else "0"
+        t = f"t{len(self.memo)}"
+        self.memo[id(x)] = (t, x)   # holds x, so its id stays its own
+        self.lines.append(f"{t} = {src}")
+        return t
+
+    def function(self, tail):
+        head = [f"{v} = dims[{n!r}]" for n, v in self.names.items()]
+        src = "def f(dims):\n    " + "\n    ".join(head + self.lines + [tail]) + "\n"
+        scope = {}
+        exec(compile(src, "<nnwasm.symbolic>", "exec"), scope)
+        return scope["f"]

@@ -86,7 +86,9 @@ def _outputs_static(node, inputs, consts):
     """The op's inferred (dtype, shape) for output 0 when fully known, else None."""
     op = registry.lookup(node.domain, node.op_type, node.opset)
     dt, shape = op.infer(node, inputs, consts)[0][:2]
-    if dt is None or not S.static(shape) or math.prod(shape) > MAX_ELEMENTS:
+    if dt is None or not S.static(shape) or any(isinstance(d, Sym) for d in shape):
+        return None   # a length that is a symbolic dim: computed per run by the provider, not folded
+    if math.prod(shape) > MAX_ELEMENTS:
         return None
     return dt, tuple(shape)
 
@@ -240,6 +242,8 @@ def fold_slice(node, inputs, consts):
     picks = [list(range(d)) for d in x.shape]
     for a, start, end, step in indexing.slice_spec(node, len(x.shape), starts, ends, axes, steps):
         begin, stop, step, length = indexing.slice_axis(x.shape[a], start, end, step)
+        if isinstance(begin, Sym):
+            return None   # where a constant is read from depends on a dim: a view per run (wasm/lower/views.py)
         picks[a] = [begin + k * step for k in range(length)]
     vals, strides = x.tolist(), _strides(x.shape)
     res = [vals[sum(i * s for i, s in zip(idx, strides))] for idx in itertools.product(*picks)]

@@ -1,6 +1,8 @@
 """Constant, ConstantOfShape, Range, Cast, CastLike, Identity, Dropout (inference)."""
 import math
 
+from ..symbolic import Sym
+
 from .. import dtypes
 from ..tensor import TensorData
 from . import casting
@@ -78,6 +80,10 @@ def constant_of_shape(node, shape):
 def range_length(start, limit, delta):
     if delta == 0:
         raise ValueError("delta is 0")
+    if any(isinstance(v, Sym) for v in (start, limit)) and isinstance(delta, int):
+        # a symbolic dim's range (positions up to a past length): an expression, guarded on its sign
+        n = limit - start if delta == 1 else (limit - start + delta - (1 if delta > 0 else -1)) // delta
+        return n if n >= 0 else 0
     return max(int(math.ceil((limit - start) / delta)), 0)
 
 

@@ -9,7 +9,8 @@ their inputs (ConstantOfShape / Expand / Tile ...: onnxruntime leaves those too,
 model small in memory)."""
 from ..errors import FallbackUnavailable, NnwasmError
 from ..partition import Partition
-from ..tensor import numel
+from ..symbolic import is_sym
+from ..tensor import SymTensor, numel
 from .cleanup import subgraphs
 
 NEVER = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -28,9 +29,12 @@ def foldable(node, g):
         return False
     if any(i not in g.initializers for i in named):
         return False
+    if any(isinstance(g.initializers[i], SymTensor) and any(is_sym(v) for v in g.initializers[i].values)
+           for i in named):
+        return False   # values of symbolic dims (symbolic.py): computed per run, not fixed here
     outs = [g.values.get(o) for o in node.outputs if o]
     if not outs or any(v is None or v.dtype is None or not v.dtype.size or not v.is_static() or v.kind != "tensor"
-                       for v in outs):   # initializers are tensors: sequences and optionals stay
+                       or any(is_sym(d) for d in v.shape) for v in outs):   # initializers are tensors: sequences and optionals stay
         return False
     out_bytes = sum(_bytes(v) for v in outs)
     in_bytes = sum(g.initializers[i].numel * max(g.initializers[i].dtype.size, 1) for i in set(named))

@@ -29,7 +29,7 @@ from .lower.movement import check_dropout, check_transpose, lower_concat, lower_
 from .lower.reindex import (check_expand, check_pad, check_slice, check_space_depth, check_split, check_tile,
                             lower_expand, lower_pad, lower_slice, lower_space_depth, lower_split, lower_tile)
 from .lower.resize import check_resize, lower_resize
-from .lower.positional import check_trilu, lower_trilu
+from .lower.positional import check_range, check_trilu, lower_range, lower_trilu
 from .lower.scatter import check_scatter_nd, lower_scatter_nd
 from .lower.topk import check_topk, lower_topk
 from .lower.spectral import check_dft, check_stft, lower_dft, lower_stft
@@ -136,6 +136,7 @@ LOWERINGS = {
     "Resize": (check_resize, lower_resize),
     "Upsample": (check_resize, lower_resize),
     "Trilu": (check_trilu, lower_trilu),
+    "Range": (check_range, lower_range),
     "ScatterND": (check_scatter_nd, lower_scatter_nd),
     # onnxruntime's contrib ops the optimizer emits (lower/fused.py)
     "com.microsoft.FusedConv": (f32(check_fused_conv), lower_fused_conv),

@@ -62,4 +62,6 @@ OPS = {
     "rope": Op(code=121, args=("x", "xb", "cos", "sin", "lens", "pos", "y", "batch", "s", "heads", "d", "half", "max_pos", "x_bs", "x_rs", "x_hs", "lens_add", "pos_bs", "interleaved"), kinds="tttttttiiiiiiiiiiii"),
     "attention_kv": Op(code=122, args=("q", "k", "v", "bias", "kmask", "kend", "kstart", "lens", "sink", "y", "scratch", "batch", "heads", "kv_heads", "s", "t", "d", "dv", "q_bs", "q_rs", "q_hs", "k_bs", "k_hs", "k_rs", "v_bs", "v_hs", "v_rs", "y_bs", "y_rs", "y_hs", "m_bs", "m_hs", "m_rs", "km_bs", "km_rs", "causal", "c0", "lens_add", "window", "smooth", "scale", "softcap", "mask_value"), kinds="tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff"),
     "gemm_packed_f16": Op(code=140, args=("a", "bp", "bias", "r", "y", "scratch", "m", "n", "k", "act", "act_min", "act_max", "block"), kinds="ttttttiiiiffi"),
+    "range": Op(code=180, args=("y", "dtype", "n", "start", "delta"), kinds="tiiii"),
+    "scatter_nd": Op(code=181, args=("idx", "upd", "y", "esize", "rows", "k", "inner", "d0", "d1", "d2", "d3", "d4", "d5"), kinds="tttiiiiiiiiii"),
 }

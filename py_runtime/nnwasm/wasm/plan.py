@@ -11,8 +11,8 @@ import numbers
 import struct
 
 from ..errors import Unsupported
-from ..symbolic import Sym, value
-from ..tensor import numel
+from ..symbolic import Sym, smax, value
+from ..tensor import SymTensor, numel
 from .opcodes import OPS
 
 MAGIC = 0x50574E4E
@@ -122,6 +122,7 @@ class PlanBuilder:
         """Returns (plan as a bytearray, arena bytes, {value name: arena offset} of inputs and outputs)."""
         inits = {**self.graph.initializers, **self.constants}
         weights, blob = {}, bytearray()
+        self.sym_fills = sym_fills = []   # [(arena offset, struct format, values)]
         live = {}   # name -> [first op, last op, nbytes]
         last = len(self.ops)
         for name in self.inputs:
@@ -134,7 +135,14 @@ class PlanBuilder:
                 if v.name in inits:
                     if v.name not in weights:
                         weights[v.name] = len(blob)
-                        blob += inits[v.name].data
+                        t = inits[v.name]
+                        if isinstance(t, SymTensor) and any(isinstance(x, Sym) for x in t.values):
+                            # values that are expressions of dims (a past length fed to a kernel
+                            # as data): written again per run (runner.py), never specialised
+                            sym_fills.append((len(blob), f"<{len(t.values)}{t.dtype.struct}", t.values))
+                            blob += struct.pack(sym_fills[-1][1], *map(value, t.values))
+                        else:
+                            blob += t.data
                         blob += bytes(_align(len(blob)) - len(blob))
                     continue
                 if v.name in self.persistent:
@@ -146,14 +154,16 @@ class PlanBuilder:
             live.setdefault(name, [last, last, self.nbytes(name)])[1] = last
         for name, size in self.persistent.items():
             live[name] = [-1, last, size]
-        # with symbolic sizes, init ops' buffers go first, so that no dim moves them
-        symbolic_sizes = any(isinstance(s[2], Sym) for s in live.values())
-        offsets = _first_fit(live, self.persistent if symbolic_sizes else ())
+        if any(isinstance(s[2], Sym) for s in live.values()):
+            offsets, end = _symbolic_layout(live, self.persistent)
+        else:
+            offsets = _first_fit(live)
+            end = max((offsets[n] + _align(s[2]) for n, s in live.items()), default=0)
         base = len(blob)
         where = dict(weights)
         for name, off in offsets.items():
             where[name] = base + off
-        arena = base + max((offsets[n] + _align(s[2]) for n, s in live.items()), default=0)
+        arena = base + end
         if arena > max_arena:
             raise Unsupported(f"this WASM partition needs {arena} bytes of memory (weights and activations); "
                               f"kernels.wasm addresses at most {max_arena}")
@@ -196,6 +206,32 @@ def _encode(ops, where):
 
 def _i32(w):
     return w - (1 << 32) if w >= (1 << 31) else w
+
+
+def _symbolic_layout(live, first_placed):
+    """(name -> offset, arena end) where some sizes are expressions of symbolic dims, deciding
+    nothing on them (a decision would be a guard, and a first-fit's comparisons of sizes flip as a
+    past grows): values of fixed size are laid out by _first_fit, init ops' buffers first, so no
+    dim moves them; after them, each value of symbolic size takes the first slot free over its
+    live range (decided on op indices alone), a slot being as large as the largest value it holds
+    (symbolic.smax), the slots one after another."""
+    fixed = {n: s for n, s in live.items() if not isinstance(s[2], Sym)}
+    offsets = _first_fit(fixed, first_placed)
+    at = max((offsets[n] + _align(max(s[2], 1)) for n, s in fixed.items()), default=0)
+    slots = []   # [last op of its latest value, size, names]
+    for name, (first, last, size) in sorted(((n, s) for n, s in live.items() if n not in fixed),
+                                            key=lambda kv: (kv[1][0], kv[0])):
+        slot = next((sl for sl in slots if sl[0] < first), None)
+        if slot is None:
+            slots.append([last, _align(size), [name]])
+        else:
+            slot[0], slot[1] = last, smax(slot[1], _align(size))
+            slot[2].append(name)
+    for _, size, names in slots:
+        for name in names:
+            offsets[name] = at
+        at = at + size
+    return offsets, at
 
 
 def _first_fit(live, first_placed=()):

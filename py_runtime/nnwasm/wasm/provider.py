@@ -74,7 +74,7 @@ class WasmExecutionProvider:
         b, plan, arena, io, ops = self.build_plan(nodes, graph, inputs, outputs)
         ins = [(n, io[n], b.nbytes(n)) for n in inputs]
         outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
-        return WasmRunner(b.host, plan, arena, ins, outs, ops, b.sym_words, b.kept_bytes)
+        return WasmRunner(b.host, plan, arena, ins, outs, ops, b.sym_words, b.kept_bytes, b.sym_fills)
 
     def build_plan(self, nodes, graph, inputs, outputs):
         """(builder, plan bytes, arena bytes, {value: arena offset}, [PlanOp] of the run ops): the

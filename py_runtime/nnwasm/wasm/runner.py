@@ -24,20 +24,23 @@ class WasmRunner:
     """sym_words: [(word index, Sym)] of a plan prepared for symbolic dims (symbolic.py): before a
     run with other dims than the last, those words are evaluated and written again, checked by
     nnw_plan_check, and the arena grows (keeping its first kept_bytes: weights and init ops'
-    buffers) if the dims need more. Input sizes and output shapes may be Syms too."""
+    buffers) if the dims need more; sym_fills, weights whose values are expressions of the dims,
+    are written again too. Input sizes and output shapes may be Syms too."""
 
-    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0):
+    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=()):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         self.plan_bytes, self.arena_bytes = len(plan), arena_bytes
         self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
+        self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
+        self._eval = None   # symbolic.compile_values of the arena size, sym words and fills
         self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
         with host.lock:
             host.drain()
             self._load(plan)
         self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
         self._finalizer = weakref.finalize(self, host.release, self._mem)
-        if sym_words:
+        if sym_words or sym_fills:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
 
     def _load(self, plan):
@@ -81,7 +84,7 @@ class WasmRunner:
                 raise KernelError(f"'{name}' has {len(env[name].data)} bytes, the plan expects {nbytes}")
         with host.lock:   # inputs, run and outputs of this arena must not interleave with another thread's
             host.drain()
-            if self.sym_words and symbolic.current_dims() != self._dims:
+            if (self.sym_words or self.sym_fills) and symbolic.current_dims() != self._dims:
                 self._rebind()
             arena = self.arena
             for name, off, _ in self.inputs:
@@ -103,8 +106,12 @@ class WasmRunner:
 
     def _rebind(self):
         """The plan's symbolic words for the dims bound now; a larger arena if they need one."""
-        host, value = self.host, symbolic.value
-        need = value(self.arena_bytes)
+        host = self.host
+        if self._eval is None:   # the words, fills and arena size as one compiled function of the dims
+            exprs = [self.arena_bytes] + [w for _, w in self.sym_words] + [v for _, _, vs in self.sym_fills for v in vs]
+            self._eval = symbolic.compile_values(exprs)
+        values = iter(self._eval(dict(symbolic.current_dims())))
+        need = next(values)
         if need > self._cap:
             cap = max(need, self._cap + self._cap // 2)   # grown by half at least: a decoder's past grows by one
             try:
@@ -117,8 +124,10 @@ class WasmRunner:
             host.drain()
             self.arena, self._cap, self._mem[1] = new, cap, new
         words = self._words
-        for i, w in self.sym_words:
-            struct.pack_into("<i", words, 4 * i, _i32(value(w)))
+        for i, _ in self.sym_words:
+            struct.pack_into("<i", words, 4 * i, _i32(next(values)))
+        for off, fmt, vs in self.sym_fills:
+            host.write(self.arena + off, struct.pack(fmt, *[next(values) for _ in vs]))
         host.write(self.plan, words)
         status_at = self._malloc(4)
         try:

@@ -36,3 +36,36 @@ def lower_trilu(node, b):
     out = b.ref(y)
     b.emit("where", esize=b.dtype(x).size, cond=mask, x=b.ref(x), y=zero, out=out,
            **broadcast_args(b, y, (mask, b.ref(x), zero), ("cs", "xs", "ys")))
+
+
+# --- Range: positions from dims, computed per run -----------------------------------------------
+
+def _range_args(node, g):
+    vals = []
+    for name in node.inputs[:3]:
+        t = g.initializers.get(name) if name else None
+        if t is None or t.numel != 1:
+            return None
+        vals.append(t.tolist()[0])
+    return vals
+
+
+def check_range(node, g):
+    """A Range left unfolded because its length is a symbolic dim (symbolic.py): its start, limit
+    and delta are constants or expressions of the dims, evaluated per run into the kernel's words."""
+    dt = g.values[node.outputs[0]].dtype
+    if dt.name not in ("int32", "int64"):
+        return f"a Range of {dt.name} (the kernel makes int32 and int64)"
+    vals = _range_args(node, g)
+    if vals is None:
+        return "start, limit and delta must be constants or expressions of the input dims"
+    if not all(-(1 << 31) <= v < (1 << 31) for v in vals):
+        return "start, limit or delta beyond 32 bits"
+    return None
+
+
+def lower_range(node, b):
+    start, _, delta = _range_args(node, b.graph)
+    y = node.outputs[0]
+    b.emit("range", y=b.ref(y), dtype=0 if b.dtype(y).name == "int32" else 1, n=b.shape(y)[0],
+           start=start, delta=delta)

@@ -4,6 +4,7 @@ constant inputs (starts, pads, repeats...) must be known then. Any fixed-size dt
 from ...ops import indexing as ix
 from ...tensor import numel
 from ...ops import shapes as S
+from . import views
 from .tables import PAD, axis_table, emit_gather_axes, fits, scalar_tensor, strides
 
 
@@ -42,6 +43,8 @@ def slice_tables(node, g):
 
 
 def lower_slice(node, b):
+    if views.symbolic(node, b.graph):
+        return views.lower_slice_view(node, b)
     emit_gather_axes(b, node.inputs[0], b.ref(node.outputs[0]), slice_tables(node, b.graph))
 
 
@@ -59,6 +62,8 @@ def tile_tables(node, g):
 
 
 def lower_expand(node, b):
+    if views.symbolic(node, b.graph):
+        return views.lower_expand_view(node, b)
     emit_gather_axes(b, node.inputs[0], b.ref(node.outputs[0]), expand_tables(node, b.graph))
 
 
@@ -86,6 +91,8 @@ def split_tables(node, g):
 
 
 def check_split(node, g):
+    if views.symbolic(node, g):
+        return views.check_split_view(node, g)
     try:
         outputs = split_tables(node, g)
     except Exception as e:
@@ -97,6 +104,8 @@ def check_split(node, g):
 
 
 def lower_split(node, b):
+    if views.symbolic(node, b.graph):
+        return views.lower_split_view(node, b)
     for y, tables in zip(node.outputs, split_tables(node, b.graph)):
         if y and all(tables):
             emit_gather_axes(b, node.inputs[0], b.ref(y), tables)
@@ -180,7 +189,11 @@ def lower_space_depth(node, b):
     emit_gather_axes(b, node.inputs[0], b.ref(node.outputs[0]), space_depth_tables(node, b.graph))
 
 
-check_slice = _refusing(slice_tables)
-check_expand = _refusing(expand_tables)
+def _or_view(check_view, check_tables):
+    return lambda node, g: check_view(node, g) if views.symbolic(node, g) else check_tables(node, g)
+
+
+check_slice = _or_view(views.check_slice_view, _refusing(slice_tables))
+check_expand = _or_view(views.check_expand_view, _refusing(expand_tables))
 check_tile = _refusing(tile_tables)
 check_space_depth = _refusing(space_depth_tables)

@@ -1,8 +1,10 @@
-"""ScatterND (reduction "none") with constant indices on WASM, as a decoder's causal mask is built
-(Marian's merged decoder): y = Where(mask, updates gathered to y's positions, data), the gather
-table (an updates element offset per y element, PAD where nothing is written) and the bool mask
-computed at plan build. Two kernel ops (gather_axes, where), no new kernel; the table and mask
-cost 5 bytes per element of y, so larger outputs are refused."""
+"""ScatterND (reduction "none") on WASM, as a decoder's causal mask is built (Marian's merged
+decoder). With constant indices: y = Where(mask, updates gathered to y's positions, data), the
+gather table (an updates element offset per y element, PAD where nothing is written) and the bool
+mask computed at plan build, two kernel ops (gather_axes, where); the table and mask cost 5 bytes
+per element of y, so larger outputs are refused. With indices computed in the plan (positions over
+a symbolic past length, symbolic.py): data copied to y, then the scatter_nd kernel, which checks
+each index at run time."""
 import struct
 
 from ...dtypes import BY_NAME
@@ -44,11 +46,24 @@ def check_scatter_nd(node, g):
     dt = g.values[node.inputs[0]].dtype
     if dt.size not in (1, 2, 4, 8):
         return f"'{node.inputs[0]}' is of type {dt.name}"
+    if node.inputs[1] not in g.initializers:
+        return _check_runtime(node, g)
     t = _table(node, g)
     return t if isinstance(t, str) else None
 
 
+def _check_runtime(node, g):
+    if node.attr("reduction", "none") != "none":
+        return "only reduction 'none'"
+    ishape = g.values[node.inputs[1]].shape
+    if not ishape or not isinstance(ishape[-1], int) or not 1 <= ishape[-1] <= MAX_RANK:
+        return f"indices of shape {list(ishape or ())}: their last dim must be 1 to {MAX_RANK}"
+    return None
+
+
 def lower_scatter_nd(node, b):
+    if node.inputs[1] not in b.graph.initializers:
+        return _lower_runtime(node, b)
     data, upd, y = node.inputs[0], node.inputs[2], node.outputs[0]
     table, dt = _table(node, b.graph), b.dtype(y)
     n = len(table)
@@ -63,3 +78,17 @@ def lower_scatter_nd(node, b):
     one = {f"{p}{i}": (1 if i == 0 else 0) for p in ("cs", "xs", "ys") for i in range(6)}
     b.emit("where", esize=dt.size, cond=mask, x=picked, y=b.ref(data), out=b.ref(y), rank=1,
            **{f"d{i}": n if i == 0 else 1 for i in range(6)}, **one)
+
+
+def _lower_runtime(node, b):
+    data, idx, upd, y = node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]
+    ds, ishape, esize = b.shape(data), b.shape(idx), b.dtype(y).size
+    nbytes = b.nbytes(y)
+    b.emit("copy2d", src=b.ref(data), dst=b.ref(y), rows=1, row_bytes=nbytes, src_stride=nbytes, dst_stride=nbytes)
+    k = ishape[-1]
+    rows = numel(ishape[:-1])
+    if rows == 0:
+        return
+    dims = list(ds[:k]) + [1] * (MAX_RANK - k)
+    b.emit("scatter_nd", idx=b.ref(idx), upd=b.ref(upd), y=b.ref(y), esize=esize, rows=rows, k=k,
+           inner=numel(ds[k:]), **{f"d{i}": dims[i] for i in range(MAX_RANK)})
