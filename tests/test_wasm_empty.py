@@ -160,7 +160,23 @@ def test_scatter_nd_constant_indices(data, idx, upd):
     check(graph_model([node], feeds, ["Y"], {"I": np.array(idx, np.int64)}, opset=13), feeds)
 
 
-def test_scatter_nd_runtime_indices_are_refused():
-    feeds = {"D": rand(4, 5), "I": np.array([[1]], np.int64), "U": rand(1, 5)}
-    with pytest.raises(nnwasm.NotImplementedOp, match="indices are not a constant"):
-        nnwasm.InferenceSession(model("ScatterND", feeds, opset=13), wasm_only_options(), providers=WASM_ONLY)
+# --- ScatterND with indices fed at run time (the scatter_nd kernel) --------------------------------
+
+@pytest.mark.parametrize("data,idx,upd", [
+    ((4, 5), [[1], [3]], (2, 5)),
+    ((4, 5), [[0, 1], [3, 4], [-1, 0]], (3,)),
+    ((2, 3, 4), [[[1, 2]], [[0, 0]]], (2, 1, 4)),
+    ((3, 3), [[1], [1]], (2, 3)),
+])
+def test_scatter_nd_runtime_indices(data, idx, upd):
+    feeds = {"D": rand(*data), "I": np.array(idx, np.int64), "U": rand(*upd, seed=1)}
+    check(model("ScatterND", feeds, opset=13), feeds)
+
+
+def test_scatter_nd_runtime_index_out_of_range_is_a_clear_error():
+    feeds = {"D": rand(4, 5), "I": np.array([[1], [4]], np.int64), "U": rand(2, 5)}
+    sess = nnwasm.InferenceSession(model("ScatterND", feeds, opset=13), wasm_only_options(), providers=WASM_ONLY)
+    with pytest.raises(nnwasm.InvalidArgument, match="ScatterND"):
+        sess.run(None, feeds)
+    feeds["I"] = np.array([[1], [-4]], np.int64)   # the session is still usable
+    np.testing.assert_array_equal(sess.run(None, feeds)[0][0], feeds["U"][1])

@@ -1,10 +1,13 @@
-"""IOBinding: onnxruntime's way to name a run's inputs and outputs ahead of it. nnwasm has one
-device (the CPU), so binding is bookkeeping: bound inputs are OrtValues fed to the run, and
-outputs are either fresh OrtValues or OrtValues the caller bound, filled in place."""
+"""IOBinding: onnxruntime's way to name a run's inputs and outputs ahead of it. Bound inputs are
+OrtValues fed to the run; outputs are fresh OrtValues, OrtValues the caller bound (filled in
+place), or, bound to the "wasm" device (bind_output(name, "wasm"), as onnxruntime binds "cuda"),
+OrtValues that stay in kernels.wasm's memory (wasm/device.py): a decoder's present key/values,
+fed back as the next step's past with bind_ortvalue_input, never cross to the host."""
 import ctypes
 
 from .errors import InvalidArgument
 from .ortvalue import OrtValue, _check_device, _dims, element_dtype
+from .wasm.device import DEVICE, keeping
 
 
 class IOBinding:
@@ -55,6 +58,12 @@ class IOBinding:
         """Without buffer_ptr the run makes a new OrtValue; with it (and element_type and shape),
         the output is written there and must have that type and shape."""
         self._output_name(name)
+        if str(device_type).lower() == DEVICE:
+            if buffer_ptr is not None:
+                raise InvalidArgument(f"IOBinding.bind_output('{name}', '{DEVICE}'): a buffer_ptr is a host "
+                                      f"address; outputs on the '{DEVICE}' device get their own buffers")
+            self._outputs[name] = DEVICE
+            return
         _check_device(device_type, f"IOBinding.bind_output('{name}')")
         if buffer_ptr is None:
             self._outputs[name] = None
@@ -92,11 +101,12 @@ class IOBinding:
         if not self._outputs:
             raise InvalidArgument("run_with_iobinding: no outputs are bound (bind_output(name) for each wanted)")
         names = list(self._outputs)
-        outs = session.run_with_ort_values(names, dict(self._inputs), run_options)
+        with keeping(n for n, dest in self._outputs.items() if dest == DEVICE):
+            outs = session.run_with_ort_values(names, dict(self._inputs), run_options)
         results = []
         for name, got in zip(names, outs):
             dest = self._outputs[name]
-            if dest is None:
+            if dest is None or dest == DEVICE:
                 results.append(got)
                 continue
             g, d = got._td(), dest._td()

@@ -86,8 +86,11 @@ class OrtValue:
         return v if isinstance(v, TensorData) else TensorData.from_numpy(v, copy=False)
 
     def numpy(self):
-        """The array (a view of this value's memory, as onnxruntime's)."""
+        """The array (a view of this value's memory, as onnxruntime's; a copy for a value on the
+        "wasm" device, which stays there)."""
         v = self._value
+        if getattr(v, "device", "cpu") != "cpu":
+            return v.to_numpy().copy()
         if isinstance(v, TensorData):
             self._value = v = v.to_numpy().copy()   # writable from now on; the value keeps it
         return v
@@ -106,7 +109,8 @@ class OrtValue:
         return v.dtype if isinstance(v, TensorData) else dtypes.from_name(v.dtype.name)
 
     def device_name(self):
-        return "cpu"
+        """"cpu", or "wasm" for a value in kernels.wasm's memory (an IOBinding output bound there)."""
+        return getattr(self._value, "device", "cpu")
 
     def has_value(self):
         return True
@@ -124,7 +128,10 @@ class OrtValue:
         return self._dtype().size * int(_numel(self.shape()))
 
     def data_ptr(self):
-        """The address of the first element (CPython: numpy's buffer)."""
+        """The address of the first element (CPython: numpy's buffer; on the "wasm" device, its
+        offset in kernels.wasm's memory)."""
+        if self.device_name() != "cpu":
+            return self._value.ptr
         return self.numpy().ctypes.data
 
     def update_inplace(self, np_arr):

@@ -30,9 +30,9 @@ from .tensor import SymTensor, TensorData
 from . import shape_values, values
 
 _PLAN_CACHE_SIZE = 8
-# Trace variants with symbolic dims (symbolic.py): off unless NNWASM_SYMBOLIC=1, as checking a
-# traced variant's guards still costs more than preparing the shapes anew (docs/architecture.md)
-_SYMBOLIC = os.environ.get("NNWASM_SYMBOLIC", "0") == "1"
+# Trace variants with symbolic dims (symbolic.py), so a decoder's every past length reuses one
+# plan; NNWASM_SYMBOLIC=0 prepares each input shape anew instead (docs/architecture.md)
+_SYMBOLIC = os.environ.get("NNWASM_SYMBOLIC", "1") != "0"
 _MAX_UNREUSED_TRACES = 2   # traces that served no other shapes before a session stops tracing
 
 

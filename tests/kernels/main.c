@@ -38,7 +38,7 @@ static const struct {
     {"q8_conv2d_hinted", test_q8_conv2d_hinted},
     {"q4", test_q4},
     {"skip_norm", test_skip_norm}, {"rotary", test_rotary}, {"bias_act", test_bias_act}, {"embed_sum", test_embed_sum},
-    {"topk", test_topk},
+    {"topk", test_topk}, {"symbolic_ops", test_symbolic_ops},
     {"dft", test_dft},
 };
 

@@ -5,6 +5,7 @@
 
 void test_conv2d(void);
 void test_topk(void);
+void test_symbolic_ops(void);
 void test_dft(void);
 void test_conv2d_winograd(void);
 void test_conv2d_winograd_s2(void);

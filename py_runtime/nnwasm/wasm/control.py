@@ -22,6 +22,7 @@ from ..ops import shapes as S
 from ..partition import Deferred, TakenOnly
 from ..profiling import WASM, node_label
 from ..tensor import TensorData, numel
+from . import device
 
 BOOL = dtypes.BY_NAME["bool"]
 HOST_TYPES = tuple("bBhHiIqQ?")
@@ -296,7 +297,9 @@ class IfRunner(ControlRunner):
         if isinstance(body, str):
             raise NotImplementedOp(f"{node}: this run takes its {attr}, which can't run on WASM at these "
                                    f"shapes ({body}), and no enabled provider runs the whole If")
-        outs = body.run(env, {}, prof)
+        keep = device.kept()
+        with device.keeping(b for o, b in zip(node.outputs, body.names) if o in keep):
+            outs = body.run(env, {}, prof)
         for name, t in zip(node.outputs, outs):
             if name:
                 env[name] = t

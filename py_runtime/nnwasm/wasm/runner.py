@@ -7,6 +7,7 @@ from collections import namedtuple
 
 from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
 from .. import symbolic
+from . import device
 from ..tensor import TensorData, numel
 
 STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
@@ -79,16 +80,22 @@ class WasmRunner:
         host = self.host
         value = symbolic.value   # offsets, sizes and shapes may be expressions of symbolic dims
         for name, _, nbytes in self.inputs:
-            nbytes = value(nbytes)
-            if len(env[name].data) != nbytes:
-                raise KernelError(f"'{name}' has {len(env[name].data)} bytes, the plan expects {nbytes}")
+            nbytes, got = value(nbytes), device.nbytes(env[name])
+            if got != nbytes:
+                raise KernelError(f"'{name}' has {got} bytes, the plan expects {nbytes}")
+        keep = device.kept()
         with host.lock:   # inputs, run and outputs of this arena must not interleave with another thread's
             host.drain()
             if (self.sym_words or self.sym_fills) and symbolic.current_dims() != self._dims:
                 self._rebind()
             arena = self.arena
             for name, off, _ in self.inputs:
-                host.write(arena + value(off), env[name].data)
+                t = env[name]
+                if isinstance(t, device.WasmTensor) and t.host is host:   # on the device: no host copy
+                    if t.nbytes:
+                        host.call("nnw_memmove", arena + value(off), t.ptr, t.nbytes)
+                else:
+                    host.write(arena + value(off), t.data)
             status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
             if status == BAD_INDEX:
                 k = host.call("nnw_plan_failed_op")
@@ -100,7 +107,14 @@ class WasmRunner:
             outs = []
             for name, off, dt, shape in self.outputs:
                 shape = tuple(value(d) for d in shape)
-                outs.append((name, dt, shape, host.read(arena + value(off), dt.size * numel(shape))))
+                n = dt.size * numel(shape)
+                if name in keep:   # stays in kernels.wasm's memory (IOBinding to the "wasm" device)
+                    ptr = self._malloc(n)
+                    if n:
+                        host.call("nnw_memmove", ptr, arena + value(off), n)
+                    env[name] = device.WasmTensor(host, ptr, dt, shape)
+                else:
+                    outs.append((name, dt, shape, host.read(arena + value(off), n)))
         for name, dt, shape, data in outs:
             env[name] = TensorData(dt, shape, data)
 
