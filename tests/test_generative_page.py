@@ -1,0 +1,164 @@
+"""The generative model zoo (build_scripts/build_genzoo.py) in a page: Debian's chromium runs
+tests/node/genzoo-generate.mjs (the greedy generation tests/node/generative.test.mjs runs in Node)
+through web/nnwasm.mjs on WASM alone (the page's Pyodide has no numpy), served from 127.0.0.1 with
+every other request aborted. The page hands back every step's feeds and outputs; onnxruntime runs
+here, in CPython, on those same feeds, and each output must agree within tests/test_generative.py's
+tolerance, with onnxruntime's greedy tokens.
+
+One page runs the models in turn (Pyodide boots once). By default a representative subset runs
+(PAGE_MODELS: Optimum merged decoders with their If, GPT-2 and Llama with GQA and RoPE, a
+single-file Qwen2, Whisper's encoder and merged decoder with a cross-attention past);
+NNWASM_ZOO_ALL=1 (`make test-all`) runs the rest of the genzoo too (the single-file GPT-2 and
+Marian: ~4.5 s more). Skipped without the genzoo (`make genzoo`)."""
+import base64
+import os
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from page_server import run_page, serve
+from test_generative import assert_close, build_genzoo, sidecar   # test_generative puts build_scripts on the path
+
+onnxruntime = pytest.importorskip("onnxruntime")
+
+pytestmark = pytest.mark.browser
+
+RUN_ALL = os.environ.get("NNWASM_ZOO_ALL") == "1"
+PAGE_MODELS = ["gpt2_merged", "llama_merged", "qwen2", "whisper_merged"]
+# model -> why it fails in a page today (strict: one that starts passing must lose its row)
+PAGE_EXPECTED_FAIL = {
+    "genai_llama_fp32": "its weights are external data (model.onnx.data), which the page's .onnx path "
+                        "refuses today: InvalidModel 'the model was given as bytes' (helper `extdata`)",
+    "genai_llama_int4": "external data, as genai_llama_fp32",
+}
+
+PAGE = """<!doctype html><meta charset="utf-8"><title>genzoo</title>
+<script type="module">
+import { boot, InferenceSession, Tensor } from "/web/nnwasm.mjs";
+import { generate, medianDecodeMs } from "/cases/genzoo-generate.mjs";
+
+function b64(t) {   // a tensor's bytes, little-endian as in memory
+  const u8 = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  let s = "";
+  for (let i = 0; i < u8.length; i += 0x8000) s += String.fromCharCode.apply(null, u8.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+const pack = (tensors) => Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { type: t.type, dims: [...t.dims], b64: b64(t) }]));
+async function loadBytes(file) {
+  const r = await fetch("/genzoo/" + file);
+  if (!r.ok) throw new Error(`cannot fetch /genzoo/${file}: HTTP ${r.status}`);
+  return r.arrayBuffer();
+}
+
+window.results = await (async () => {
+  const t0 = performance.now();
+  await boot();
+  const out = { _bootMs: performance.now() - t0 };
+  for (const name of new URLSearchParams(location.search).getAll("model")) {
+    const r = (out[name] = { steps: [] }), sessions = {}, t1 = performance.now();
+    try {
+      const meta = await (await fetch(`/genzoo/${name}.json`)).json();
+      for (const [role, f] of Object.entries(meta.roles))
+        sessions[role] = await InferenceSession.create("/genzoo/" + f.file, { executionProviders: ["wasm"] });
+      r.createMs = performance.now() - t1;
+      const times = [];
+      r.tokens = await generate(meta, sessions, {
+        Tensor, loadBytes,
+        onEncoder: (feeds, outs) => { r.encoder = { feeds: pack(feeds), outputs: pack(outs) }; },
+        onStep: (step, ms, feeds, outs) => { times.push(ms); r.steps.push({ feeds: pack(feeds), outputs: pack(outs) }); },
+      });
+      r.firstStepMs = times[0];
+      r.decodeMs = medianDecodeMs(times);
+    } catch (e) {
+      r.error = `${e.name}: ${e.message}`;
+    } finally {
+      for (const s of Object.values(sessions)) await s.release();
+      r.totalMs = performance.now() - t1;
+    }
+  }
+  return out;
+})();
+</script>"""
+
+DTYPES = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_, "float16": np.float16}
+
+
+def _arrays(packed):
+    return {n: np.frombuffer(base64.b64decode(v["b64"]), DTYPES[v["type"]]).reshape(v["dims"])
+            for n, v in packed.items()}
+
+
+def _models():
+    return [n for n in build_genzoo.GENZOO if RUN_ALL or n in PAGE_MODELS or n in PAGE_EXPECTED_FAIL]
+
+
+@pytest.fixture(scope="module")
+def page_gen(browser):
+    """Runs the page once over the built models: {model: the page's result}, plus "_bootMs"."""
+    import subprocess
+    import sys
+    names = [n for n in _models() if build_genzoo.load_sidecar(n)]
+    if not names:
+        pytest.skip(f"the genzoo is not built in {build_genzoo.genzoo_dir()}: run `make genzoo`")
+    proc = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
+    server = serve({"/web/": ROOT / "web", "/dist/web/": ROOT / "dist" / "web",
+                    "/genzoo/": build_genzoo.genzoo_dir(), "/cases/": ROOT / "tests" / "node"},
+                   {"/": PAGE})
+    page = browser.new_page()
+    try:
+        results, errors, outside = run_page(page, server.origin + "/?" + "&".join(f"model={n}" for n in names),
+                                            server.origin)
+    finally:
+        page.close()
+        server.shutdown()
+    assert errors == [], errors
+    assert outside == [], f"the page requested URLs outside the machine: {outside}"
+    print(f"Chromium: boot {results['_bootMs']:.0f} ms; per model (create, step 0, median decode step, "
+          "total ms):", {n: tuple(round(results[n].get(k, -1)) for k in ("createMs", "firstStepMs", "decodeMs",
+                                                                           "totalMs")) for n in names})
+    return results
+
+
+def _params():
+    out = []
+    for n in build_genzoo.GENZOO:
+        marks = []
+        if n in PAGE_EXPECTED_FAIL:
+            marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason=PAGE_EXPECTED_FAIL[n]))
+        elif n not in PAGE_MODELS:
+            marks.append(pytest.mark.skipif(not RUN_ALL, reason="not in the page's default subset: "
+                                            "NNWASM_ZOO_ALL=1 (make test-all)"))
+        out.append(pytest.param(n, marks=marks, id=n))
+    return out
+
+
+@pytest.mark.parametrize("name", _params())
+def test_generate_in_a_page(name, page_gen):
+    """Every step the page ran, run again by onnxruntime on the page's own feeds: the same
+    outputs (logits and present.*), and onnxruntime's greedy tokens."""
+    meta = sidecar(name)
+    got = page_gen[name]
+    assert "error" not in got, f"{name} in Chromium: {got['error'][:2000]}"
+    ort = build_genzoo.ort_runner(build_genzoo.genzoo_dir(), {r: v["file"] for r, v in meta["roles"].items()})
+    if "encoder" in meta["roles"]:
+        feeds, outs = _arrays(got["encoder"]["feeds"]), _arrays(got["encoder"]["outputs"])
+        for oname, ref in ort("encoder", feeds).items():
+            assert_close(outs[oname], ref, f"{name} (page) encoder {oname}")
+    assert len(got["steps"]) == meta["steps"]
+    for step, s in enumerate(got["steps"]):
+        feeds, outs = _arrays(s["feeds"]), _arrays(s["outputs"])
+        ref = ort("decoder", feeds)
+        assert set(outs) == set(ref), f"{name} (page) step {step}: outputs {sorted(outs)} vs {sorted(ref)}"
+        for oname, want in ref.items():
+            assert_close(outs[oname], want, f"{name} (page) step {step} {oname}")
+    assert got["tokens"] == meta["reference"]["tokens"]
+    print(f"{name} in Chromium: create {got['createMs']:.0f} ms, step 0 {got['firstStepMs']:.1f} ms, "
+          f"decode step {got['decodeMs']:.1f} ms (median), {got['totalMs']:.0f} ms in all")
+
+
+def test_page_lists_are_models():
+    assert set(PAGE_MODELS) | set(PAGE_EXPECTED_FAIL) <= set(build_genzoo.GENZOO)
+    assert not set(PAGE_MODELS) & set(PAGE_EXPECTED_FAIL)
