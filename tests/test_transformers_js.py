@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from page_server import run_page, serve
 
 pytestmark = pytest.mark.node
 
@@ -143,80 +144,23 @@ PAGES = {
 }
 
 
-def _serve(roots):
-    """A static server on 127.0.0.1: the page at /, each prefix of roots from its folder."""
-    import http.server
-    import threading
-    import urllib.parse
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
-                          ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
-
-        def translate_path(self, path):
-            path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
-            for prefix, folder in roots.items():
-                if path.startswith(prefix):
-                    target = (folder / path[len(prefix):]).resolve()
-                    return str(target) if target.is_relative_to(folder.resolve()) else "/nonexistent"
-            return "/nonexistent"
-
-        def do_GET(self):
-            page = PAGES.get(urllib.parse.urlsplit(self.path).path)
-            if page is not None:
-                body = page.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def _run_page(page, url, origin):
-    """window.results of the page at url, the page errors, and the requests that would have left
-    127.0.0.1 (aborted)."""
-    outside, errors = [], []
-
-    def route(r):
-        if r.request.url.startswith(origin):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
-    page.wait_for_function("window.results !== undefined", timeout=600_000)
-    results = page.evaluate("window.results")
-    page.unroute("**/*")
-    return results, errors, outside
-
-
 @pytest.mark.browser
 def test_pipelines_in_a_page_agree_with_onnxruntime_web(apps, page):
     """The browser build of transformers.js, its onnxruntime-web/webgpu and onnxruntime-common
     named in an import map (web/README.md), on nnwasm's .onnx path in Chromium, against the same
     page on onnxruntime-web (images are resized by a canvas there, not by sharp as in Node, so the
     reference is a page too); every request that would leave 127.0.0.1 is aborted and counted."""
-    server = _serve({"/node_modules/": apps / "nnwasm" / "node_modules", "/models/": MODELS,
-                     "/cases/": ROOT / "tests" / "node", "/ort/": apps / "onnxruntime" / "node_modules"})
-    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    server = serve({"/node_modules/": apps / "nnwasm" / "node_modules", "/models/": MODELS,
+                    "/cases/": ROOT / "tests" / "node", "/ort/": apps / "onnxruntime" / "node_modules"}, PAGES)
+    origin = server.origin
     query = "?" + "&".join(f"case={c}" for c in PAGE_CASES)
     try:
-        got, errors, outside = _run_page(page, origin + "/" + query, origin)
-        want, ort_errors, _ = _run_page(page, origin + "/ort" + query, origin)
+        got, errors, outside = run_page(page, origin + "/" + query, origin)
+        want, ort_errors, _ = run_page(page, origin + "/ort" + query, origin)
     finally:
         server.shutdown()
+    print("Chromium, ms per pipeline (create + run), nnwasm / onnxruntime-web:",
+          {c: (got[c].get("ms"), want[c].get("ms")) for c in PAGE_CASES})
     assert errors == [], errors
     assert outside == [], f"the page requested URLs outside the machine: {outside}"
     for case in PAGE_CASES:
