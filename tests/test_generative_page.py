@@ -5,7 +5,8 @@ every other request aborted. The page hands back every step's feeds and outputs;
 here, in CPython, on those same feeds, and each output must agree within tests/test_generative.py's
 tolerance, with onnxruntime's greedy tokens.
 
-One page runs the models in turn (Pyodide boots once). By default a representative subset runs
+One page runs the models in turn (Pyodide boots once), on the page's thread; a second page runs
+some with env.wasm.proxy (in a Web Worker). By default a representative subset runs
 (PAGE_MODELS: Optimum merged decoders with their If, GPT-2 and Llama with GQA and RoPE, a
 single-file Qwen2, Whisper's encoder and merged decoder with a cross-attention past);
 NNWASM_ZOO_ALL=1 (`make test-all`) runs the rest of the genzoo too (the single-file GPT-2 and
@@ -26,6 +27,9 @@ pytestmark = pytest.mark.browser
 
 RUN_ALL = os.environ.get("NNWASM_ZOO_ALL") == "1"
 PAGE_MODELS = ["gpt2_merged", "llama_merged", "qwen2", "whisper_merged"]
+# with env.wasm.proxy (sessions in a Web Worker; the empty past, bool and int64 tensors cross
+# postMessage): an If decoder and an encoder-decoder by default
+PROXY_MODELS = ["gpt2_merged", "whisper_merged"]
 # model -> why it fails in a page today (strict: one that starts passing must lose its row)
 PAGE_EXPECTED_FAIL = {
     "genai_llama_fp32": "its weights are external data (model.onnx.data), which the page's .onnx path "
@@ -35,7 +39,7 @@ PAGE_EXPECTED_FAIL = {
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>genzoo</title>
 <script type="module">
-import { boot, InferenceSession, Tensor } from "/web/nnwasm.mjs";
+import { boot, env, InferenceSession, Tensor } from "/web/nnwasm.mjs";
 import { generate, medianDecodeMs } from "/cases/genzoo-generate.mjs";
 
 function b64(t) {   // a tensor's bytes, little-endian as in memory
@@ -51,11 +55,15 @@ async function loadBytes(file) {
   return r.arrayBuffer();
 }
 
+const query = new URLSearchParams(location.search);
+env.wasm.proxy = query.has("proxy");
 window.results = await (async () => {
   const t0 = performance.now();
-  await boot();
+  const { pyodide } = await boot();
   const out = { _bootMs: performance.now() - t0 };
-  for (const name of new URLSearchParams(location.search).getAll("model")) {
+  // WASM alone: the page's Python has no numpy to fall back on (in the worker, with the proxy)
+  if (pyodide) out._numpy = pyodide.runPython("import importlib.util; importlib.util.find_spec('numpy') is not None");
+  for (const name of query.getAll("model")) {
     const r = (out[name] = { steps: [] }), sessions = {}, t1 = performance.now();
     try {
       const meta = await (await fetch(`/genzoo/${name}.json`)).json();
@@ -89,17 +97,19 @@ def _arrays(packed):
             for n, v in packed.items()}
 
 
-def _models():
-    return [n for n in build_genzoo.GENZOO if RUN_ALL or n in PAGE_MODELS or n in PAGE_EXPECTED_FAIL]
+def _models(mode):
+    listed = PAGE_MODELS if mode == "page" else PROXY_MODELS
+    return [n for n in build_genzoo.GENZOO
+            if (n in PAGE_EXPECTED_FAIL and mode == "page") or (n not in PAGE_EXPECTED_FAIL and (RUN_ALL or n in listed))]
 
 
 @pytest.fixture(scope="module")
 def page_gen(browser):
-    """Runs the page once over the built models: {model: the page's result}, plus "_bootMs"."""
+    """mode -> the page's results over that mode's models ({model: result, "_bootMs": ms}); each
+    mode's page runs once, when a test first asks for it."""
     import subprocess
     import sys
-    names = [n for n in _models() if build_genzoo.load_sidecar(n)]
-    if not names:
+    if not any(build_genzoo.load_sidecar(n) for n in build_genzoo.GENZOO):
         pytest.skip(f"the genzoo is not built in {build_genzoo.genzoo_dir()}: run `make genzoo`")
     proc = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
                           capture_output=True, text=True, timeout=300)
@@ -107,58 +117,72 @@ def page_gen(browser):
     server = serve({"/web/": ROOT / "web", "/dist/web/": ROOT / "dist" / "web",
                     "/genzoo/": build_genzoo.genzoo_dir(), "/cases/": ROOT / "tests" / "node"},
                    {"/": PAGE})
-    page = browser.new_page()
-    try:
-        results, errors, outside = run_page(page, server.origin + "/?" + "&".join(f"model={n}" for n in names),
-                                            server.origin)
-    finally:
-        page.close()
-        server.shutdown()
-    assert errors == [], errors
-    assert outside == [], f"the page requested URLs outside the machine: {outside}"
-    print(f"Chromium: boot {results['_bootMs']:.0f} ms; per model (create, step 0, median decode step, "
-          "total ms):", {n: tuple(round(results[n].get(k, -1)) for k in ("createMs", "firstStepMs", "decodeMs",
-                                                                           "totalMs")) for n in names})
-    return results
+    done = {}
+
+    def results(mode):
+        if mode not in done:
+            names = [n for n in _models(mode) if build_genzoo.load_sidecar(n)]
+            query = "&".join([f"model={n}" for n in names] + (["proxy"] if mode == "proxy" else []))
+            page = browser.new_page()
+            try:
+                got, errors, outside = run_page(page, server.origin + "/?" + query, server.origin)
+            finally:
+                page.close()
+            assert errors == [], errors
+            assert outside == [], f"the page requested URLs outside the machine: {outside}"
+            if mode == "page":
+                assert got["_numpy"] is False, "the page's Pyodide has numpy: this would not be WASM alone"
+            print(f"Chromium ({mode}): boot {got['_bootMs']:.0f} ms; per model (create, step 0, median decode "
+                  "step, total ms):", {n: tuple(round(got[n].get(k, -1)) for k in
+                                               ("createMs", "firstStepMs", "decodeMs", "totalMs")) for n in names})
+            done[mode] = got
+        return done[mode]
+    yield results
+    server.shutdown()
 
 
 def _params():
     out = []
-    for n in build_genzoo.GENZOO:
-        marks = []
-        if n in PAGE_EXPECTED_FAIL:
-            marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason=PAGE_EXPECTED_FAIL[n]))
-        elif n not in PAGE_MODELS:
-            marks.append(pytest.mark.skipif(not RUN_ALL, reason="not in the page's default subset: "
-                                            "NNWASM_ZOO_ALL=1 (make test-all)"))
-        out.append(pytest.param(n, marks=marks, id=n))
+    for mode, listed in (("page", PAGE_MODELS), ("proxy", PROXY_MODELS)):
+        for n in build_genzoo.GENZOO:
+            marks = []
+            if n in PAGE_EXPECTED_FAIL:
+                if mode != "page":
+                    continue
+                marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason=PAGE_EXPECTED_FAIL[n]))
+            elif n not in listed:
+                marks.append(pytest.mark.skipif(not RUN_ALL, reason=f"not in the {mode} run's default subset: "
+                                                "NNWASM_ZOO_ALL=1 (make test-all)"))
+            out.append(pytest.param(mode, n, marks=marks, id=f"{n}-{mode}"))
     return out
 
 
-@pytest.mark.parametrize("name", _params())
-def test_generate_in_a_page(name, page_gen):
+@pytest.mark.parametrize("mode,name", _params())
+def test_generate_in_a_page(mode, name, page_gen):
     """Every step the page ran, run again by onnxruntime on the page's own feeds: the same
     outputs (logits and present.*), and onnxruntime's greedy tokens."""
     meta = sidecar(name)
-    got = page_gen[name]
-    assert "error" not in got, f"{name} in Chromium: {got['error'][:2000]}"
+    got = page_gen(mode).get(name)
+    assert got is not None, f"the page did not run {name}"
+    where = f"{name} (Chromium, {mode})"
+    assert "error" not in got, f"{where}: {got['error'][:2000]}"
     ort = build_genzoo.ort_runner(build_genzoo.genzoo_dir(), {r: v["file"] for r, v in meta["roles"].items()})
     if "encoder" in meta["roles"]:
         feeds, outs = _arrays(got["encoder"]["feeds"]), _arrays(got["encoder"]["outputs"])
         for oname, ref in ort("encoder", feeds).items():
-            assert_close(outs[oname], ref, f"{name} (page) encoder {oname}")
+            assert_close(outs[oname], ref, f"{where} encoder {oname}")
     assert len(got["steps"]) == meta["steps"]
     for step, s in enumerate(got["steps"]):
         feeds, outs = _arrays(s["feeds"]), _arrays(s["outputs"])
         ref = ort("decoder", feeds)
-        assert set(outs) == set(ref), f"{name} (page) step {step}: outputs {sorted(outs)} vs {sorted(ref)}"
+        assert set(outs) == set(ref), f"{where} step {step}: outputs {sorted(outs)} vs {sorted(ref)}"
         for oname, want in ref.items():
-            assert_close(outs[oname], want, f"{name} (page) step {step} {oname}")
+            assert_close(outs[oname], want, f"{where} step {step} {oname}")
     assert got["tokens"] == meta["reference"]["tokens"]
-    print(f"{name} in Chromium: create {got['createMs']:.0f} ms, step 0 {got['firstStepMs']:.1f} ms, "
+    print(f"{where}: create {got['createMs']:.0f} ms, step 0 {got['firstStepMs']:.1f} ms, "
           f"decode step {got['decodeMs']:.1f} ms (median), {got['totalMs']:.0f} ms in all")
 
 
 def test_page_lists_are_models():
-    assert set(PAGE_MODELS) | set(PAGE_EXPECTED_FAIL) <= set(build_genzoo.GENZOO)
-    assert not set(PAGE_MODELS) & set(PAGE_EXPECTED_FAIL)
+    assert set(PAGE_MODELS) | set(PROXY_MODELS) | set(PAGE_EXPECTED_FAIL) <= set(build_genzoo.GENZOO)
+    assert not (set(PAGE_MODELS) | set(PROXY_MODELS)) & set(PAGE_EXPECTED_FAIL)
