@@ -36,6 +36,8 @@ CASES = {
     "text-generation/fp32": (0, None),
     "text-generation/q8": (0, None),
     "automatic-speech-recognition/fp32": (0, None),
+    "text-generation/fp16": (0, None),
+    "automatic-speech-recognition/q8": (0, None),
 }
 
 

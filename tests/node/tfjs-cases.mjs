@@ -69,6 +69,8 @@ const CASES = {
   "text-generation/fp32": textGeneration("fp32"),
   "text-generation/q8": textGeneration("q8"),
   "automatic-speech-recognition/fp32": speechRecognition("fp32"),
+  "text-generation/fp16": textGeneration("fp16"),
+  "automatic-speech-recognition/q8": speechRecognition("q8"),
 };
 
 export const NAMES = Object.keys(CASES);
