@@ -11,15 +11,14 @@ some with env.wasm.proxy (in a Web Worker). By default a representative subset r
 single-file Qwen2, Whisper's encoder and merged decoder with a cross-attention past);
 NNWASM_ZOO_ALL=1 (`make test-all`) runs the rest of the genzoo too (the single-file GPT-2 and
 Marian: ~4.5 s more). Skipped without the genzoo (`make genzoo`)."""
-import base64
 import os
 
-import numpy as np
 import pytest
 
 from conftest import ROOT
+from genzoo_check import build_genzoo, check_record
 from page_server import run_page, serve
-from test_generative import assert_close, build_genzoo, sidecar   # test_generative puts build_scripts on the path
+from test_generative import assert_close, sidecar
 
 onnxruntime = pytest.importorskip("onnxruntime")
 
@@ -40,15 +39,8 @@ PAGE_EXPECTED_FAIL = {
 PAGE = """<!doctype html><meta charset="utf-8"><title>genzoo</title>
 <script type="module">
 import { boot, env, InferenceSession, Tensor } from "/web/nnwasm.mjs";
-import { generate, medianDecodeMs } from "/cases/genzoo-generate.mjs";
+import { generate, medianDecodeMs, packTensors as pack } from "/cases/genzoo-generate.mjs";
 
-function b64(t) {   // a tensor's bytes, little-endian as in memory
-  const u8 = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-  let s = "";
-  for (let i = 0; i < u8.length; i += 0x8000) s += String.fromCharCode.apply(null, u8.subarray(i, i + 0x8000));
-  return btoa(s);
-}
-const pack = (tensors) => Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { type: t.type, dims: [...t.dims], b64: b64(t) }]));
 async function loadBytes(file) {
   const r = await fetch("/genzoo/" + file);
   if (!r.ok) throw new Error(`cannot fetch /genzoo/${file}: HTTP ${r.status}`);
@@ -88,14 +80,6 @@ window.results = await (async () => {
   return out;
 })();
 </script>"""
-
-DTYPES = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_, "float16": np.float16}
-
-
-def _arrays(packed):
-    return {n: np.frombuffer(base64.b64decode(v["b64"]), DTYPES[v["type"]]).reshape(v["dims"])
-            for n, v in packed.items()}
-
 
 def _models(mode):
     listed = PAGE_MODELS if mode == "page" else PROXY_MODELS
@@ -166,19 +150,7 @@ def test_generate_in_a_page(mode, name, page_gen):
     assert got is not None, f"the page did not run {name}"
     where = f"{name} (Chromium, {mode})"
     assert "error" not in got, f"{where}: {got['error'][:2000]}"
-    ort = build_genzoo.ort_runner(build_genzoo.genzoo_dir(), {r: v["file"] for r, v in meta["roles"].items()})
-    if "encoder" in meta["roles"]:
-        feeds, outs = _arrays(got["encoder"]["feeds"]), _arrays(got["encoder"]["outputs"])
-        for oname, ref in ort("encoder", feeds).items():
-            assert_close(outs[oname], ref, f"{where} encoder {oname}")
-    assert len(got["steps"]) == meta["steps"]
-    for step, s in enumerate(got["steps"]):
-        feeds, outs = _arrays(s["feeds"]), _arrays(s["outputs"])
-        ref = ort("decoder", feeds)
-        assert set(outs) == set(ref), f"{where} step {step}: outputs {sorted(outs)} vs {sorted(ref)}"
-        for oname, want in ref.items():
-            assert_close(outs[oname], want, f"{where} step {step} {oname}")
-    assert got["tokens"] == meta["reference"]["tokens"]
+    check_record(meta, got, where, assert_close)
     print(f"{where}: create {got['createMs']:.0f} ms, step 0 {got['firstStepMs']:.1f} ms, "
           f"decode step {got['decodeMs']:.1f} ms (median), {got['totalMs']:.0f} ms in all")
 

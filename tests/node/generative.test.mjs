@@ -2,15 +2,17 @@
 // numpy, so WASM alone): greedy generation with the past fed back, against onnxruntime's tokens
 // and logits (the first 8 of each step's last row) saved in each model's sidecar; the generation
 // itself is genzoo-generate.mjs, which tests/test_generative.py's page runs too. Driven by
-// tests/test_generative.py (NNWASM_GENZOO_SPEC: {dir, models}); without it this file registers no
-// test. Each model prints "gen-result NAME STATUS DETAIL" (ok, NotImplementedOp, or a failure)
+// tests/test_generative.py (NNWASM_GENZOO_SPEC: {dir, models, record?}); without it this file
+// registers no test. With "record" (a folder), each model's run is written there as NAME.json:
+// every step's feeds and outputs, for the test process to rerun on onnxruntime
+// (tests/genzoo_check.py). Each model prints "gen-result NAME STATUS DETAIL" (ok, NotImplementedOp, or a failure)
 // and "gen-time NAME MS" (the median decode step after the first).
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
-import { argmaxLast, generate, medianDecodeMs } from "./genzoo-generate.mjs";
+import { argmaxLast, generate, medianDecodeMs, packTensors } from "./genzoo-generate.mjs";
 
 const specPath = process.env.NNWASM_GENZOO_SPEC;
 const spec = specPath ? JSON.parse(readFileSync(specPath, "utf8")) : null;
@@ -28,16 +30,22 @@ for (const name of spec?.models ?? []) {
     try {
       for (const [role, r] of Object.entries(meta.roles))
         sessions[role] = await InferenceSession.create(join(spec.dir, r.file), { executionProviders: ["wasm"] });
-      const times = [];
-      const got = await generate(meta, sessions, { Tensor, loadBytes, onStep: (step, ms, feeds, outs) => {
+      const times = [], record = { steps: [] };
+      const onStep = (step, ms, feeds, outs) => {
         times.push(ms);
+        if (spec.record) record.steps.push({ feeds: packTensors(feeds), outputs: packTensors(outs) });
         const ref = meta.reference.steps[step].logits_head, { head } = argmaxLast(outs.logits);
         const scale = Math.max(1, ...ref.map(Math.abs));
         head.forEach((v, j) => {
           if (!(Math.abs(v - ref[j]) <= 1e-4 * scale + 1e-3 * Math.abs(ref[j])))
             throw Object.assign(new Error(`step ${step} logit ${j}: ${v} vs onnxruntime's ${ref[j]}`), { name: "Mismatch" });
         });
-      } });
+      };
+      const onEncoder = (feeds, outs) => {
+        record.encoder = { feeds: packTensors(feeds), outputs: packTensors(outs) };
+      };
+      const got = await generate(meta, sessions, { Tensor, loadBytes, onEncoder, onStep });
+      if (spec.record) writeFileSync(join(spec.record, `${name}.json`), JSON.stringify({ ...record, tokens: got }));
       assert.deepEqual(got, meta.reference.tokens);
       console.log(`gen-time ${name} ${medianDecodeMs(times).toFixed(2)}`);
       console.log(`gen-result ${name} ok`);

@@ -76,6 +76,18 @@ export async function generate(meta, sessions, { Tensor, loadBytes, onEncoder = 
   return out;
 }
 
+/** Tensors as JSON for the test process to check with onnxruntime: {name: {type, dims, b64}},
+ * b64 being the tensor's bytes (little-endian, as in memory) in base64 (tests/genzoo_check.py). */
+export function packTensors(tensors) {
+  const b64 = (t) => {
+    const u8 = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    let s = "";
+    for (let i = 0; i < u8.length; i += 0x8000) s += String.fromCharCode.apply(null, u8.subarray(i, i + 0x8000));
+    return btoa(s);
+  };
+  return Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { type: t.type, dims: [...t.dims], b64: b64(t) }]));
+}
+
 /** The median of the decode steps' times after the first (the prompt's). */
 export function medianDecodeMs(times) {
   const later = times.slice(1).sort((a, b) => a - b);
