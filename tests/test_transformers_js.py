@@ -117,6 +117,9 @@ def test_pipeline_agrees_with_onnxruntime_node(results, case):
 # --- in a page ------------------------------------------------------------------------------------
 
 PAGE_CASES = [c for c, (_, why) in CASES.items() if why is None]
+# with env.backends.onnx.wasm.proxy = true: a subset by default, all with NNWASM_ZOO_ALL=1
+PROXY_CASES = PAGE_CASES if os.environ.get("NNWASM_ZOO_ALL") == "1" else \
+    ["feature-extraction/q8", "text-generation/fp32", "automatic-speech-recognition/fp32"]
 # transformers.js's browser build imports exactly these two bare names (its other dependencies
 # are bundled); /ort is the reference page on onnxruntime-web, the one transformers.js installs.
 PAGE = """<!doctype html><meta charset="utf-8"><title>transformers.js</title>
@@ -138,6 +141,10 @@ window.results = await runCases(transformers, new URLSearchParams(location.searc
 PAGES = {
     "/": PAGE % {"runtime": "/node_modules/nnwasm/web/nnwasm.mjs", "common": "/node_modules/onnxruntime-common",
                  "prelude": ""},
+    # sessions in a Web Worker, as transformers.js's docs suggest so the UI keeps painting
+    # (transformers.js sets proxy to false at import; a user sets it back before the first session)
+    "/proxy": PAGE % {"runtime": "/node_modules/nnwasm/web/nnwasm.mjs", "common": "/node_modules/onnxruntime-common",
+                      "prelude": "env.backends.onnx.wasm.proxy = true;"},
     # onnxruntime-web's files from our server: transformers.js pointed wasmPaths at a CDN
     "/ort": PAGE % {"runtime": "/ort/onnxruntime-web/dist/ort.webgpu.bundle.min.mjs",
                     "common": "/ort/onnxruntime-common",
@@ -156,8 +163,16 @@ def test_pipelines_in_a_page_agree_with_onnxruntime_web(apps, page):
                     "/cases/": ROOT / "tests" / "node", "/ort/": apps / "onnxruntime" / "node_modules"}, PAGES)
     origin = server.origin
     query = "?" + "&".join(f"case={c}" for c in PAGE_CASES)
+    requests = []
+
+    def on_request(r):
+        requests.append(r.url)
     try:
         got, errors, outside = run_page(page, origin + "/" + query, origin)
+        page.on("request", on_request)
+        proxied, proxy_errors, proxy_outside = run_page(page, origin + "/proxy?" + "&".join(
+            f"case={c}" for c in PROXY_CASES), origin)
+        page.remove_listener("request", on_request)
         want, ort_errors, _ = run_page(page, origin + "/ort" + query, origin)
     finally:
         server.shutdown()
@@ -169,3 +184,9 @@ def test_pipelines_in_a_page_agree_with_onnxruntime_web(apps, page):
         assert "error" not in got[case], f"{case} in Chromium: {got[case]['error'][:2000]}"
         assert "error" not in want[case], f"{case} on onnxruntime-web in Chromium: {want[case]['error'][:2000]} {ort_errors}"
         _compare(got[case]["output"], want[case]["output"], CASES[case][0], f"{case} (page)")
+    assert proxy_errors == [] and proxy_outside == [], (proxy_errors, proxy_outside)
+    assert any(u.endswith("/web/proxy-worker.mjs") for u in requests), "the proxy page started no worker"
+    print("Chromium, ms per pipeline with the proxy:", {c: proxied[c].get("ms") for c in PROXY_CASES})
+    for case in PROXY_CASES:
+        assert "error" not in proxied[case], f"{case} in Chromium, proxy: {proxied[case]['error'][:2000]}"
+        _compare(proxied[case]["output"], want[case]["output"], CASES[case][0], f"{case} (page, proxy)")
