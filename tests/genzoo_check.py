@@ -1,6 +1,7 @@
 """Checking a generation run outside CPython (Node, a page) against onnxruntime run here: the
 runner records every step's feeds and outputs (tests/node/genzoo-generate.mjs, packTensors), and
-onnxruntime reruns each step on those same feeds. Used by tests/test_generative.py (Node) and
+onnxruntime reruns each step on those same feeds; nnwasm in CPython (kernels.wasm on wasmtime)
+must give the very same bits. Used by tests/test_generative.py (Node) and
 tests/test_generative_page.py (Chromium)."""
 import base64
 import sys
@@ -38,3 +39,17 @@ def check_record(meta, record, where, assert_close):
         for oname, want in ref.items():
             assert_close(outs[oname], want, f"{where} step {step} {oname}")
     assert record["tokens"] == meta["reference"]["tokens"], f"{where}: tokens"
+
+
+def check_same_bits(record, run, where):
+    """The recorded outputs are bit for bit those of run(role, feeds) on the recorded feeds (nnwasm
+    in CPython on WASM alone: a plan's outputs are the same in every host)."""
+    parts = ([("encoder", record["encoder"])] if "encoder" in record else []) + \
+        [(f"decoder step {step}", s) for step, s in enumerate(record["steps"])]
+    for what, s in parts:
+        role = what.split()[0]
+        ours = run(role, arrays(s["feeds"]))
+        for oname, got in arrays(s["outputs"]).items():
+            assert got.dtype == ours[oname].dtype and got.shape == ours[oname].shape and \
+                got.tobytes() == ours[oname].tobytes(), \
+                f"{where} {what} {oname}: not the bits nnwasm computes in CPython on the same feeds"

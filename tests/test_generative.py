@@ -25,7 +25,7 @@ from conftest import ROOT
 import sys
 sys.path.insert(0, str(ROOT / "build_scripts"))
 import build_genzoo  # noqa: E402  (no torch, transformers or numpy at import)
-from genzoo_check import check_record  # noqa: E402
+from genzoo_check import check_record, check_same_bits  # noqa: E402
 
 onnxruntime = pytest.importorskip("onnxruntime")
 
@@ -197,6 +197,9 @@ def test_generate_in_node(name, node_gen):
         pytest.skip(f"the genzoo's {name} is not built")
     status, detail, ms, record = node_gen[name]
     assert status == "ok", f"{name} in Node: {status} {detail}"
-    # every step's outputs (logits, present.*) against onnxruntime on Node's own feeds
-    check_record(sidecar(name), json.loads(record.read_text()), f"{name} in Node", assert_close)
+    # every step's outputs (logits, present.*) against onnxruntime on Node's own feeds, and the
+    # same bits as nnwasm in CPython
+    meta, record = sidecar(name), json.loads(record.read_text())
+    check_record(meta, record, f"{name} in Node", assert_close)
+    check_same_bits(record, runner(nnwasm_sessions(meta, "wasm")), f"{name} in Node")
     print(f"{name} in Node: decode step {ms} ms (median)")

@@ -3,7 +3,8 @@ tests/node/genzoo-generate.mjs (the greedy generation tests/node/generative.test
 through web/nnwasm.mjs on WASM alone (the page's Pyodide has no numpy), served from 127.0.0.1 with
 every other request aborted. The page hands back every step's feeds and outputs; onnxruntime runs
 here, in CPython, on those same feeds, and each output must agree within tests/test_generative.py's
-tolerance, with onnxruntime's greedy tokens.
+tolerance, with onnxruntime's greedy tokens; nnwasm in CPython (WASM alone, on wasmtime) must
+give bit-identical outputs on those feeds.
 
 One page runs the models in turn (Pyodide boots once), on the page's thread; a second page runs
 some with env.wasm.proxy (in a Web Worker). By default a representative subset runs
@@ -16,9 +17,9 @@ import os
 import pytest
 
 from conftest import ROOT
-from genzoo_check import build_genzoo, check_record
+from genzoo_check import build_genzoo, check_record, check_same_bits
 from page_server import run_page, serve
-from test_generative import assert_close, sidecar
+from test_generative import assert_close, nnwasm_sessions, runner, sidecar
 
 onnxruntime = pytest.importorskip("onnxruntime")
 
@@ -144,13 +145,15 @@ def _params():
 @pytest.mark.parametrize("mode,name", _params())
 def test_generate_in_a_page(mode, name, page_gen):
     """Every step the page ran, run again by onnxruntime on the page's own feeds: the same
-    outputs (logits and present.*), and onnxruntime's greedy tokens."""
+    outputs (logits and present.*), and onnxruntime's greedy tokens; and by nnwasm in CPython on
+    WASM alone: the same bits."""
     meta = sidecar(name)
     got = page_gen(mode).get(name)
     assert got is not None, f"the page did not run {name}"
     where = f"{name} (Chromium, {mode})"
     assert "error" not in got, f"{where}: {got['error'][:2000]}"
     check_record(meta, got, where, assert_close)
+    check_same_bits(got, runner(nnwasm_sessions(meta, "wasm")), where)
     print(f"{where}: create {got['createMs']:.0f} ms, step 0 {got['firstStepMs']:.1f} ms, "
           f"decode step {got['decodeMs']:.1f} ms (median), {got['totalMs']:.0f} ms in all")
 
