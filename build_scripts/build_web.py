@@ -111,13 +111,36 @@ def check_wheel(name, data, kernels):
         fail(f"{name} lacks {missing} (a subpackage without __init__.py?)")
 
 
+SNAPSHOT_KEY = DIST / "pyodide-snapshot.key"   # not shipped: what the shipped snapshot was made from
+
+
+def snapshot_key(node, wheel):
+    """What a snapshot's bytes depend on (making one is deterministic): the wheel, Pyodide, the
+    script that makes it, and Node."""
+    proc = subprocess.run([node, "--version"], capture_output=True, text=True)
+    script = (ROOT / "build_scripts" / "pyodide_snapshot.mjs").read_bytes()
+    return json.dumps({"wheel": sha256(wheel), "pyodide": pyodide_version(), "script": sha256(script),
+                       "node": proc.stdout.strip()})
+
+
 def make_snapshot(wheel):
     """Gzipped memory snapshot of Pyodide with nnwasm imported (pyodide_snapshot.mjs), or None
-    with a warning when Node is missing (boot() then starts Python from scratch)."""
+    with a warning when Node is missing (boot() then starts Python from scratch). The shipped
+    one is reused when made from the same inputs (snapshot_key): making it takes ~12 s, and the
+    tests run this script once per module that needs dist/web/."""
     node = shutil.which("node")
     if node is None:
         print("warning: no `node` on PATH: dist/web/ gets no Pyodide snapshot (boot is ~1.5 s slower)")
         return None
+    key = snapshot_key(node, wheel)
+    try:
+        made_from, digest = json.loads(SNAPSHOT_KEY.read_text())
+        old = (WEB / SNAPSHOT).read_bytes()
+        if made_from == key and sha256(old) == digest:
+            return old
+    except (OSError, ValueError):
+        pass
+    SNAPSHOT_KEY.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         whl, out = Path(tmp) / "nnwasm.whl", Path(tmp) / "snapshot.bin"
         whl.write_bytes(wheel)
@@ -125,7 +148,10 @@ def make_snapshot(wheel):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             fail(f"`{' '.join(cmd)}` failed:\n{proc.stdout}\n{proc.stderr}")
-        return gzip.compress(out.read_bytes(), compresslevel=6, mtime=0)
+        snapshot = gzip.compress(out.read_bytes(), compresslevel=6, mtime=0)
+    SNAPSHOT_KEY.parent.mkdir(parents=True, exist_ok=True)
+    SNAPSHOT_KEY.write_text(json.dumps([key, sha256(snapshot)]))
+    return snapshot
 
 
 def pyodide_version():

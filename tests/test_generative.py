@@ -25,6 +25,7 @@ from conftest import ROOT
 import sys
 sys.path.insert(0, str(ROOT / "build_scripts"))
 import build_genzoo  # noqa: E402  (no torch, transformers or numpy at import)
+from genzoo_check import check_record, check_same_bits  # noqa: E402
 
 onnxruntime = pytest.importorskip("onnxruntime")
 
@@ -161,7 +162,8 @@ def test_bad_past_is_a_clear_error_and_the_session_survives(name, config):
 
 @pytest.fixture(scope="module")
 def node_gen(tmp_path_factory):
-    """Runs tests/node/generative.test.mjs over the built models; returns {model: (status, detail, ms)}."""
+    """Runs tests/node/generative.test.mjs over the built models; returns {model: (status, detail, ms,
+    the file recording its steps' feeds and outputs)}."""
     names = [n for n in build_genzoo.GENZOO if build_genzoo.load_sidecar(n)]
     if not names:
         pytest.skip(f"the genzoo is not built in {build_genzoo.genzoo_dir()}: run `make genzoo`")
@@ -171,7 +173,7 @@ def node_gen(tmp_path_factory):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
     spec = tmp_path_factory.mktemp("node_gen") / "genzoo.json"
-    spec.write_text(json.dumps({"dir": str(build_genzoo.genzoo_dir()), "models": names}))
+    spec.write_text(json.dumps({"dir": str(build_genzoo.genzoo_dir()), "models": names, "record": str(spec.parent)}))
     env = {**os.environ, "NNWASM_GENZOO_SPEC": str(spec), "NNWASM_DIST_URL": (ROOT / "dist" / "web").as_uri() + "/"}
     proc = subprocess.run([node, "--test", "--test-reporter=tap", "tests/node/generative.test.mjs"], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1800)
@@ -180,7 +182,7 @@ def node_gen(tmp_path_factory):
     missing = [n for n in names if n not in results]
     assert not missing, f"generative.test.mjs reported nothing for {missing}:\n{out[-6000:]}"
     times = dict(re.findall(r"^\s*# gen-time (\S+) (\S+)$", out, re.M))
-    return {m: (s, d, times.get(m)) for m, (s, d) in results.items()}
+    return {m: (s, d, times.get(m), spec.parent / f"{m}.json") for m, (s, d) in results.items()}
 
 
 def node_params():
@@ -193,6 +195,11 @@ def node_params():
 def test_generate_in_node(name, node_gen):
     if name not in node_gen:
         pytest.skip(f"the genzoo's {name} is not built")
-    status, detail, ms = node_gen[name]
+    status, detail, ms, record = node_gen[name]
     assert status == "ok", f"{name} in Node: {status} {detail}"
+    # every step's outputs (logits, present.*) against onnxruntime on Node's own feeds, and the
+    # same bits as nnwasm in CPython
+    meta, record = sidecar(name), json.loads(record.read_text())
+    check_record(meta, record, f"{name} in Node", assert_close)
+    check_same_bits(record, runner(nnwasm_sessions(meta, "wasm")), f"{name} in Node")
     print(f"{name} in Node: decode step {ms} ms (median)")

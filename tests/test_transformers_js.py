@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from page_server import run_page, serve
 
 pytestmark = pytest.mark.node
 
@@ -35,6 +36,8 @@ CASES = {
     "text-generation/fp32": (0, None),
     "text-generation/q8": (0, None),
     "automatic-speech-recognition/fp32": (0, None),
+    "text-generation/fp16": (0, None),
+    "automatic-speech-recognition/q8": (0, None),
 }
 
 
@@ -114,6 +117,9 @@ def test_pipeline_agrees_with_onnxruntime_node(results, case):
 # --- in a page ------------------------------------------------------------------------------------
 
 PAGE_CASES = [c for c, (_, why) in CASES.items() if why is None]
+# with env.backends.onnx.wasm.proxy = true: a subset by default, all with NNWASM_ZOO_ALL=1
+PROXY_CASES = PAGE_CASES if os.environ.get("NNWASM_ZOO_ALL") == "1" else \
+    ["feature-extraction/q8", "text-generation/fp32", "automatic-speech-recognition/fp32"]
 # transformers.js's browser build imports exactly these two bare names (its other dependencies
 # are bundled); /ort is the reference page on onnxruntime-web, the one transformers.js installs.
 PAGE = """<!doctype html><meta charset="utf-8"><title>transformers.js</title>
@@ -135,6 +141,10 @@ window.results = await runCases(transformers, new URLSearchParams(location.searc
 PAGES = {
     "/": PAGE % {"runtime": "/node_modules/nnwasm/web/nnwasm.mjs", "common": "/node_modules/onnxruntime-common",
                  "prelude": ""},
+    # sessions in a Web Worker, as transformers.js's docs suggest so the UI keeps painting
+    # (transformers.js sets proxy to false at import; a user sets it back before the first session)
+    "/proxy": PAGE % {"runtime": "/node_modules/nnwasm/web/nnwasm.mjs", "common": "/node_modules/onnxruntime-common",
+                      "prelude": "env.backends.onnx.wasm.proxy = true;"},
     # onnxruntime-web's files from our server: transformers.js pointed wasmPaths at a CDN
     "/ort": PAGE % {"runtime": "/ort/onnxruntime-web/dist/ort.webgpu.bundle.min.mjs",
                     "common": "/ort/onnxruntime-common",
@@ -143,83 +153,40 @@ PAGES = {
 }
 
 
-def _serve(roots):
-    """A static server on 127.0.0.1: the page at /, each prefix of roots from its folder."""
-    import http.server
-    import threading
-    import urllib.parse
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
-                          ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
-
-        def translate_path(self, path):
-            path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
-            for prefix, folder in roots.items():
-                if path.startswith(prefix):
-                    target = (folder / path[len(prefix):]).resolve()
-                    return str(target) if target.is_relative_to(folder.resolve()) else "/nonexistent"
-            return "/nonexistent"
-
-        def do_GET(self):
-            page = PAGES.get(urllib.parse.urlsplit(self.path).path)
-            if page is not None:
-                body = page.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def _run_page(page, url, origin):
-    """window.results of the page at url, the page errors, and the requests that would have left
-    127.0.0.1 (aborted)."""
-    outside, errors = [], []
-
-    def route(r):
-        if r.request.url.startswith(origin):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
-    page.wait_for_function("window.results !== undefined", timeout=600_000)
-    results = page.evaluate("window.results")
-    page.unroute("**/*")
-    return results, errors, outside
-
-
 @pytest.mark.browser
 def test_pipelines_in_a_page_agree_with_onnxruntime_web(apps, page):
     """The browser build of transformers.js, its onnxruntime-web/webgpu and onnxruntime-common
     named in an import map (web/README.md), on nnwasm's .onnx path in Chromium, against the same
     page on onnxruntime-web (images are resized by a canvas there, not by sharp as in Node, so the
     reference is a page too); every request that would leave 127.0.0.1 is aborted and counted."""
-    server = _serve({"/node_modules/": apps / "nnwasm" / "node_modules", "/models/": MODELS,
-                     "/cases/": ROOT / "tests" / "node", "/ort/": apps / "onnxruntime" / "node_modules"})
-    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    server = serve({"/node_modules/": apps / "nnwasm" / "node_modules", "/models/": MODELS,
+                    "/cases/": ROOT / "tests" / "node", "/ort/": apps / "onnxruntime" / "node_modules"}, PAGES)
+    origin = server.origin
     query = "?" + "&".join(f"case={c}" for c in PAGE_CASES)
+    requests = []
+
+    def on_request(r):
+        requests.append(r.url)
     try:
-        got, errors, outside = _run_page(page, origin + "/" + query, origin)
-        want, ort_errors, _ = _run_page(page, origin + "/ort" + query, origin)
+        got, errors, outside = run_page(page, origin + "/" + query, origin)
+        page.on("request", on_request)
+        proxied, proxy_errors, proxy_outside = run_page(page, origin + "/proxy?" + "&".join(
+            f"case={c}" for c in PROXY_CASES), origin)
+        page.remove_listener("request", on_request)
+        want, ort_errors, _ = run_page(page, origin + "/ort" + query, origin)
     finally:
         server.shutdown()
+    print("Chromium, ms per pipeline (create + run), nnwasm / onnxruntime-web:",
+          {c: (got[c].get("ms"), want[c].get("ms")) for c in PAGE_CASES})
     assert errors == [], errors
     assert outside == [], f"the page requested URLs outside the machine: {outside}"
     for case in PAGE_CASES:
         assert "error" not in got[case], f"{case} in Chromium: {got[case]['error'][:2000]}"
         assert "error" not in want[case], f"{case} on onnxruntime-web in Chromium: {want[case]['error'][:2000]} {ort_errors}"
         _compare(got[case]["output"], want[case]["output"], CASES[case][0], f"{case} (page)")
+    assert proxy_errors == [] and proxy_outside == [], (proxy_errors, proxy_outside)
+    assert any(u.endswith("/web/proxy-worker.mjs") for u in requests), "the proxy page started no worker"
+    print("Chromium, ms per pipeline with the proxy:", {c: proxied[c].get("ms") for c in PROXY_CASES})
+    for case in PROXY_CASES:
+        assert "error" not in proxied[case], f"{case} in Chromium, proxy: {proxied[case]['error'][:2000]}"
+        _compare(proxied[case]["output"], want[case]["output"], CASES[case][0], f"{case} (page, proxy)")

@@ -22,6 +22,13 @@ function audio() {
   return samples;
 }
 
+// Records the token ids generate() streams (the prompt's, then each new one): random weights make
+// text of invalid UTF-8 (U+FFFD), so the decoded text alone could hide a different token.
+function tokenRecorder() {
+  const tokens = [];
+  return { tokens, put: (rows) => rows.forEach((row) => tokens.push(...row.map(Number))), end() {} };
+}
+
 const featureExtraction = (dtype) => async () => {
   const extractor = await T.pipeline("feature-extraction", "bert", { dtype });
   const out = await extractor(["the cat runs.", "a dog sleeps on the old hill."], { pooling: "mean", normalize: true });
@@ -39,16 +46,18 @@ const imageClassification = (dtype) => async () => {
 
 const textGeneration = (dtype) => async () => {
   const generator = await T.pipeline("text-generation", "gpt2", { dtype });
-  const result = await generator("the cat runs", { max_new_tokens: 8, do_sample: false });
+  const streamer = tokenRecorder();
+  const result = await generator("the cat runs", { max_new_tokens: 8, do_sample: false, streamer });
   await generator.dispose();
-  return result;
+  return { result, tokens: streamer.tokens };
 };
 
 const speechRecognition = (dtype) => async () => {
   const transcriber = await T.pipeline("automatic-speech-recognition", "whisper", { dtype });
-  const result = await transcriber(audio(), { max_new_tokens: 6 });
+  const streamer = tokenRecorder();
+  const result = await transcriber(audio(), { max_new_tokens: 6, streamer });
   await transcriber.dispose();
-  return result;
+  return { result, tokens: streamer.tokens };
 };
 
 const CASES = {
@@ -60,6 +69,8 @@ const CASES = {
   "text-generation/fp32": textGeneration("fp32"),
   "text-generation/q8": textGeneration("q8"),
   "automatic-speech-recognition/fp32": speechRecognition("fp32"),
+  "text-generation/fp16": textGeneration("fp16"),
+  "automatic-speech-recognition/q8": speechRecognition("q8"),
 };
 
 export const NAMES = Object.keys(CASES);
