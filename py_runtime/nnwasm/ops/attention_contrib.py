@@ -138,7 +138,7 @@ def infer_gqa(node, inputs, consts):
         if cs is not None and (len(cs) != 2 or (S.known(cs[1]) and S.known(d) and 2 * cs[1] > d)):
             S.fail(node, f"cos_cache must be [max positions, rotary dim / 2 <= head size / 2], got {list(cs)}")
     total = S.const_scalar(consts, 6)   # present's length max(total, past) is known when total is a constant
-    t = max(int(total), p) if total is not None and S.known(p) else None
+    t = (total if total >= p else p) if total is not None and S.known(p) else None   # keeps a Sym a Sym
     dt = S.dtype(q)
     hd = hq * d if S.known(d) else None
     outs = [(dt, (b, s, hd)), (dt, (b, hkv, t, d)), (dt, (b, hkv, t, d))]

@@ -115,10 +115,9 @@ def _gqa_dims(node, g):
 def _gqa_total(node, g):
     """total_sequence_length as the plan knows it (a constant after shape folding), or None."""
     t = g.initializers.get(_inputs(node, 7)[6])
-    if t is None:
+    if t is None or t.numel < 1:
         return None
-    import struct
-    return struct.unpack("<i", bytes(t.data[:4]))[0] if len(t.data) >= 4 else None
+    return t.tolist()[0]   # an expression of the input dims in a traced variant (symbolic.py)
 
 
 def check_gqa(node, g):
@@ -138,7 +137,7 @@ def check_gqa(node, g):
     hq, hkv, batch, s, d, p, t = _gqa_dims(node, g)
     if not (len(node.outputs) >= 3 and node.outputs[1] and node.outputs[2]):
         return "GroupQueryAttention without present_key/present_value outputs"
-    if t != max(total, p) or s > t:
+    if t != (total if total >= p else p) or s > t:
         return f"present length {t} is not max(total_sequence_length {total}, past {p})"
     if ab and _bias_strides(_shape(g, ab), hq, s, t) is None:
         return f"attention_bias {list(_shape(g, ab))} is not [B|1, {hq}|1, {s}, {t}]"
