@@ -11,6 +11,7 @@ import numbers
 import struct
 
 from ..errors import Unsupported
+from ..onnx_io.external import ExternalData
 from ..symbolic import Sym, value
 from ..tensor import numel
 from .opcodes import OPS
@@ -44,6 +45,10 @@ class PlanBuilder:
         self._scratch = 0
         self.constants = {}    # name -> TensorData the lowering derived (e.g. BatchNorm's scale)
         self.derived_cache = None   # the provider's {key: (sources, tensor)} or None: derived()
+        # True: initializers held in external data (onnx_io/external.py) are not copied into the
+        # plan but given an arena place, listed in self.fills [(arena offset, ExternalData)] for the
+        # runner to fill; False (plan files): copied into the plan like the others.
+        self.external_in_place = False
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
@@ -122,6 +127,7 @@ class PlanBuilder:
         """Returns (plan as a bytearray, arena bytes, {value name: arena offset} of inputs and outputs)."""
         inits = {**self.graph.initializers, **self.constants}
         weights, blob = {}, bytearray()
+        unread = {}   # name -> ExternalData placed after the blob, filled by the runner (external_in_place)
         live = {}   # name -> [first op, last op, nbytes]
         last = len(self.ops)
         for name in self.inputs:
@@ -132,6 +138,10 @@ class PlanBuilder:
                 if not isinstance(v, Ref):
                     continue
                 if v.name in inits:
+                    data = inits[v.name].data
+                    if self.external_in_place and isinstance(data, ExternalData):
+                        unread.setdefault(v.name, data)
+                        continue
                     if v.name not in weights:
                         weights[v.name] = len(blob)
                         blob += inits[v.name].data
@@ -149,7 +159,11 @@ class PlanBuilder:
         # with symbolic sizes, init ops' buffers go first, so that no dim moves them
         symbolic_sizes = any(isinstance(s[2], Sym) for s in live.values())
         offsets = _first_fit(live, self.persistent if symbolic_sizes else ())
-        base = len(blob)
+        self.fills, base = [], len(blob)
+        for name, data in unread.items():   # after the weights nnw_plan_load copies, before activations
+            weights[name] = base
+            self.fills.append((base, data))
+            base = _align(base + len(data))
         where = dict(weights)
         for name, off in offsets.items():
             where[name] = base + off

@@ -26,7 +26,7 @@ class WasmRunner:
     nnw_plan_check, and the arena grows (keeping its first kept_bytes: weights and init ops'
     buffers) if the dims need more. Input sizes and output shapes may be Syms too."""
 
-    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0):
+    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, fills=()):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         self.plan_bytes, self.arena_bytes = len(plan), arena_bytes
@@ -34,17 +34,21 @@ class WasmRunner:
         self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
         with host.lock:
             host.drain()
-            self._load(plan)
+            self._load(plan, fills)
         self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
         self._finalizer = weakref.finalize(self, host.release, self._mem)
         if sym_words:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
 
-    def _load(self, plan):
+    def _load(self, plan, fills):
+        """fills: [(arena offset, ExternalData)], weights the plan does not hold (plan.py), written
+        into the arena from their source before nnw_plan_load (whose init ops may read them)."""
         host, arena_bytes = self.host, self._cap
         self.arena = full = status_at = 0
         try:
             self.arena = self._malloc(arena_bytes)
+            for off, data in fills:
+                data.fill(host, self.arena + off)
             full = self._malloc(len(plan))
             status_at = self._malloc(4)
             host.write(full, plan)
@@ -60,6 +64,8 @@ class WasmRunner:
             ops_end = 4 * (8 + head[5] + head[6])
             self.plan = self._malloc(ops_end)
             host.write(self.plan, memoryview(plan)[:ops_end])
+            for off, data in fills:   # later plans and reads take them from here
+                data.settle(self, off)
         except BaseException:
             host.release([self.arena])
             raise

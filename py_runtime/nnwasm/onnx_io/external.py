@@ -1,0 +1,143 @@
+"""External data handed over by a host instead of read from the model's folder: the JS shim's
+`externalData` (web/external-data.mjs), whose files are read in JS and written straight into
+kernels.wasm's memory, never into Python's.
+
+- ModelBytes: the model's bytes with the sources of its external files attached (`external`), so
+  a session can reload the model (set_providers, overrides) the way it reloads a path.
+- ExternalSources: {location: source}; a source has `size` and two methods, `read(offset,
+  length) -> bytes` (a copy, for the few Python paths that look at a weight: packing, folding,
+  the numpy provider) and `fill(host, ptr, offset, length)` (into kernels.wasm's memory).
+- ExternalData: a tensor's bytes, not read: len() is known, the buffer protocol reads them on
+  demand, and the WASM plan builder places it in the arena unread (plan.py), the runner filling it
+  from its source (runner.py). Once a plan holds it, it lives there (`settle`), and later plans
+  and reads copy it from there, so the host may drop its own copy of the file.
+"""
+from ..errors import InvalidModel
+
+WASM32_BYTES = 1 << 32
+
+
+class ModelBytes(bytes):
+    """ONNX bytes plus `external`, the ExternalSources of their external data."""
+    external = None
+
+
+class ExternalSources:
+    def __init__(self, sources):
+        self.sources = dict(sources)      # location -> source
+        self.homes = {}                   # (location, offset, length) -> (runner, arena offset)
+        self.made = set()                 # the keys of every ExternalData made
+        self.claimed = 0                  # the bytes they hold
+
+    def tensor_data(self, label, where, offset, length):
+        source = self.sources.get(where)
+        if source is None:
+            raise InvalidModel(f"{label} stores its data in the external file '{where}', which was not given "
+                               f"(externalData has {sorted(self.sources) or 'no files'})")
+        size = int(source.size)
+        if length is None:
+            length = size - offset
+        if offset < 0 or length < 0 or offset + length > size:
+            raise InvalidModel(f"{label}: external data at offset {offset}, length {length} is past the end "
+                               f"of '{where}' ({size} bytes)")
+        self.claimed += length
+        if self.claimed > WASM32_BYTES:
+            raise InvalidModel(f"{label}: the model's external data holds more than the 4 GB ({WASM32_BYTES} bytes) "
+                               f"a wasm32 memory can address: nnwasm can't load it")
+        return ExternalData(self, (where, offset, length))
+
+    def pending(self):
+        """Locations some tensor of which no plan holds yet (their source is still needed)."""
+        return sorted({key[0] for key in self.made if key not in self.homes})
+
+
+class ExternalData:
+    """A tensor's bytes in an external source; bytes-like (len, buffer protocol, slicing)."""
+    __slots__ = ("sources", "key")
+
+    def __init__(self, sources, key):
+        self.sources, self.key = sources, key
+        sources.made.add(key)
+
+    def __len__(self):
+        return self.key[2]
+
+    def tobytes(self):
+        home = self.sources.homes.get(self.key)
+        if home is not None:
+            runner, off = home
+            return runner.host.read(runner.arena + off, self.key[2])
+        where, offset, length = self.key
+        return bytes(self.sources.sources[where].read(offset, length))
+
+    __bytes__ = tobytes
+
+    def __buffer__(self, flags):
+        return memoryview(self.tobytes())
+
+    def __getitem__(self, index):
+        return self.tobytes()[index]
+
+    def fill(self, host, ptr):
+        """Writes the bytes to kernels.wasm's memory at ptr (host's lock held by the caller)."""
+        home = self.sources.homes.get(self.key)
+        if home is not None:
+            runner, off = home
+            host.call("nnw_memmove", ptr, runner.arena + off, self.key[2])
+            return
+        where, offset, length = self.key
+        self.sources.sources[where].fill(host, ptr, offset, length)
+
+    def settle(self, runner, off):
+        """The bytes now live at runner's arena + off: read them from there from now on."""
+        self.sources.homes.setdefault(self.key, (runner, off))
+
+
+def external_needs(model_proto):
+    """{location: [extent in bytes, [tensor names]]} of every external tensor a ModelProto names
+    (initializers, attribute tensors, subgraphs, sparse values), and the bytes they claim in all;
+    InvalidModel for a location or an offset/length that can't be right."""
+    needs, total = {}, 0
+
+    def tensor(t):
+        nonlocal total
+        if (t.data_location or 0) != 1:
+            return
+        keys = {e.key: e.value for e in t.external_data}
+        where = keys.get("location")
+        label = f"tensor '{t.name}'" if t.name else "an unnamed tensor"
+        if not where:
+            raise InvalidModel(f"{label} has external data without a 'location'")
+        try:
+            offset = int(keys.get("offset") or 0)
+            length = int(keys["length"]) if keys.get("length") else None
+        except ValueError:
+            raise InvalidModel(f"{label} has a non-integer external data offset or length") from None
+        if offset < 0 or (length is not None and length < 0):
+            raise InvalidModel(f"{label} has a negative external data offset or length")
+        entry = needs.setdefault(where, [0, []])
+        entry[0] = max(entry[0], offset + (length or 0))
+        entry[1].append(t.name or "")
+        total += length or 0
+
+    def graph(g):
+        for t in g.initializer:
+            tensor(t)
+        for sp in g.sparse_initializer:
+            for t in (sp.values, sp.indices):
+                if t is not None:
+                    tensor(t)
+        for n in g.node:
+            for a in n.attribute:
+                if a.t is not None:
+                    tensor(a.t)
+                for t in a.tensors:
+                    tensor(t)
+                if a.g is not None:
+                    graph(a.g)
+                for sub in a.graphs:
+                    graph(sub)
+
+    if model_proto.graph is not None:
+        graph(model_proto.graph)
+    return needs, total
