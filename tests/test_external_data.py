@@ -1,0 +1,156 @@
+"""External data (model.onnx + model.onnx.data) in JS, as onnxruntime-web's `externalData` option
+and onnxruntime-node's sibling files (web/external-data.mjs, onnx_io/external.py): Node
+(tests/node/external-data.test.mjs) and Chromium, against onnxruntime; bad input (outside the
+folder, past the end, missing, wrong path, over 4 GB) fails create() cleanly. The ~1.5 GB model
+(tests/extdata_models.py, cached outside git) runs only with NNWASM_ZOO_ALL=1 (`make test-all`),
+as the slow zoo models do."""
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from conftest import ROOT
+from extdata_models import build_bad, build_big, build_over_4gb, cache_dir
+from test_browser_demo import demo_server  # noqa: F401 (the fixture: dist/web/ rebuilt and served)
+from test_node_shim import web_bundle  # noqa: F401
+
+pytest.importorskip("onnxruntime")
+BIG = os.environ.get("NNWASM_ZOO_ALL") == "1"
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    d = tmp_path_factory.mktemp("extdata")
+    bad, good = build_bad(d / "bad")
+    spec = {"bad": bad, "good": good, "over4gb": str(d / "over4gb")}
+    build_over_4gb(d / "over4gb")   # a sparse 4.5 GB file: no disk used
+    (d / "cases.json").write_text(json.dumps(spec))
+    return d
+
+
+@pytest.mark.node
+def test_external_data_in_node(web_bundle, cases):  # noqa: F811
+    node = shutil.which("node")
+    assert node, "Node.js is not installed"
+    env = {**os.environ, "NNWASM_EXTDATA_CASES": str(cases / "cases.json"), "NNWASM_DIST_URL": web_bundle.as_uri() + "/"}
+    if BIG:
+        build_big()
+        env["NNWASM_EXTDATA_BIG"] = str(cache_dir() / "big")
+    proc = subprocess.run([node, "--test", "--test-reporter=spec", "tests/node/external-data.test.mjs"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    print(proc.stdout[-4000:])
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert "# skipped 0" in proc.stdout or not BIG, "the big model was skipped"
+
+
+class _Files(http.server.SimpleHTTPRequestHandler):
+    """Static files with CORS (the page is on the demo server's origin)."""
+    def end_headers(self):
+        self.send_header("Access-Control-Allow-Origin", "*")
+        super().end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def file_server(cases):
+    root = "/" if BIG else str(cases)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Files, directory=root))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server, root
+    server.shutdown()
+    server.server_close()
+
+
+# Creates sessions by URL (the data by URL, as bytes, as a Blob), runs them, and tries bad input.
+PAGE = """<!doctype html><meta charset="utf-8"><script type="module">
+import { InferenceSession, Tensor } from "/web/nnwasm.mjs";
+const spec = JSON.parse(decodeURIComponent(location.hash.slice(1)));
+const out = {};
+async function run(name, make) {
+  try {
+    const t0 = performance.now();
+    const session = await make();
+    const ms = performance.now() - t0;
+    const ids = new Tensor("int64", BigInt64Array.from(spec.ids.map(BigInt)), [1, spec.ids.length]);
+    const { y } = await session.run({ ids });
+    out[name] = { y: Array.from(y.data), dims: y.dims, ms };
+    await session.release();
+  } catch (e) {
+    out[name] = { error: `${e.name}: ${e.message}` };
+  }
+}
+const dataURL = spec.base + spec.data;
+await run("url", () => InferenceSession.create(spec.base + spec.model, { externalData: [{ path: spec.location, data: dataURL }] }));
+if (!spec.big) {
+  await run("bytes", async () => InferenceSession.create(new Uint8Array(await (await fetch(spec.base + spec.model)).arrayBuffer()),
+    { externalData: [{ path: "./" + spec.location, data: new Uint8Array(await (await fetch(dataURL)).arrayBuffer()) }] }));
+  await run("blob", async () => InferenceSession.create(spec.base + spec.model,
+    { externalData: [{ path: spec.location, data: await (await fetch(dataURL)).blob() }] }));
+  await run("missing", () => InferenceSession.create(spec.base + spec.model));
+  await run("wrong path", () => InferenceSession.create(spec.base + spec.model, { externalData: [{ path: "w.bin", data: dataURL }] }));
+  await run("short", () => InferenceSession.create(spec.base + spec.model,
+    { externalData: [{ path: spec.location, data: new Uint8Array(100) }] }));
+  await run("404", () => InferenceSession.create(spec.base + spec.model, { externalData: [{ path: spec.location, data: dataURL + ".nope" }] }));
+  await run("after", () => InferenceSession.create(spec.base + spec.model, { externalData: [{ path: spec.location, data: dataURL }] }));
+}
+window.__result = out;
+</script>"""
+
+
+def _page_run(browser, server, file_server, spec, timeout):
+    srv, root = file_server
+    base = f"http://127.0.0.1:{srv.server_address[1]}/"
+    page = browser.new_page()
+    try:
+        origin = f"http://127.0.0.1:{server.port}/"
+        page.route(origin + "extdata-test.html*", lambda route: route.fulfill(body=PAGE, content_type="text/html"))
+        page.goto(origin + "extdata-test.html#" + json.dumps({**spec, "base": base}))
+        page.wait_for_function("window.__result !== undefined", timeout=timeout)
+        return page.evaluate("window.__result")
+    finally:
+        page.close()
+
+
+def _close(got, case, tol=1e-4):
+    assert "error" not in got, got
+    assert got["dims"] == case["dims"]
+    worst = max(abs(a - b) / (1 + abs(b)) for a, b in zip(got["y"], case["y"]))
+    assert worst <= tol, worst
+
+
+@pytest.mark.browser
+def test_external_data_in_chromium(browser, demo_server, file_server, cases):  # noqa: F811
+    spec = json.loads((cases / "cases.json").read_text())
+    good = spec["good"]
+    rel = os.path.relpath(spec["bad"]["good"], file_server[1])
+    out = _page_run(browser, demo_server, file_server,
+                    {"model": rel + "/model.onnx", "data": rel + "/model.onnx.data", "location": "model.onnx.data",
+                     "ids": good["ids"]}, 180_000)
+    for name in ("url", "bytes", "blob", "after"):
+        _close(out[name], good)
+    assert "'model.onnx.data', which options.externalData does not give (none was given)" in out["missing"]["error"]
+    assert "initializers 'table0', 'W'" in out["missing"]["error"]
+    assert "(it gives 'w.bin')" in out["wrong path"]["error"]
+    assert "tensor 'table0': external data at offset 0" in out["short"]["error"]
+    assert "past the end of 'model.onnx.data' (100 bytes)" in out["short"]["error"]
+    assert "HTTP 404" in out["404"]["error"], out["404"]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not BIG, reason="the ~1.5 GB model: NNWASM_ZOO_ALL=1 (make test-all)")
+def test_big_model_in_chromium(browser, demo_server, file_server):  # noqa: F811
+    case = build_big()
+    folder = os.path.relpath(str(cache_dir() / "big"), file_server[1])
+    out = _page_run(browser, demo_server, file_server,
+                    {"model": folder + "/model.onnx", "data": folder + "/model.onnx.data", "location": "model.onnx.data",
+                     "ids": case["ids"], "big": True}, 900_000)
+    _close(out["url"], case)
+    print(f"Chromium: created the {case['weights_bytes']} byte model in {out['url']['ms']:.0f} ms")
