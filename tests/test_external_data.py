@@ -4,13 +4,13 @@ and onnxruntime-node's sibling files (web/external-data.mjs, onnx_io/external.py
 folder, past the end, missing, wrong path, over 4 GB) fails create() cleanly. The ~1.5 GB model
 (tests/extdata_models.py, cached outside git) runs only with NNWASM_ZOO_ALL=1 (`make test-all`),
 as the slow zoo models do."""
-import functools
-import http.server
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import threading
+import urllib.parse
 
 import pytest
 
@@ -48,20 +48,28 @@ def test_external_data_in_node(web_bundle, cases):  # noqa: F811
     assert "# skipped 0" in proc.stdout or not BIG, "the big model was skipped"
 
 
-class _Files(http.server.SimpleHTTPRequestHandler):
-    """Static files with CORS (the page is on the demo server's origin)."""
-    def end_headers(self):
-        self.send_header("Access-Control-Allow-Origin", "*")
-        super().end_headers()
-
-    def log_message(self, *args):
-        pass
+def _demo_serve():
+    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    return serve
 
 
 @pytest.fixture(scope="module")
-def file_server(cases):
+def file_server(demo_server, cases):  # noqa: F811 (demo_server: dist/web/ rebuilt)
+    """The demo server's files plus /extdata/ (the cases, or with NNWASM_ZOO_ALL=1 the whole file
+    system, for the cached big model), on one origin: Chromium refuses a page's fetch of another
+    loopback port ("loopback address space")."""
+    serve = _demo_serve()
     root = "/" if BIG else str(cases)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Files, directory=root))
+
+    class Handler(serve.DemoRequestHandler):
+        def translate_path(self, path):
+            if path.startswith("/extdata/"):
+                return os.path.join(root, urllib.parse.unquote(path.split("?", 1)[0])[len("/extdata/"):])
+            return super().translate_path(path)
+
+    server = serve.DemoServer(port=0, extra_prefixes=("/extdata/",), handler=Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server, root
@@ -105,9 +113,9 @@ window.__result = out;
 </script>"""
 
 
-def _page_run(browser, server, file_server, spec, timeout):
-    srv, root = file_server
-    base = f"http://127.0.0.1:{srv.server_address[1]}/"
+def _page_run(browser, file_server, spec, timeout):
+    server, root = file_server
+    base = f"http://127.0.0.1:{server.port}/extdata/"
     page = browser.new_page()
     try:
         origin = f"http://127.0.0.1:{server.port}/"
@@ -127,11 +135,11 @@ def _close(got, case, tol=1e-4):
 
 
 @pytest.mark.browser
-def test_external_data_in_chromium(browser, demo_server, file_server, cases):  # noqa: F811
+def test_external_data_in_chromium(browser, file_server, cases):
     spec = json.loads((cases / "cases.json").read_text())
     good = spec["good"]
     rel = os.path.relpath(spec["bad"]["good"], file_server[1])
-    out = _page_run(browser, demo_server, file_server,
+    out = _page_run(browser, file_server,
                     {"model": rel + "/model.onnx", "data": rel + "/model.onnx.data", "location": "model.onnx.data",
                      "ids": good["ids"]}, 180_000)
     for name in ("url", "bytes", "blob", "after"):
@@ -146,10 +154,10 @@ def test_external_data_in_chromium(browser, demo_server, file_server, cases):  #
 
 @pytest.mark.browser
 @pytest.mark.skipif(not BIG, reason="the ~1.5 GB model: NNWASM_ZOO_ALL=1 (make test-all)")
-def test_big_model_in_chromium(browser, demo_server, file_server):  # noqa: F811
+def test_big_model_in_chromium(browser, file_server):
     case = build_big()
     folder = os.path.relpath(str(cache_dir() / "big"), file_server[1])
-    out = _page_run(browser, demo_server, file_server,
+    out = _page_run(browser, file_server,
                     {"model": folder + "/model.onnx", "data": folder + "/model.onnx.data", "location": "model.onnx.data",
                      "ids": case["ids"], "big": True}, 900_000)
     _close(out["url"], case)
