@@ -37,8 +37,9 @@ def _graph(tables, hidden, out, n_ids, w_init):
         else:
             acc = f"e{i}"
     nodes.append(helper.make_node("MatMul", [acc, "W"], ["y"], name="matmul0"))
-    g = helper.make_graph(nodes, "extdata", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, n_ids])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n_ids, out])],
+    n = n_ids if isinstance(n_ids, int) else "n"   # "n": a symbolic dim, the plan built at the first run
+    g = helper.make_graph(nodes, "extdata", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n, out])],
                           list(tables) + [w_init])
     return helper.make_model(g, opset_imports=OPSET, ir_version=9)
 
@@ -118,12 +119,16 @@ def build_bad(folder):
         "past_end": ("model.onnx.data", data[:-100]),
         # the file is not there
         "missing": ("model.onnx.data", False),
+        # not bad: the ids' length symbolic, so the weights go to the arena at the first run
+        "symbolic": ("model.onnx.data", data),
     }
+    dynamic = _graph([_external("table0", [50, 16], "model.onnx.data", 0, 50 * 16 * 4)], 16, 8, None,
+                     _external("W", [16, 8], "model.onnx.data", case["weights_bytes"] - 16 * 8 * 4, 16 * 8 * 4))
     for name, (location, contents) in variants.items():
         d = folder / name
         d.mkdir(parents=True, exist_ok=True)
         m = ModelProto()
-        m.CopyFrom(base)
+        m.CopyFrom(dynamic if name == "symbolic" else base)
         for t in m.graph.initializer:
             for e in t.external_data:
                 if e.key == "location":

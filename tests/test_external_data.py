@@ -45,7 +45,7 @@ def test_external_data_in_node(web_bundle, cases):  # noqa: F811
                           env=env, capture_output=True, text=True, timeout=1800)
     print(proc.stdout[-4000:])
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert "# skipped 0" in proc.stdout or not BIG, "the big model was skipped"
+    assert "ℹ skipped 0" in proc.stdout or not BIG, "the big model was skipped"
 
 
 def _demo_serve():

@@ -6,10 +6,11 @@
 // data) and says which files it names and how far into each it reads; here each file gets a
 // reader {size, readInto(offset, length, view), close()}; Python (onnx_io/external.py) asks a
 // reader to write an initializer's bytes straight into kernels.wasm's memory, where the plan's
-// arena keeps it. A file in Node is read with fs.readSync into that memory: no copy in JS. A URL
-// (fetched) or a Blob is read once into an ArrayBuffer, dropped after create() unless a tensor of
-// it is still needed (one that no plan holds, e.g. a weight packed into another layout); bytes the
-// caller gives are used as they are, never copied here.
+// arena keeps it. A file in Node is read with fs.readSync into that memory: no copy in JS; it stays
+// open while a tensor of it is needed that no plan holds (a weight packed into another layout). A
+// URL (fetched) or a Blob is read once into an ArrayBuffer, dropped at the end of create() (the
+// few tensors no plan holds are copied into Python); bytes the caller gives are used as they are,
+// never copied here, and not kept.
 import { IN_NODE, loadBytes, nodePath, toURL } from "./load-bytes.mjs";
 
 /** kernels.wasm is a wasm32 module: one linear memory of at most 4 GB. */
@@ -115,6 +116,7 @@ async function readerFor(data, location) {
 function bufferReader(bytes, location) {
   return {
     size: bytes.byteLength,
+    inMemory: true, // what no plan holds is copied into Python (external.py's detach), so this goes
     readInto(offset, length, view) {
       if (bytes === null) throw new Error(`the bytes of '${location}' were released`);
       view.set(bytes.subarray(offset, offset + length));

@@ -108,7 +108,8 @@ export class PyodideSession {
     }
     // files whose every initializer a plan now holds are closed (their buffers dropped) now
     closeReaders(readers, info.externalPending);
-    return new PyodideSession(runtime, info, performance.now() - t0, readers);
+    const open = readers && Object.fromEntries(Object.entries(readers).filter(([l]) => info.externalPending.includes(l)));
+    return new PyodideSession(runtime, info, performance.now() - t0, open);
   }
 
   constructor(runtime, info, createMs, readers = null) {
@@ -136,12 +137,21 @@ export class PyodideSession {
     }
     const results = await withNumpyFallback(this.runtime, () =>
       callPython(this.bridge, this.bridge.run, this.handle, names, types, dims, buffers, outputNames ?? undefined));
+    if (this.readers && Object.keys(this.readers).length) this.#closeExternalData();
     const out = {};
     for (const [name, type, shape, buffer] of results) {
       const ctor = typedArrayFor(type);
       out[name] = new Tensor(type, new ctor(buffer), shape);
     }
     return out;
+  }
+
+  // A run may have built plans that now hold the external data's tensors: close what no longer
+  // needs its reader (kept open while some tensor of a file is held by no plan).
+  #closeExternalData() {
+    const pending = callPython(this.bridge, bridgeFunction(this.runtime, "external_pending"), this.handle);
+    closeReaders(this.readers, pending);
+    this.readers = Object.fromEntries(Object.entries(this.readers).filter(([location]) => pending.includes(location)));
   }
 
   startProfiling() {

@@ -102,6 +102,31 @@ def external_needs(model):
     return _to_js({"files": [[loc, extent, names] for loc, (extent, names) in needs.items()], "total": total})
 
 
+# A buffer (a fetched file, a Blob) is not kept for this little of it that no plan holds: that
+# is copied into Python (a few packed weights, say), and the buffer goes.
+DETACH_BYTES = 16 << 20
+
+
+def _external_pending(sources):
+    """The external files whose readers must stay open (some tensor of theirs no plan holds yet);
+    the others' may be closed."""
+    if sources is None:
+        return []
+    for location in sources.pending():
+        source = sources.sources[location]
+        if getattr(source.reader, "inMemory", False) and sources.pending_bytes(location) <= max(DETACH_BYTES, source.size // 8):
+            sources.detach(location)
+    return sources.pending()
+
+
+@_reported
+def external_pending(handle):
+    """After a run that may have built plans (a model with symbolic dims builds them at its first
+    run): the external files still needed, as create_session's externalPending."""
+    source = _session(handle)._source
+    return _to_js(_external_pending(getattr(source, "external", None)))
+
+
 @_reported
 def create_session(model, providers, dim_overrides=None, external=None):
     """model: Uint8Array of ONNX bytes; providers: JS array of provider names, or None;
@@ -126,8 +151,7 @@ def create_session(model, providers, dim_overrides=None, external=None):
         "outputs": [_value_info(v) for v in sess.get_outputs()],
         "providers": list(sess.get_providers()),
         "assignment": [list(a) for a in sess.get_provider_assignment()],
-        # external files whose bytes no plan holds: their readers must stay (the others may go)
-        "externalPending": sources.pending() if sources is not None else [],
+        "externalPending": _external_pending(sources),
     })
 
 

@@ -25,7 +25,7 @@ class ModelBytes(bytes):
 class ExternalSources:
     def __init__(self, sources):
         self.sources = dict(sources)      # location -> source
-        self.homes = {}                   # (location, offset, length) -> (runner, arena offset)
+        self.homes = {}                   # (location, offset, length) -> (runner, arena offset) or bytes
         self.made = set()                 # the keys of every ExternalData made
         self.claimed = 0                  # the bytes they hold
 
@@ -50,6 +50,17 @@ class ExternalSources:
         """Locations some tensor of which no plan holds yet (their source is still needed)."""
         return sorted({key[0] for key in self.made if key not in self.homes})
 
+    def pending_bytes(self, location):
+        return sum(k[2] for k in self.made if k[0] == location and k not in self.homes)
+
+    def detach(self, location):
+        """Copies the tensors of location that no plan holds (weights packed into another layout,
+        constants folded at load: small, or read once already) out of their source, which the host
+        may then drop: a fetched file's buffer is not kept for a few KB of it."""
+        source = self.sources[location]
+        for key in sorted(k for k in self.made if k[0] == location and k not in self.homes):
+            self.homes[key] = bytes(source.read(key[1], key[2]))
+
 
 class ExternalData:
     """A tensor's bytes in an external source; bytes-like (len, buffer protocol, slicing)."""
@@ -64,6 +75,8 @@ class ExternalData:
 
     def tobytes(self):
         home = self.sources.homes.get(self.key)
+        if isinstance(home, bytes):
+            return home
         if home is not None:
             runner, off = home
             return runner.host.read(runner.arena + off, self.key[2])
@@ -81,6 +94,9 @@ class ExternalData:
     def fill(self, host, ptr):
         """Writes the bytes to kernels.wasm's memory at ptr (host's lock held by the caller)."""
         home = self.sources.homes.get(self.key)
+        if isinstance(home, bytes):
+            host.write(ptr, home)
+            return
         if home is not None:
             runner, off = home
             host.call("nnw_memmove", ptr, runner.arena + off, self.key[2])
