@@ -11,7 +11,6 @@ import numbers
 import struct
 
 from ..errors import Unsupported
-from ..onnx_io.external import ExternalData
 from ..symbolic import Sym, value
 from ..tensor import numel
 from .opcodes import OPS
@@ -45,10 +44,12 @@ class PlanBuilder:
         self._scratch = 0
         self.constants = {}    # name -> TensorData the lowering derived (e.g. BatchNorm's scale)
         self.derived_cache = None   # the provider's {key: (sources, tensor)} or None: derived()
-        # True: initializers held in external data (onnx_io/external.py) are not copied into the
-        # plan but given an arena place, listed in self.fills [(arena offset, ExternalData)] for the
-        # runner to fill; False (plan files): copied into the plan like the others.
-        self.external_in_place = False
+        # True (a plan loaded at once, runner.py): the weights are not copied into the plan but
+        # given their arena places, listed in self.fills [(arena offset, bytes-like)] for the
+        # runner to write there from where they are (the model's bytes; for external data,
+        # onnx_io/external.py, its file): the plan is then its op words, and no copy of the weights
+        # is made on the way. False (plan files): the weights go into the plan.
+        self.fill_weights = False
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
@@ -127,7 +128,7 @@ class PlanBuilder:
         """Returns (plan as a bytearray, arena bytes, {value name: arena offset} of inputs and outputs)."""
         inits = {**self.graph.initializers, **self.constants}
         weights, blob = {}, bytearray()
-        unread = {}   # name -> ExternalData placed after the blob, filled by the runner (external_in_place)
+        unread = {}   # name -> weight placed after the blob, written by the runner (fill_weights)
         live = {}   # name -> [first op, last op, nbytes]
         last = len(self.ops)
         for name in self.inputs:
@@ -138,9 +139,8 @@ class PlanBuilder:
                 if not isinstance(v, Ref):
                     continue
                 if v.name in inits:
-                    data = inits[v.name].data
-                    if self.external_in_place and isinstance(data, ExternalData):
-                        unread.setdefault(v.name, data)
+                    if self.fill_weights:
+                        unread.setdefault(v.name, inits[v.name].data)
                         continue
                     if v.name not in weights:
                         weights[v.name] = len(blob)
