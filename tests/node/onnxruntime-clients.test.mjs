@@ -54,10 +54,13 @@ describe("session options (session-options.mjs)", () => {
     assert.throws(() => sessionSettings({ preferredOutputLocation: 3 }), TypeError);
   });
 
-  test("externalData: none is fine, files are refused by name", () => {
-    sessionSettings({ externalData: [] });
-    assert.throws(() => sessionSettings({ externalData: [{ path: "model.onnx_data", data: new Uint8Array(4) }] }),
-                  /externalData is not supported .*"model.onnx_data"/);
+  test("externalData: [{path, data}] taken (tests/node/external-data.test.mjs runs it), malformed entries refused", () => {
+    assert.deepEqual(sessionSettings({ externalData: [] }).externalData, []);
+    const data = new Uint8Array(4);
+    assert.deepEqual(sessionSettings({ externalData: [{ path: "model.onnx_data", data }] }).externalData,
+                     [{ path: "model.onnx_data", data }]);
+    assert.throws(() => sessionSettings({ externalData: [{ data }] }), /externalData\[0\] must be \{path: string, data\}/);
+    assert.throws(() => sessionSettings({ externalData: [{ path: "x", data: 3 }] }), TypeError);
   });
 });
 
