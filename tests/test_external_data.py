@@ -80,6 +80,7 @@ def file_server(demo_server, cases):  # noqa: F811 (demo_server: dist/web/ rebui
 # Creates sessions by URL (the data by URL, as bytes, as a Blob), runs them, and tries bad input.
 PAGE = """<!doctype html><meta charset="utf-8"><script type="module">
 import { InferenceSession, Tensor } from "/web/nnwasm.mjs";
+import { boot } from "/web/pyodide-boot.mjs";
 const spec = JSON.parse(decodeURIComponent(location.hash.slice(1)));
 const out = {};
 async function run(name, make) {
@@ -89,7 +90,10 @@ async function run(name, make) {
     const ms = performance.now() - t0;
     const ids = new Tensor("int64", BigInt64Array.from(spec.ids.map(BigInt)), [1, spec.ids.length]);
     const { y } = await session.run({ ids });
-    out[name] = { y: Array.from(y.data), dims: y.dims, ms };
+    const { pyodide } = await boot();
+    const memory = { kernelsWasm: pyodide.runPython("from nnwasm.host import get_host; get_host()._memory.buffer.byteLength"),
+                     pyodideHeap: pyodide._module.HEAPU8.length };
+    out[name] = { y: Array.from(y.data), dims: y.dims, ms, memory };
     await session.release();
   } catch (e) {
     out[name] = { error: `${e.name}: ${e.message}` };
@@ -161,4 +165,7 @@ def test_big_model_in_chromium(browser, file_server):
                     {"model": folder + "/model.onnx", "data": folder + "/model.onnx.data", "location": "model.onnx.data",
                      "ids": case["ids"], "big": True}, 900_000)
     _close(out["url"], case)
-    print(f"Chromium: created the {case['weights_bytes']} byte model in {out['url']['ms']:.0f} ms")
+    got = out["url"]
+    print(f"Chromium: created the {case['weights_bytes']} byte model in {got['ms']:.0f} ms; kernels.wasm "
+          f"{got['memory']['kernelsWasm']} bytes, Pyodide's heap {got['memory']['pyodideHeap']} bytes")
+    assert got["memory"]["kernelsWasm"] < case["weights_bytes"] + (64 << 20), "the weights are in kernels.wasm more than once"

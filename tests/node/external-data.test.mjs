@@ -116,6 +116,8 @@ describe("external data", { skip }, () => {
     const { pyodide } = await (await import("../../web/pyodide-boot.mjs")).boot();
     const wasmBytes = pyodide.runPython("from nnwasm.host import get_host; get_host()._memory.buffer.byteLength");
     const heapBytes = pyodide._module.HEAPU8.length;
+    assert.ok(wasmBytes < big.weights_bytes + 64 * 2 ** 20, `kernels.wasm holds ${wasmBytes} bytes: the weights more than once`);
+    assert.ok(heapBytes < 256 * 2 ** 20, `Pyodide's heap holds ${heapBytes} bytes: weights went through Python`);
     await check(session, big);
     console.log(JSON.stringify({ weightsBytes: big.weights_bytes, createMs: Math.round(createMs), kernelsWasmBytes: wasmBytes,
                                  pyodideHeapBytes: heapBytes, maxRssBytes: process.resourceUsage().maxRSS * 1024 }));
