@@ -41,7 +41,8 @@ def test_external_data_in_node(web_bundle, cases):  # noqa: F811
     if BIG:
         build_big()
         env["NNWASM_EXTDATA_BIG"] = str(cache_dir() / "big")
-    proc = subprocess.run([node, "--test", "--test-reporter=spec", "tests/node/external-data.test.mjs"], cwd=ROOT,
+    proc = subprocess.run([node, "--test", "--test-reporter=spec", "tests/node/external-data.test.mjs",
+                           "tests/node/external-data-proxy.test.mjs"], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1800)
     print(proc.stdout[-4000:])
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
