@@ -170,3 +170,77 @@ def test_big_model_in_chromium(browser, file_server):
     print(f"Chromium: created the {case['weights_bytes']} byte model in {got['ms']:.0f} ms; kernels.wasm "
           f"{got['memory']['kernelsWasm']} bytes, Pyodide's heap {got['memory']['pyodideHeap']} bytes")
     assert got["memory"]["kernelsWasm"] < case["weights_bytes"] + (64 << 20), "the weights are in kernels.wasm more than once"
+
+
+class _BytesSource:
+    """What _js_bridge._JsSource is in Pyodide, over Python bytes; counts what is read."""
+    def __init__(self, data):
+        self.data, self.size, self.reads, self.filled = data, len(data), [], 0
+
+    def read(self, offset, length):
+        self.reads.append((offset, length))
+        return self.data[offset:offset + length]
+
+    def fill(self, host, ptr, offset, length):
+        self.filled += length
+        host.write(ptr, memoryview(self.data)[offset:offset + length])
+
+
+def test_external_sources_in_cpython(tmp_path):
+    """onnx_io/external.py without JS: a Gather-only model's table goes from its source into the
+    plan's arena, never through Python; a second session (another plan) copies it from there."""
+    import numpy as np
+    import onnx
+    import onnxruntime
+    import nnwasm
+    from nnwasm.onnx_io.external import ExternalData, ExternalSources, ModelBytes
+    from onnx import TensorProto, helper
+    table = np.random.default_rng(1).standard_normal((300, 32), dtype=np.float32)
+    t = TensorProto(name="table", data_type=TensorProto.FLOAT, dims=[300, 32])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "64"), ("length", str(table.nbytes))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["y"], name="g0")], "g",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32])], [t])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    data = bytes(64) + table.tobytes()
+    source = _BytesSource(data)
+    mb = ModelBytes(model.SerializeToString())
+    mb.external = ExternalSources({"w.bin": source})
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    sess = nnwasm.InferenceSession(mb, so, providers=["WasmExecutionProvider"])
+    ids = np.array([299, 3], np.int64)
+    np.testing.assert_array_equal(sess.run(None, {"ids": ids})[0], table[ids])
+    assert source.filled == table.nbytes and source.reads == [], "the table went through Python"
+    assert mb.external.pending() == []
+    # reading it now (a packing would) copies it from the arena, not from the source; so does a
+    # second session's plan
+    tensor = next(iter(mb.external.homes))
+    assert tensor == ("w.bin", 64, table.nbytes)
+    assert ExternalData(mb.external, tensor).tobytes() == table.tobytes()
+    again = nnwasm.InferenceSession(mb, so, providers=["WasmExecutionProvider"])
+    np.testing.assert_array_equal(again.run(None, {"ids": ids[::-1].copy()})[0], table[ids[::-1]])
+    assert source.filled == table.nbytes and source.reads == []
+    # bad input: past the end, a missing file, more than 4 GB
+    for sources, message in (({"w.bin": _BytesSource(data[:-4])}, "past the end of 'w.bin'"),
+                             ({}, "'w.bin', which was not given")):
+        bad = ModelBytes(model.SerializeToString())
+        bad.external = ExternalSources(sources)
+        with pytest.raises(nnwasm.InvalidModel, match=message):
+            nnwasm.InferenceSession(bad, so, providers=["WasmExecutionProvider"])
+    # a model whose tensors claim more than wasm32's 4 GB, refused before a byte is read
+    build_over_4gb(tmp_path / "big")
+    big = ModelBytes((tmp_path / "big" / "model.onnx").read_bytes())
+    huge = _BytesSource(b"")
+    huge.size = (tmp_path / "big" / "model.onnx.data").stat().st_size   # sparse: 4.5 GB, no disk used
+    big.external = ExternalSources({"model.onnx.data": huge})
+    with pytest.raises(nnwasm.InvalidModel, match="more than the 4 GB"):
+        nnwasm.InferenceSession(big, so, providers=["WasmExecutionProvider"])
+    assert huge.reads == [] and huge.filled == 0
+    onnx.save_model(model, str(tmp_path / "m.onnx"))
+    (tmp_path / "w.bin").write_bytes(data)
+    ref = onnxruntime.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(ref.run(None, {"ids": ids})[0], table[ids])
