@@ -139,7 +139,9 @@ class PlanBuilder:
                 if not isinstance(v, Ref):
                     continue
                 if v.name in inits:
-                    if self.fill_weights:
+                    # (a tensor of symbolic values, main's SymTensor, has `values`: its bytes are
+                    # evaluated per run, so it stays in the plan's weights)
+                    if self.fill_weights and not hasattr(inits[v.name], "values"):
                         unread.setdefault(v.name, inits[v.name].data)
                         continue
                     if v.name not in weights:
