@@ -139,8 +139,8 @@ class PlanBuilder:
                 if not isinstance(v, Ref):
                     continue
                 if v.name in inits:
-                    # (a tensor of symbolic values, main's SymTensor, has `values`: its bytes are
-                    # evaluated per run, so it stays in the plan's weights)
+                    # (a SymTensor, whose `values` are symbolic dims evaluated again for each run,
+                    # stays in the plan's weights)
                     if self.fill_weights and not hasattr(inits[v.name], "values"):
                         unread.setdefault(v.name, inits[v.name].data)
                         continue
