@@ -119,6 +119,8 @@ def build_bad(folder):
         "past_end": ("model.onnx.data", data[:-100]),
         # the file is not there
         "missing": ("model.onnx.data", False),
+        # a link in the folder leading out of it
+        "link": ("model.onnx.data", "link"),
         # not bad: the ids' length symbolic, so the weights go to the arena at the first run
         "symbolic": ("model.onnx.data", data),
     }
@@ -134,7 +136,10 @@ def build_bad(folder):
                 if e.key == "location":
                     e.value = location
         save_model(m, str(d / "model.onnx"))
-        if contents is None:
+        if contents == "link":
+            (d / "model.onnx.data").unlink(missing_ok=True)
+            (d / "model.onnx.data").symlink_to(good / "model.onnx.data")
+        elif contents is None:
             (d / "model.onnx.data").write_bytes(data)   # a sibling that must not be what is read
         elif contents is not False:
             (d / "model.onnx.data").write_bytes(contents)

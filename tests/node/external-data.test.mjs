@@ -88,6 +88,7 @@ describe("external data", { skip }, () => {
     await rejects(InferenceSession.create(at("outside")), /'\.\.\/good\/model\.onnx\.data'/, /inside the model's folder/,
                   /table0/);
     await rejects(InferenceSession.create(at("absolute")), /must be a relative path/);
+    await rejects(InferenceSession.create(at("link")), /'model\.onnx\.data' resolves outside the model's folder/);
     await rejects(InferenceSession.create(at("past_end")), /tensor 'W'/, /past the end of 'model\.onnx\.data'/);
     await rejects(InferenceSession.create(at("missing")), /'model\.onnx\.data' does not exist in the model's folder/,
                   /table0/);
