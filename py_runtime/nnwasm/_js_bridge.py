@@ -191,4 +191,7 @@ def end_profiling(handle):
 
 @_reported
 def release(handle):
-    _sessions.pop(handle, None)
+    sess = _sessions.pop(handle, None)
+    external = getattr(getattr(sess, "_source", None), "external", None)
+    if external is not None:   # its plans go now: nothing of them to keep (external.py)
+        external.closed = True

@@ -10,8 +10,12 @@ kernels.wasm's memory, never into Python's.
 - ExternalData: a tensor's bytes, not read: len() is known, the buffer protocol reads them on
   demand, and the WASM plan builder places it in the arena unread (plan.py), the runner filling it
   from its source (runner.py). Once a plan holds it, it lives there (`settle`), and later plans
-  and reads copy it from there, so the host may drop its own copy of the file.
+  and reads copy it from there, so the host may drop its own copy of the file (what no plan holds
+  is copied into Python first: `detach`; so is a tensor whose last plan goes while the session
+  lives on, as when a session drops a variant to make room for another).
 """
+import weakref
+
 from ..errors import InvalidModel
 
 WASM32_BYTES = 1 << 32
@@ -25,9 +29,12 @@ class ModelBytes(bytes):
 class ExternalSources:
     def __init__(self, sources):
         self.sources = dict(sources)      # location -> source
-        self.homes = {}                   # (location, offset, length) -> (runner, arena offset) or bytes
+        # (location, offset, length) -> bytes, or [(weakref to a WasmRunner, arena offset)]: the
+        # plans holding the tensor, any of which serves it (see settle)
+        self.homes = {}
         self.made = set()                 # the keys of every ExternalData made
         self.claimed = 0                  # the bytes they hold
+        self.closed = False               # the session is gone: nothing to keep when its plans go
 
     def tensor_data(self, label, where, offset, length):
         source = self.sources.get(where)
@@ -61,6 +68,35 @@ class ExternalSources:
         for key in sorted(k for k in self.made if k[0] == location and k not in self.homes):
             self.homes[key] = bytes(source.read(key[1], key[2]))
 
+    def holder(self, key):
+        """(runner, arena offset) of a live plan holding the tensor, bytes, or None."""
+        home = self.homes.get(key)
+        if isinstance(home, list):
+            for ref, off in home:
+                runner = ref()
+                if runner is not None and runner._finalizer.alive:   # not closed
+                    return runner, off
+            return None
+        return home
+
+    def settle(self, key, runner, off):
+        """The tensor now also lives at runner's arena + off. When the last plan holding it goes
+        (a session dropping a variant for memory), its bytes are copied out first, into Python,
+        before the arena is freed (the runner's finalizer only queues that), since the host may
+        have dropped its source; not when the session itself is gone (`closed`)."""
+        home = self.homes.get(key)
+        if not isinstance(home, list):
+            home = self.homes[key] = []
+        home.append((weakref.ref(runner), off))
+        weakref.finalize(runner, _holder_gone, weakref.ref(self), key, runner.host, runner._mem, off)
+
+
+def _holder_gone(sources_ref, key, host, mem, off):
+    sources = sources_ref()
+    if sources is None or sources.closed or sources.holder(key) is not None:
+        return
+    sources.homes[key] = bytes(host.read(mem[1] + off, key[2]))   # mem: the runner's [plan, arena]
+
 
 class ExternalData:
     """A tensor's bytes in an external source; bytes-like (len, buffer protocol, slicing)."""
@@ -74,7 +110,7 @@ class ExternalData:
         return self.key[2]
 
     def tobytes(self):
-        home = self.sources.homes.get(self.key)
+        home = self.sources.holder(self.key)
         if isinstance(home, bytes):
             return home
         if home is not None:
@@ -93,7 +129,7 @@ class ExternalData:
 
     def fill(self, host, ptr):
         """Writes the bytes to kernels.wasm's memory at ptr (host's lock held by the caller)."""
-        home = self.sources.homes.get(self.key)
+        home = self.sources.holder(self.key)
         if isinstance(home, bytes):
             host.write(ptr, home)
             return
@@ -106,7 +142,7 @@ class ExternalData:
 
     def settle(self, runner, off):
         """The bytes now live at runner's arena + off: read them from there from now on."""
-        self.sources.homes.setdefault(self.key, (runner, off))
+        self.sources.settle(self.key, runner, off)
 
 
 def external_needs(model_proto):

@@ -40,6 +40,9 @@ class WasmRunner:
             self._load(plan, fills)
         self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
         self._finalizer = weakref.finalize(self, host.release, self._mem)
+        for off, data in fills:   # later plans and reads take external data from here
+            if isinstance(data, ExternalData):
+                data.settle(self, off)
         if sym_words:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
 
@@ -71,9 +74,6 @@ class WasmRunner:
             ops_end = 4 * (8 + head[5] + head[6])
             self.plan = self._malloc(ops_end)
             host.write(self.plan, memoryview(plan)[:ops_end])
-            for off, data in fills:   # later plans and reads take them from here
-                if isinstance(data, ExternalData):
-                    data.settle(self, off)
         except BaseException:
             host.release([self.arena])
             raise
