@@ -41,4 +41,4 @@ def test_plan_runner_node(plan_fixtures):
 
 
 def test_plan_download_node(plan_fixtures):
-    run_node_test(plan_fixtures, "plan-download.test.mjs", 3)
+    run_node_test(plan_fixtures, "plan-download.test.mjs", 4)

@@ -4,7 +4,7 @@
 // A .nnwp plan file (magic "NNWF") instead gets a plan-session.mjs: kernels.wasm alone, no Python.
 import { resolveEnv } from "./env.mjs";
 import { resolveProviders } from "./execution-providers.mjs";
-import { loadBytes } from "./load-bytes.mjs";
+import { loadBytes, toURL } from "./load-bytes.mjs";
 import { isPlanFile } from "./plan-file.mjs";
 import { PlanReceiver } from "./plan-receiver.mjs";
 import { loadKernels, PlanSession, warmUpKernels } from "./plan-session.mjs";
@@ -133,6 +133,8 @@ export class InferenceSession {
     }
     const providers = resolveProviders(options?.executionProviders);
     const settings = sessionSettings(options); // session-options.mjs: freeDimensionOverrides, ...
+    // where the model came from, for its external data's sibling files (external-data.mjs)
+    settings.modelURL = typeof arg0 === "string" || arg0 instanceof URL ? toURL(arg0).href : null;
     await early;
     const session = new InferenceSession(await impl().create(model, providers, settings));
     if (planOptions.enableProfiling) await session.startProfiling();

@@ -24,6 +24,7 @@ export async function nodePath(url) {
  * every piece instead of a buffer here: loadBytes then resolves to what finish() does. */
 export async function loadBytes(urlOrPath, onChunk = null, sinkFor = null) {
   const url = toURL(urlOrPath);
+  if (IN_NODE && url.protocol === "file:" && sinkFor !== null) return readFileInPieces(url, onChunk, sinkFor);
   if (IN_NODE && url.protocol === "file:") {
     const { readFile } = await import("node:fs/promises");
     let bytes;
@@ -47,6 +48,60 @@ export async function loadBytes(urlOrPath, onChunk = null, sinkFor = null) {
   } catch (e) {
     throw new Error(`cannot fetch ${url.href}: ${e.message}`, { cause: e });
   }
+}
+
+// A file in Node read as a download arrives, for a caller with a sink (a plan file's weights go
+// straight into kernels.wasm's memory: no copy of the file in JS): its first piece decides; without
+// a sink the rest is read into one buffer of the file's size, as readFile would.
+export const filePieces = { bytes: 4 << 20 }; // the size of a piece (tests make it small)
+
+async function readFileInPieces(url, onChunk, sinkFor) {
+  const { open } = await import("node:fs/promises");
+  const where = await nodePath(url);
+  let file;
+  try {
+    file = await open(url, "r");
+  } catch (e) {
+    throw new Error(`cannot read ${where}: ${e.message}`, { cause: e });
+  }
+  let sink = null;
+  try {
+    const size = (await file.stat()).size;
+    const first = await readPiece(file, 0, Math.min(filePieces.bytes, size), where);
+    sink = size > 0 ? sinkFor(first) : null;
+    if (!sink) {
+      const bytes = new Uint8Array(size);
+      bytes.set(first);
+      for (let at = first.length; at < size;) at += await readInto(file, bytes, at, size - at, where);
+      onChunk?.(bytes, 0);
+      return bytes;
+    }
+    for (let at = 0, piece = first; ;) {
+      sink.write(piece);
+      onChunk?.(piece, at);
+      at += piece.length;
+      if (at >= size) break;
+      piece = await readPiece(file, at, Math.min(filePieces.bytes, size - at), where);
+    }
+    return await sink.finish();
+  } catch (e) {
+    sink?.release?.();
+    throw e;
+  } finally {
+    await file.close();
+  }
+}
+
+async function readPiece(file, at, n, where) {
+  const piece = new Uint8Array(n); // a fresh buffer each time: a sink may keep a piece
+  for (let done = 0; done < n;) done += await readInto(file, piece, done, n - done, where, at + done);
+  return piece;
+}
+
+async function readInto(file, bytes, offset, n, where, position = offset) {
+  const { bytesRead } = await file.read(bytes, offset, n, position);
+  if (bytesRead === 0) throw new Error(`cannot read ${where}: the file ended at byte ${position}`);
+  return bytesRead;
 }
 
 async function fetchOk(url) {

@@ -2,6 +2,7 @@
 // nnwasm/_js_bridge.py. Tensors cross as (name, type, dims, bytes): typed arrays are viewed as
 // bytes on the way in and wrapped around fresh ArrayBuffers on the way out, never per element.
 import { env } from "./env.mjs";
+import { closeReaders, openExternalData } from "./external-data.mjs";
 import { boot } from "./pyodide-boot.mjs";
 import { Tensor, typedArrayFor } from "./tensor.mjs";
 
@@ -73,8 +74,8 @@ function asBytes(tensor, name) {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
-/** A bridge function boot() does not fetch (profiling's), fetched once on first use. */
-function profilingFunction(runtime, name) {
+/** A bridge function boot() does not fetch (profiling's, external_needs), fetched once on first use. */
+function bridgeFunction(runtime, name) {
   if (!runtime.bridge[name]) {
     const module = runtime.pyodide.pyimport("nnwasm._js_bridge");
     runtime.bridge[name] = module[name].copy();
@@ -92,14 +93,27 @@ export class PyodideSession {
   static async create(modelBytes, providers, settings = {}) {
     const runtime = await boot();
     const t0 = performance.now();
-    // undefined, not null, reaches Python as None (null becomes pyodide.ffi.jsnull).
-    const info = await withNumpyFallback(runtime, () =>
-      callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined,
-                 settings.freeDimensionOverrides ?? undefined));
-    return new PyodideSession(runtime, info, performance.now() - t0);
+    // The files the model's initializers live in, opened (not read) before Python sees the model.
+    const needs = callPython(runtime.bridge, bridgeFunction(runtime, "external_needs"), modelBytes);
+    const readers = await openExternalData(needs, settings.externalData ?? null, settings.modelURL ?? null);
+    let info;
+    try {
+      // undefined, not null, reaches Python as None (null becomes pyodide.ffi.jsnull).
+      info = await withNumpyFallback(runtime, () =>
+        callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined,
+                   settings.freeDimensionOverrides ?? undefined, readers ?? undefined));
+    } catch (e) {
+      closeReaders(readers);
+      throw e;
+    }
+    // files whose every initializer a plan now holds are closed (their buffers dropped) now
+    closeReaders(readers, info.externalPending);
+    const open = readers && Object.fromEntries(Object.entries(readers).filter(([l]) => info.externalPending.includes(l)));
+    return new PyodideSession(runtime, info, performance.now() - t0, open);
   }
 
-  constructor(runtime, info, createMs) {
+  constructor(runtime, info, createMs, readers = null) {
+    this.readers = readers; // the external data files still open, closed by release()
     this.runtime = runtime;
     this.bridge = runtime.bridge;
     this.handle = info.handle;
@@ -123,6 +137,7 @@ export class PyodideSession {
     }
     const results = await withNumpyFallback(this.runtime, () =>
       callPython(this.bridge, this.bridge.run, this.handle, names, types, dims, buffers, outputNames ?? undefined));
+    if (this.readers && Object.keys(this.readers).length) this.#closeExternalData();
     const out = {};
     for (const [name, type, shape, buffer] of results) {
       const ctor = typedArrayFor(type);
@@ -131,16 +146,26 @@ export class PyodideSession {
     return out;
   }
 
+  // A run may have built plans that now hold the external data's tensors: close what no longer
+  // needs its reader (kept open while some tensor of a file is held by no plan).
+  #closeExternalData() {
+    const pending = callPython(this.bridge, bridgeFunction(this.runtime, "external_pending"), this.handle);
+    closeReaders(this.readers, pending);
+    this.readers = Object.fromEntries(Object.entries(this.readers).filter(([location]) => pending.includes(location)));
+  }
+
   startProfiling() {
-    callPython(this.bridge, profilingFunction(this.runtime, "start_profiling"), this.handle);
+    callPython(this.bridge, bridgeFunction(this.runtime, "start_profiling"), this.handle);
   }
 
   /** The Python session's trace events (profiling.py), [] when it was not profiling. */
   endProfiling() {
-    return JSON.parse(callPython(this.bridge, profilingFunction(this.runtime, "end_profiling"), this.handle));
+    return JSON.parse(callPython(this.bridge, bridgeFunction(this.runtime, "end_profiling"), this.handle));
   }
 
   release() {
     callPython(this.bridge, this.bridge.release, this.handle);
+    closeReaders(this.readers);
+    this.readers = null;
   }
 }

@@ -8,11 +8,15 @@
 //                           pinned" too, which is the CPU here). "gpu-buffer" and "ml-tensor" are
 //                           refused: nnwasm has no GPU (onnxruntime-web refuses them without
 //                           its webgpu / webnn providers as well).
-//   externalData            refused when non-empty: the .onnx path reads a model from bytes and
-//                           cannot yet be given the files its initializers live in.
+//   externalData            [{path, data}]: the files the model's initializers live in, path as
+//                           the model names it, data a URL (a file path in Node), a Uint8Array,
+//                           an ArrayBuffer or a Blob (external-data.mjs). In Node a model opened
+//                           by its path also finds them in its own folder.
 // Everything else (graphOptimizationLevel, logSeverityLevel, intra/interOpNumThreads,
 // enableCpuMemArena, ...) is accepted and ignored, as onnxruntime-web ignores what its wasm
 // backend has no use for.
+
+import { checkExternalData } from "./external-data.mjs";
 
 const CPU_LOCATIONS = ["cpu", "cpu-pinned"];
 
@@ -25,7 +29,8 @@ function checkLocation(where, value) {
   throw new TypeError(`${where} must be a location string such as "cpu", got ${JSON.stringify(value)}`);
 }
 
-/** The settings the Python session takes: {freeDimensionOverrides: {name: size} | null}. */
+/** The settings the Python session takes: {freeDimensionOverrides: {name: size} | null,
+ * externalData: [{path, data}] | null}. */
 export function sessionSettings(options) {
   const overrides = options?.freeDimensionOverrides ?? null;
   if (overrides !== null) {
@@ -46,14 +51,7 @@ export function sessionSettings(options) {
       checkLocation("options.preferredOutputLocation", location);
     }
   }
-  const external = options?.externalData;
-  if (external !== undefined && external !== null) {
-    if (!Array.isArray(external)) throw new TypeError("options.externalData must be an array of {path, data}");
-    if (external.length > 0) {
-      throw new Error("options.externalData is not supported by nnwasm's .onnx sessions yet: " +
-                      `${external.map((e) => JSON.stringify(e?.path ?? e)).join(", ")} ` +
-                      "(save the model with its initializers inside the .onnx file)");
-    }
-  }
-  return { freeDimensionOverrides: overrides === null || Object.keys(overrides).length === 0 ? null : { ...overrides } };
+  const externalData = checkExternalData(options?.externalData);
+  return { freeDimensionOverrides: overrides === null || Object.keys(overrides).length === 0 ? null : { ...overrides },
+           externalData };
 }

@@ -15,7 +15,9 @@ import js
 from pyodide.ffi import to_js
 
 from . import InferenceSession, SessionOptions, dtypes, profiling
-from .errors import InvalidArgument
+from .errors import InvalidArgument, InvalidModel
+from .onnx_io import external as _external
+from .onnx_io.messages import parse_model_proto
 from .tensor import TensorData
 
 _sessions = {}
@@ -72,12 +74,71 @@ def _session(handle):
     return sess
 
 
+class _JsSource:
+    """An external data file read by JS (web/external-data.mjs's readers: {size, readInto(offset,
+    length, view)}), for onnx_io/external.py: filled straight into kernels.wasm's memory."""
+
+    def __init__(self, reader):
+        self.reader, self.size = reader, int(reader.size)
+
+    def read(self, offset, length):
+        buf = js.Uint8Array.new(length)
+        self.reader.readInto(offset, length, buf)
+        return buf.to_bytes()
+
+    def fill(self, host, ptr, offset, length):
+        self.reader.readInto(offset, length, host._view(ptr, length))
+
+
 @_reported
-def create_session(model, providers, dim_overrides=None):
+def external_needs(model):
+    """What the model's external data asks for, before any file is read: {files: [[location,
+    extent (the largest offset + length), [tensor names]]], total: bytes claimed}. Bytes that do
+    not parse give no files (create_session reports them)."""
+    try:
+        needs, total = _external.external_needs(parse_model_proto(model.to_bytes()))
+    except InvalidModel:
+        needs, total = {}, 0
+    return _to_js({"files": [[loc, extent, names] for loc, (extent, names) in needs.items()], "total": total})
+
+
+# A buffer (a fetched file, a Blob) is not kept for this little of it that no plan holds: that
+# is copied into Python (a few packed weights, say), and the buffer goes.
+DETACH_BYTES = 16 << 20
+
+
+def _external_pending(sources):
+    """The external files whose readers must stay open (some tensor of theirs no plan holds yet);
+    the others' may be closed."""
+    if sources is None:
+        return []
+    for location in sources.pending():
+        source = sources.sources[location]
+        if getattr(source.reader, "inMemory", False) and sources.pending_bytes(location) <= max(DETACH_BYTES, source.size // 8):
+            sources.detach(location)
+    return sources.pending()
+
+
+@_reported
+def external_pending(handle):
+    """After a run that may have built plans (a model with symbolic dims builds them at its first
+    run): the external files still needed, as create_session's externalPending."""
+    source = _session(handle)._source
+    return _to_js(_external_pending(getattr(source, "external", None)))
+
+
+@_reported
+def create_session(model, providers, dim_overrides=None, external=None):
     """model: Uint8Array of ONNX bytes; providers: JS array of provider names, or None;
     dim_overrides: JS object {symbolic dim name: size} (onnxruntime-web's
-    freeDimensionOverrides), or None."""
+    freeDimensionOverrides), or None; external: JS object {location: reader} of the model's
+    external data files (_JsSource), or None."""
     data = model.to_bytes()
+    sources = None
+    if external is not None:
+        sources = _external.ExternalSources({str(k): _JsSource(v) for k, v in js.Object.entries(external)})
+        data = _external.ModelBytes(data)
+        data.external = sources
     so = SessionOptions()
     for name, size in ([] if dim_overrides is None else dim_overrides.to_py().items()):
         so.add_free_dimension_override_by_name(str(name), int(size))
@@ -90,6 +151,7 @@ def create_session(model, providers, dim_overrides=None):
         "outputs": [_value_info(v) for v in sess.get_outputs()],
         "providers": list(sess.get_providers()),
         "assignment": [list(a) for a in sess.get_provider_assignment()],
+        "externalPending": _external_pending(sources),
     })
 
 
@@ -129,4 +191,7 @@ def end_profiling(handle):
 
 @_reported
 def release(handle):
-    _sessions.pop(handle, None)
+    sess = _sessions.pop(handle, None)
+    external = getattr(getattr(sess, "_source", None), "external", None)
+    if external is not None:   # its plans go now: nothing of them to keep (external.py)
+        external.closed = True

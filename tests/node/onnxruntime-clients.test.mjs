@@ -40,8 +40,8 @@ describe("env, as onnxruntime clients read it", () => {
 
 describe("session options (session-options.mjs)", () => {
   test("freeDimensionOverrides are checked and passed on", () => {
-    assert.deepEqual(sessionSettings({ freeDimensionOverrides: { batch_size: 1 } }), { freeDimensionOverrides: { batch_size: 1 } });
-    assert.deepEqual(sessionSettings({}), { freeDimensionOverrides: null });
+    assert.deepEqual(sessionSettings({ freeDimensionOverrides: { batch_size: 1 } }).freeDimensionOverrides, { batch_size: 1 });
+    assert.deepEqual(sessionSettings({}), { freeDimensionOverrides: null, externalData: null });
     assert.throws(() => sessionSettings({ freeDimensionOverrides: { n: -1 } }), /freeDimensionOverrides\['n'\] must be an integer >= 0/);
     assert.throws(() => sessionSettings({ freeDimensionOverrides: [1] }), /must be an object/);
   });
@@ -54,10 +54,13 @@ describe("session options (session-options.mjs)", () => {
     assert.throws(() => sessionSettings({ preferredOutputLocation: 3 }), TypeError);
   });
 
-  test("externalData: none is fine, files are refused by name", () => {
-    sessionSettings({ externalData: [] });
-    assert.throws(() => sessionSettings({ externalData: [{ path: "model.onnx_data", data: new Uint8Array(4) }] }),
-                  /externalData is not supported .*"model.onnx_data"/);
+  test("externalData: [{path, data}] taken (tests/node/external-data.test.mjs runs it), malformed entries refused", () => {
+    assert.deepEqual(sessionSettings({ externalData: [] }).externalData, []);
+    const data = new Uint8Array(4);
+    assert.deepEqual(sessionSettings({ externalData: [{ path: "model.onnx_data", data }] }).externalData,
+                     [{ path: "model.onnx_data", data }]);
+    assert.throws(() => sessionSettings({ externalData: [{ data }] }), /externalData\[0\] must be \{path: string, data\}/);
+    assert.throws(() => sessionSettings({ externalData: [{ path: "x", data: 3 }] }), TypeError);
   });
 });
 

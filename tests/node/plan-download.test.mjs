@@ -3,9 +3,13 @@
 // CPython's) and the same refusals as the file given as bytes; a failed download or a refused file
 // leaves later sessions working. Fixtures: tests/test_plan_runner_js.py (NNWASM_PLAN_FIXTURES).
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { InferenceSession } from "../../web/nnwasm.mjs";
+import { filePieces } from "../../web/load-bytes.mjs";
 import { crc32 } from "../../web/plan-file.mjs";
 import { receivedPlans } from "../../web/plan-receiver.mjs";
 import { assertBitIdentical, bytesOf, feedsOf, fixtures, skip } from "./plan-fixtures.mjs";
@@ -60,6 +64,30 @@ describe("plan files downloaded piece by piece into kernels.wasm", { skip }, () 
       await session.release();
     }
     assert.equal(receivedPlans() - placed, names.length);
+  });
+
+  test("a plan file's path in Node is read in pieces the same way, straight into kernels.wasm", async () => {
+    const placed = receivedPlans();
+    const names = Object.keys(fixtures).filter((n) => fixtures[n].plan);
+    const dir = mkdtempSync(join(tmpdir(), "nnwasm-plans-"));
+    const saved = filePieces.bytes;
+    try {
+      for (const [i, name] of names.entries()) {
+        filePieces.bytes = [1000, 7, 65536][i % 3];
+        const session = await InferenceSession.create(fixtures[name].plan);
+        assertBitIdentical(await session.run(feedsOf(fixtures[name])), fixtures[name]);
+        await session.release();
+      }
+      assert.equal(receivedPlans() - placed, names.length);
+      const flipped = bytesOf(fixtures.cnn.plan).slice();
+      flipped[flipped.length - 5] ^= 0x40;
+      writeFileSync(join(dir, "flipped.nnwp"), flipped);
+      assert.equal(await refusal(() => InferenceSession.create(join(dir, "flipped.nnwp"))),
+                   await refusal(() => InferenceSession.create(flipped)));
+    } finally {
+      filePieces.bytes = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("a damaged, cut, or inconsistent file is refused as it is when given as bytes; sessions after it work", async () => {

@@ -28,6 +28,7 @@ _MAX_ARGS = 16
 HINT_SPLAT_BY_SHUFFLE = 1   # A packed k-major, lanes by pshufd, in the GEMMs
 HINT_HOISTS_LOADS = 2       # small blocks: depthwise kernel rows kept rolled
 HINTS = HINT_SPLAT_BY_SHUFFLE | HINT_HOISTS_LOADS
+COPY_PIECE = 16 << 20       # write(): read-only buffers go through ctypes this much at a time
 
 
 class WasmtimeHost(HostBase):
@@ -96,9 +97,14 @@ class WasmtimeHost(HostBase):
         mv = memoryview(data).cast("B")
         n = mv.nbytes
         self._check(ptr, n)
-        if n:
-            src = (ctypes.c_char * n).from_buffer_copy(mv) if mv.readonly else (ctypes.c_char * n).from_buffer(mv)
-            ctypes.memmove(self._base() + ptr, src, n)
+        # a read-only buffer (bytes: a model's weights) is copied through ctypes in pieces, so
+        # writing a 1 GB weight does not make a 1 GB temporary
+        step = COPY_PIECE if mv.readonly else max(n, 1)
+        for at in range(0, n, step):
+            part = mv[at:at + step]
+            k = part.nbytes
+            src = (ctypes.c_char * k).from_buffer_copy(part) if mv.readonly else (ctypes.c_char * k).from_buffer(part)
+            ctypes.memmove(self._base() + ptr + at, src, k)
 
     def read(self, ptr, nbytes):
         """A bytearray, so numpy arrays over it are writable (as onnxruntime's outputs are)."""

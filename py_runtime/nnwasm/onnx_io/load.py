@@ -99,8 +99,8 @@ def _denotations(vi):
 
 
 def _read(path_or_bytes):
-    if isinstance(path_or_bytes, bytes):
-        return path_or_bytes, None
+    if isinstance(path_or_bytes, bytes):   # external.ModelBytes carries its external data's sources
+        return path_or_bytes, getattr(path_or_bytes, "external", None)
     if isinstance(path_or_bytes, (bytearray, memoryview)):
         # A private copy: TensorData views into it must not change if the caller reuses the buffer.
         return bytes(path_or_bytes), None

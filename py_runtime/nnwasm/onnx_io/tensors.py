@@ -7,6 +7,7 @@ import sys
 from .. import dtypes
 from ..errors import InvalidModel, Unsupported
 from ..tensor import TensorData
+from .external import ExternalSources
 from .messages import parse_tensor_proto
 
 # More elements than wasm32 memory can hold: catches garbage dims before any arithmetic on them.
@@ -53,7 +54,8 @@ def checked_shape(dims, what):
 
 def tensor_data(t, model_dir=None):
     """TensorData for a messages.TensorProto. model_dir is the folder of the model file, used to
-    resolve external data; None when the model came from bytes (then external data is refused)."""
+    resolve external data, or the ExternalSources a host gave (external.py); None when the model
+    came from bytes alone (then external data is refused)."""
     label = tensor_label(t)
     dt = tensor_dtype(t)
     shape = checked_shape(t.dims, label)
@@ -167,12 +169,14 @@ def _external_bytes(t, model_dir, label):
     if model_dir is None:
         raise InvalidModel(f"{label} stores its data in the external file '{where}', but the model "
                            f"was given as bytes: load it from its path instead")
-    path = _safe_external_path(model_dir, where, label)
     try:
         offset = int(keys.get("offset") or 0)
         length = int(keys["length"]) if keys.get("length") else None
     except ValueError:
         raise InvalidModel(f"{label} has a non-integer external data offset or length") from None
+    if isinstance(model_dir, ExternalSources):   # files a host gave (the JS shim's externalData)
+        return model_dir.tensor_data(label, where, offset, length)
+    path = _safe_external_path(model_dir, where, label)
     size = os.path.getsize(path)
     if length is None:
         length = size - offset

@@ -44,6 +44,12 @@ class PlanBuilder:
         self._scratch = 0
         self.constants = {}    # name -> TensorData the lowering derived (e.g. BatchNorm's scale)
         self.derived_cache = None   # the provider's {key: (sources, tensor)} or None: derived()
+        # True (a plan loaded at once, runner.py): the weights are not copied into the plan but
+        # given their arena places, listed in self.fills [(arena offset, bytes-like)] for the
+        # runner to write there from where they are (the model's bytes; for external data,
+        # onnx_io/external.py, its file): the plan is then its op words, and no copy of the weights
+        # is made on the way. False (plan files): the weights go into the plan.
+        self.fill_weights = False
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
@@ -123,6 +129,7 @@ class PlanBuilder:
         inits = {**self.graph.initializers, **self.constants}
         weights, blob = {}, bytearray()
         self.sym_fills = sym_fills = []   # [(arena offset, struct format, values)]
+        unread = {}   # name -> weight placed after the blob, written by the runner (fill_weights)
         live = {}   # name -> [first op, last op, nbytes]
         last = len(self.ops)
         for name in self.inputs:
@@ -133,6 +140,11 @@ class PlanBuilder:
                 if not isinstance(v, Ref):
                     continue
                 if v.name in inits:
+                    # (a SymTensor, whose `values` are symbolic dims evaluated again for each run,
+                    # stays in the plan's weights)
+                    if self.fill_weights and not hasattr(inits[v.name], "values"):
+                        unread.setdefault(v.name, inits[v.name].data)
+                        continue
                     if v.name not in weights:
                         weights[v.name] = len(blob)
                         t = inits[v.name]
@@ -159,7 +171,11 @@ class PlanBuilder:
         else:
             offsets = _first_fit(live)
             end = max((offsets[n] + _align(s[2]) for n, s in live.items()), default=0)
-        base = len(blob)
+        self.fills, base = [], len(blob)
+        for name, data in unread.items():   # after the weights nnw_plan_load copies, before activations
+            weights[name] = base
+            self.fills.append((base, data))
+            base = _align(base + len(data))
         where = dict(weights)
         for name, off in offsets.items():
             where[name] = base + off

@@ -6,6 +6,7 @@ import weakref
 from collections import namedtuple
 
 from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
+from ..onnx_io.external import ExternalData
 from .. import symbolic
 from . import device
 from ..tensor import TensorData, numel
@@ -28,27 +29,41 @@ class WasmRunner:
     buffers) if the dims need more; sym_fills, weights whose values are expressions of the dims,
     are written again too. Input sizes and output shapes may be Syms too."""
 
-    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=()):
+    def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
+                 fills=()):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
-        self.plan_bytes, self.arena_bytes = len(plan), arena_bytes
+        # the bytes the plan loads: its words and its weights, held or filled
+        self.plan_bytes = len(plan) + sum(_nbytes(data) for _, data in fills)
+        self.arena_bytes = arena_bytes
         self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
         self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
         self._eval = None   # symbolic.compile_values of the arena size, sym words and fills
         self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
         with host.lock:
             host.drain()
-            self._load(plan)
+            self._load(plan, fills)
         self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
         self._finalizer = weakref.finalize(self, host.release, self._mem)
+        for off, data in fills:   # later plans and reads take external data from here
+            if isinstance(data, ExternalData):
+                data.settle(self, off)
         if sym_words or sym_fills:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
 
-    def _load(self, plan):
+    def _load(self, plan, fills):
+        """fills: [(arena offset, bytes-like)], weights the plan does not hold (plan.py), written
+        into the arena from where they are before nnw_plan_load (whose init ops may read them);
+        external data (onnx_io/external.py) fills itself from its file."""
         host, arena_bytes = self.host, self._cap
         self.arena = full = status_at = 0
         try:
             self.arena = self._malloc(arena_bytes)
+            for off, data in fills:
+                if isinstance(data, ExternalData):
+                    data.fill(host, self.arena + off)
+                elif _nbytes(data):
+                    host.write(self.arena + off, data)
             full = self._malloc(len(plan))
             status_at = self._malloc(4)
             host.write(full, plan)
@@ -172,3 +187,7 @@ class WasmRunner:
 
 def _i32(w):
     return w - (1 << 32) if w >= (1 << 31) else w
+
+
+def _nbytes(data):
+    return len(data) if isinstance(data, ExternalData) else memoryview(data).nbytes
