@@ -39,6 +39,7 @@ class WasmRunner:
         self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
         self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
         self._eval = None   # symbolic.compile_values of the arena size, sym words and fills
+        self._io_eval = self._io_dims = self._io_cache = None   # the same for input and output places (_io)
         self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
         with host.lock:
             host.drain()
@@ -91,11 +92,29 @@ class WasmRunner:
             raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes")
         return p
 
+    def _io(self):
+        """(inputs, outputs) with their offsets, sizes and shapes as ints for the dims bound now:
+        as given for a concrete plan; a traced plan's (expressions of the dims) evaluated by one
+        compiled function (symbolic.compile_values), once per new binding."""
+        dims = symbolic.current_dims()
+        if not dims:
+            return self.inputs, self.outputs
+        if self._io_dims != dims:
+            if self._io_eval is None:
+                exprs = [x for _, off, n in self.inputs for x in (off, n)]
+                exprs += [x for _, off, _, shape in self.outputs for x in (off, *shape)]
+                self._io_eval = symbolic.compile_values(exprs)
+            vals = iter(self._io_eval(dict(dims)))
+            ins = [(name, next(vals), next(vals)) for name, _, _ in self.inputs]
+            outs = [(name, next(vals), dt, tuple(next(vals) for _ in shape)) for name, _, dt, shape in self.outputs]
+            self._io_cache, self._io_dims = (ins, outs), dims
+        return self._io_cache
+
     def run(self, env, prof=None):
         host = self.host
-        value = symbolic.value   # offsets, sizes and shapes may be expressions of symbolic dims
-        for name, _, nbytes in self.inputs:
-            nbytes, got = value(nbytes), device.nbytes(env[name])
+        inputs, outputs = self._io()
+        for name, _, nbytes in inputs:
+            got = device.nbytes(env[name])
             if got != nbytes:
                 raise KernelError(f"'{name}' has {got} bytes, the plan expects {nbytes}")
         keep = device.kept()
@@ -104,13 +123,13 @@ class WasmRunner:
             if (self.sym_words or self.sym_fills) and symbolic.current_dims() != self._dims:
                 self._rebind()
             arena = self.arena
-            for name, off, _ in self.inputs:
+            for name, off, _ in inputs:
                 t = env[name]
                 if isinstance(t, device.WasmTensor) and t.host is host:   # on the device: no host copy
                     if t.nbytes:
-                        host.call("nnw_memmove", arena + value(off), t.ptr, t.nbytes)
+                        host.call("nnw_memmove", arena + off, t.ptr, t.nbytes)
                 else:
-                    host.write(arena + value(off), t.data)
+                    host.write(arena + off, t.data)
             status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
             if status == BAD_INDEX:
                 k = host.call("nnw_plan_failed_op")
@@ -120,16 +139,15 @@ class WasmRunner:
             if status:
                 raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
             outs = []
-            for name, off, dt, shape in self.outputs:
-                shape = tuple(value(d) for d in shape)
+            for name, off, dt, shape in outputs:
                 n = dt.size * numel(shape)
                 if name in keep:   # stays in kernels.wasm's memory (IOBinding to the "wasm" device)
                     ptr = self._malloc(n)
                     if n:
-                        host.call("nnw_memmove", ptr, arena + value(off), n)
+                        host.call("nnw_memmove", ptr, arena + off, n)
                     env[name] = device.WasmTensor(host, ptr, dt, shape)
                 else:
-                    outs.append((name, dt, shape, host.read(arena + value(off), n)))
+                    outs.append((name, dt, shape, host.read(arena + off, n)))
         for name, dt, shape, data in outs:
             env[name] = TensorData(dt, shape, data)
 
