@@ -147,6 +147,7 @@ export class ProxySession {
     const link = connect();
     // Resolved here: the worker's own location is not the page's.
     const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL(),
+                                              kernelsFlavour: resolveEnv().kernelsFlavour,
                                               enableProfiling: Boolean(options.enableProfiling) });
     return new ProxySession(link, info, info.bootMs);
   }
@@ -158,6 +159,7 @@ export class ProxySession {
     this.outputMetadata = info.outputMetadata;
     this.providers = info.providers;
     this.providerAssignment = info.providerAssignment;
+    this.kernelsFlavour = info.kernelsFlavour;
     this.timings = { bootMs, createMs: info.createMs };
   }
 

@@ -227,6 +227,9 @@ async function bootOnce() {
     throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
   }
   log("wheel installed");
+  // the kernels.wasm flavour env.wasm asks for, read by nnwasm.host.flavours (Python resolves it
+  // with the same probe)
+  pyodide.runPython(`import os\nos.environ["NNWASM_KERNELS_FLAVOUR"] = "${cfg.kernelsFlavour}"`);
   const module = pyodide.pyimport("nnwasm._js_bridge");
   // Looked up once: every attribute access on a PyProxy makes a new proxy.
   const bridge = Object.fromEntries(BRIDGE_FUNCTIONS.map((name) => [name, module[name].copy()]));
