@@ -43,8 +43,8 @@ const HANDLERS = {
              createMs: session.timings.createMs };
   },
 
-  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour }) {
-    env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[kernelsFlavour];
+  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked }) {
+    env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[asked];
     const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
