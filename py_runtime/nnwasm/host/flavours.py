@@ -6,8 +6,10 @@ the one a host loads, chosen at load time as XNNPACK and onnxruntime-web choose 
               microkernels, which the engine may fuse): faster where the CPU has FMA, bits may differ
               by CPU and engine (never by run)
 
-"auto" (the default) takes `relaxed` when the engine validates PROBE, a 40-byte module using relaxed
-SIMD, else `simd`. Forcing: SessionOptions.add_session_config_entry(CONFIG_KEY, "simd" | "relaxed" |
+"auto" (the default) takes `relaxed` where it pays: in Pyodide (V8: 0.79-0.91x the run time of
+`simd` on the speed bench's float models, bench/results/flavours.md) when the engine validates
+PROBE, a 51-byte module using relaxed SIMD, else `simd`; in CPython (wasmtime) `simd`, because
+Cranelift's code gained nothing from fusing there (0.94x on BERT, 1.04-1.2x on the conv models). Forcing: SessionOptions.add_session_config_entry(CONFIG_KEY, "simd" | "relaxed" |
 "auto") per session, $NNWASM_KERNELS_FLAVOUR for the process's default. Asking for `relaxed` where
 the engine lacks it falls back to `simd` with one warning. Plan files name ops, not flavours: any
 plan runs on either (its init ops pack weights on the flavour that loads it).
@@ -40,6 +42,7 @@ PROBE = bytes([
 
 _supported = None
 _warned = False
+AUTO_RELAXED = sys.platform == "emscripten"   # where "auto" may pick relaxed: V8 under Pyodide
 
 
 def relaxed_simd_supported():
@@ -81,10 +84,10 @@ def requested(sess_options=None):
 
 
 def resolve(choice):
-    """The flavour that runs for a requested one: auto -> relaxed where supported; relaxed where
-    the engine lacks it -> simd, with one warning per process."""
+    """The flavour that runs for a requested one: auto -> relaxed where supported and paying (V8,
+    i.e. Pyodide), else simd; relaxed where the engine lacks it -> simd, with one warning per process."""
     global _warned
-    if choice == "simd":
+    if choice == "simd" or (choice == "auto" and not AUTO_RELAXED):
         return "simd"
     if relaxed_simd_supported():
         return "relaxed"
