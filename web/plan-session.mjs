@@ -101,7 +101,8 @@ async function instantiateKernels(simdCandidates) {
     try {
       source = await kernelsSource(candidate.url);
       url = candidate.url;
-      flavour = url.endsWith(".wasm") && !/\/kernels(-relaxed)?\.wasm$/.test(new URL(url).pathname) ? "custom" : candidate.flavour;
+      const ours = /\/kernels(-relaxed)?\.wasm$/.test(new URL(url).pathname); // else a wasmPaths file of the user's
+      flavour = ours ? candidate.flavour : "custom";
       break;
     } catch (e) {
       failures.push(e.message);

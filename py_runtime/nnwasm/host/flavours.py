@@ -9,8 +9,8 @@ the one a host loads, chosen at load time as XNNPACK and onnxruntime-web choose 
 "auto" (the default) takes `relaxed` where it pays: in Pyodide (V8: 0.79-0.91x the run time of
 `simd` on the speed bench's float models, bench/results/flavours.md) when the engine validates
 PROBE, a 51-byte module using relaxed SIMD, else `simd`; in CPython (wasmtime) `simd`, because
-Cranelift's code gained nothing from fusing there (0.94x on BERT, 1.04-1.2x on the conv models). Forcing: SessionOptions.add_session_config_entry(CONFIG_KEY, "simd" | "relaxed" |
-"auto") per session, $NNWASM_KERNELS_FLAVOUR for the process's default. Asking for `relaxed` where
+Cranelift's code gained nothing from fusing there (0.94x on BERT, 1.04-1.2x on the conv models).
+Forcing: SessionOptions.add_session_config_entry(CONFIG_KEY, "simd" | "relaxed" | "auto") per session, $NNWASM_KERNELS_FLAVOUR for the process's default. Asking for `relaxed` where
 the engine lacks it falls back to `simd` with one warning. Plan files name ops, not flavours: any
 plan runs on either (its init ops pack weights on the flavour that loads it).
 """
