@@ -10,9 +10,10 @@ PORT    ?= 8000
 
 setup: .venv/.installed node_modules/.installed
 	@[ -x /usr/lib/llvm-19/bin/clang ] && [ -x /usr/lib/llvm-19/bin/wasm-ld ] && [ -f /usr/lib/wasm32-wasi/libc.a ] \
+	  && [ -f /usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a ] \
 	  && command -v chromium >/dev/null || { \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
-	    clang-19 lld-19 wasi-libc chromium; }
+	    clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32 chromium; }
 
 .venv/.installed: requirements-dev.txt
 	python3 -m venv .venv

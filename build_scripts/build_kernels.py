@@ -100,10 +100,13 @@ def llvm19():
     and Debian's (from the emscripten package) can't parse relaxed SIMD."""
     clang = LLVM_BIN / "clang"
     if not clang.exists() or not (LLVM_BIN / "wasm-ld").exists():
-        raise BuildError(f"{clang} or wasm-ld not found: `apt-get install clang-19 lld-19 wasi-libc` "
+        raise BuildError(f"{clang} or wasm-ld not found: `apt-get install clang-19 lld-19 wasi-libc "
+                         "libclang-rt-19-dev-wasm32` "
                          "(make setup does)")
     if not (WASI_SYSROOT / "lib" / "wasm32-wasi" / "libc.a").exists():
         raise BuildError("wasi-libc not found (/usr/lib/wasm32-wasi/libc.a): `apt-get install wasi-libc`")
+    if not list((LLVM_BIN.parent / "lib" / "clang").glob("*/lib/wasi/libclang_rt.builtins-wasm32.a")):
+        raise BuildError("LLVM 19's wasm32 compiler-rt not found: `apt-get install libclang-rt-19-dev-wasm32`")
     return str(clang), {"PATH": str(LLVM_BIN), "LANG": "C"}
 
 
