@@ -2,8 +2,6 @@
 // (through resolveEnv) when the first session is created: set them before that. Like
 // onnxruntime-web's env.wasm flags, changes after boot have no effect.
 
-import { requestedFlavour } from "./flavours.mjs";
-
 const VERSION = "0.1.0";
 const PYODIDE_VERSION = "314.0.7";
 
@@ -126,7 +124,6 @@ export function resolveEnv() {
     pyodideSnapshot: env.pyodideSnapshot,
     bootTimeoutMs: env.bootTimeoutMs,
     proxy,
-    kernelsFlavour: requestedFlavour(env.wasm), // "auto", "simd" or "relaxed" (flavours.mjs)
   };
 }
 
