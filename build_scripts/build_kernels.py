@@ -4,7 +4,7 @@
 
 Steps (each skipped when its inputs and command are unchanged since the last build):
   1. gen_ops.py: kernels_c/ops.def -> kernels_c/gen/ops.h, py_runtime/nnwasm/wasm/opcodes.py
-  2. clang-19 + wasm-ld-19 (Debian's LLVM 19, wasi-libc for libm/malloc/memcpy; no Emscripten)
+  2. clang-19 + wasm-ld (Debian's LLVM 19, wasi-libc for libm/malloc/memcpy; no Emscripten)
      -> one kernels*.wasm per flavour (FLAVOURS below: py_runtime/nnwasm/kernels.wasm is `simd`,
      kernels-relaxed.wasm is `relaxed`; standalone reactors, no imports, exporting memory,
      _initialize and nnw_*), and build/wasm/test_kernels.wasm, test_kernels_relaxed.wasm (the C
@@ -45,7 +45,7 @@ LINK_REACTOR = ["-mexec-model=reactor", "-Wl,--export-dynamic", "-Wl,--strip-deb
 # name -> (output file, flags). `simd` is the reference: bit-identical on every host and CPU.
 # `relaxed` adds relaxed SIMD (fused multiply-add in the float microkernels; Node 22+, Chromium 114+,
 # wasmtime). A `+threads` flavour will add -matomics -mbulk-memory and link with
-# --import-memory --shared-memory --max-memory=N (PLATFORM.md).
+# --import-memory --shared-memory --max-memory=N (docs/architecture.md, "Kernel flavours").
 FLAVOURS = {
     "simd": (KERNELS_WASM, ["-msimd128"]),
     "relaxed": (KERNELS_WASM.with_name("kernels-relaxed.wasm"), ["-msimd128", "-mrelaxed-simd"]),
@@ -100,9 +100,7 @@ def llvm19():
     and Debian's (from the emscripten package) can't parse relaxed SIMD."""
     clang = LLVM_BIN / "clang"
     if not clang.exists() or not (LLVM_BIN / "wasm-ld").exists():
-        raise BuildError(f"{clang} or wasm-ld not found: `apt-get install clang-19 lld-19 wasi-libc "
-                         "libclang-rt-19-dev-wasm32` "
-                         "(make setup does)")
+        raise BuildError(f"{clang} or wasm-ld not found: `apt-get install clang-19 lld-19` (make setup does)")
     if not (WASI_SYSROOT / "lib" / "wasm32-wasi" / "libc.a").exists():
         raise BuildError("wasi-libc not found (/usr/lib/wasm32-wasi/libc.a): `apt-get install wasi-libc`")
     if not list((LLVM_BIN.parent / "lib" / "clang").glob("*/lib/wasi/libclang_rt.builtins-wasm32.a")):
@@ -119,7 +117,7 @@ def wasm_cmd(flavour, files, out, reactor=True):
 
 
 def check_imports(wasm):
-    """The runtime gives kernels.wasm nothing but this one import: fail the build otherwise."""
+    """The runtime gives kernels.wasm no imports (ALLOWED_IMPORTS): fail the build otherwise."""
     try:
         import wasmtime
     except ImportError:
