@@ -9,8 +9,11 @@ PORT    ?= 8000
 .PHONY: setup build kernels web pack tfjs public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed bench-decoders clean
 
 setup: .venv/.installed node_modules/.installed
-	@command -v emcc >/dev/null && command -v chromium >/dev/null || { \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq emscripten chromium; }
+	@[ -x /usr/lib/llvm-19/bin/clang ] && [ -x /usr/lib/llvm-19/bin/wasm-ld ] && [ -f /usr/lib/wasm32-wasi/libc.a ] \
+	  && [ -f /usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a ] \
+	  && command -v chromium >/dev/null || { \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	    clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32 chromium; }
 
 .venv/.installed: requirements-dev.txt
 	python3 -m venv .venv

@@ -1,6 +1,7 @@
 """Only what pyproject.toml can't say: building a wheel or sdist from a source checkout first
-builds kernels.wasm (the package's one data file) if it is missing, so `pip wheel .` and
-`python -m build` never produce a wheel without it. Needs emcc (Debian's emscripten)."""
+builds kernels.wasm and kernels-relaxed.wasm (the package's data files, one per flavour) if one is
+missing, so `pip wheel .` and `python -m build` never produce a wheel without them. Needs clang-19,
+lld-19 and wasi-libc (Debian; `make setup`)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ KERNELS_WASM = ROOT / "py_runtime" / "nnwasm" / "kernels.wasm"
 
 class BuildPyWithKernels(build_py):
     def run(self):
-        if not KERNELS_WASM.exists():
+        if not (KERNELS_WASM.exists() and KERNELS_WASM.with_name("kernels-relaxed.wasm").exists()):
             script = ROOT / "build_scripts" / "build_kernels.py"
             if not script.exists():
                 raise SystemExit("nnwasm: kernels.wasm is missing and this is not a source checkout")

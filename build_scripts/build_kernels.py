@@ -4,9 +4,11 @@
 
 Steps (each skipped when its inputs and command are unchanged since the last build):
   1. gen_ops.py: kernels_c/ops.def -> kernels_c/gen/ops.h, py_runtime/nnwasm/wasm/opcodes.py
-  2. emcc -> py_runtime/nnwasm/kernels.wasm (WASM SIMD, standalone, imports only
-     env.emscripten_notify_memory_growth), and build/wasm/test_kernels.wasm (the C tests on
-     the SIMD code, a WASI command that tests/test_kernels_native.py runs in wasmtime)
+  2. clang-19 + wasm-ld (Debian's LLVM 19, wasi-libc for libm/malloc/memcpy; no Emscripten)
+     -> one kernels*.wasm per flavour (FLAVOURS below: py_runtime/nnwasm/kernels.wasm is `simd`,
+     kernels-relaxed.wasm is `relaxed`; standalone reactors, no imports, exporting memory,
+     _initialize and nnw_*), and build/wasm/test_kernels.wasm, test_kernels_relaxed.wasm (the C
+     tests on each flavour's code, WASI commands that tests/test_kernels_native.py runs in wasmtime)
   3. gcc -> build/native/libnnw_kernels.so, build/native/test_kernels (ASan + UBSan) and
      build/native/test_kernels_portable (simd.h's plain-C fallback)
 A compiler failure prints the compiler's output and exits 1.
@@ -27,12 +29,27 @@ TESTS = ROOT / "tests" / "kernels"
 KERNELS_WASM = ROOT / "py_runtime" / "nnwasm" / "kernels.wasm"
 BUILD = ROOT / "build"
 STAMPS = BUILD / "stamps"
-ALLOWED_IMPORTS = {("env", "emscripten_notify_memory_growth")}
+ALLOWED_IMPORTS = set()   # hosts still offer env.emscripten_notify_memory_growth (older builds)
 
 # kernels include the shared headers (internal.h, simd.h, ...) from any family folder by name
 WARN = ["-std=c99", "-Wall", "-Wextra", f"-I{KERNELS}"]
-EMCC_WASM = ["-O3", "-msimd128", "-sSTANDALONE_WASM", "--no-entry", "-sALLOW_MEMORY_GROWTH=1"]
-EMCC_TEST = ["-O3", "-msimd128", "-sSTANDALONE_WASM", "-sALLOW_MEMORY_GROWTH=1"]
+# LLVM 19 for wasm32 (docs/architecture.md, "Kernel flavours"). wasi-libc's sysroot gives the few
+# libc pieces the kernels use (malloc/free, memcpy/memmove/memset, libm's exp/log/erf/...); linked
+# statically they need no WASI import. -ffp-contract=off: no fused multiply-add unless a kernel asks
+# for one (v4_fmadd, relaxed flavour only), so `simd` gives the same bits on every engine.
+LLVM_BIN = Path("/usr/lib/llvm-19/bin")
+WASI_SYSROOT = Path("/usr")   # Debian's wasi-libc: /usr/include/wasm32-wasi, /usr/lib/wasm32-wasi
+CLANG_WASM = ["--target=wasm32-wasi", f"--sysroot={WASI_SYSROOT}", "-O3", "-ffp-contract=off",
+              f"-fuse-ld={LLVM_BIN / 'wasm-ld'}"]   # Debian's clang looks for wasm-ld-19 otherwise
+LINK_REACTOR = ["-mexec-model=reactor", "-Wl,--export-dynamic", "-Wl,--strip-debug"]
+# name -> (output file, flags). `simd` is the reference: bit-identical on every host and CPU.
+# `relaxed` adds relaxed SIMD (fused multiply-add in the float microkernels; Node 22+, Chromium 114+,
+# wasmtime). A `+threads` flavour will add -matomics -mbulk-memory and link with
+# --import-memory --shared-memory --max-memory=N (docs/architecture.md, "Kernel flavours").
+FLAVOURS = {
+    "simd": (KERNELS_WASM, ["-msimd128"]),
+    "relaxed": (KERNELS_WASM.with_name("kernels-relaxed.wasm"), ["-msimd128", "-mrelaxed-simd"]),
+}
 GCC_LIB = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden"]
 GCC_TEST = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
 GCC_PORTABLE = ["-O1", "-DNNW_PORTABLE_C"]  # the plain-struct v4 of simd.h, for other compilers
@@ -50,7 +67,7 @@ def c_files(*dirs):
     return [p for p in sources(*dirs) if p.suffix == ".c"]
 
 
-def build(name, cmd, inputs, output, force):
+def build(name, cmd, inputs, output, force, env=None):
     """Runs cmd unless output exists and was built by this same command from the same inputs."""
     digest = hashlib.sha256("\0".join(cmd).encode())
     for path in inputs:
@@ -61,7 +78,7 @@ def build(name, cmd, inputs, output, force):
         return False
     output.parent.mkdir(parents=True, exist_ok=True)
     stamp.unlink(missing_ok=True)
-    result = subprocess.run(cmd, cwd=ROOT)
+    result = subprocess.run(cmd, cwd=ROOT, env=env)
     if result.returncode != 0:
         raise BuildError(f"{name}: {cmd[0]} failed (exit {result.returncode}):\n  {' '.join(cmd)}")
     STAMPS.mkdir(parents=True, exist_ok=True)
@@ -77,8 +94,30 @@ def tool(name):
     return path
 
 
+def llvm19():
+    """(clang, env): Debian's clang-19, run with a PATH that has LLVM 19's own bin first (its
+    wasm-ld) and no binaryen: clang's wasm driver runs the first wasm-opt on PATH after linking,
+    and Debian's (from the emscripten package) can't parse relaxed SIMD."""
+    clang = LLVM_BIN / "clang"
+    if not clang.exists() or not (LLVM_BIN / "wasm-ld").exists():
+        raise BuildError(f"{clang} or wasm-ld not found: `apt-get install clang-19 lld-19` (make setup does)")
+    if not (WASI_SYSROOT / "lib" / "wasm32-wasi" / "libc.a").exists():
+        raise BuildError("wasi-libc not found (/usr/lib/wasm32-wasi/libc.a): `apt-get install wasi-libc`")
+    if not list((LLVM_BIN.parent / "lib" / "clang").glob("*/lib/wasi/libclang_rt.builtins-wasm32.a")):
+        raise BuildError("LLVM 19's wasm32 compiler-rt not found: `apt-get install libclang-rt-19-dev-wasm32`")
+    return str(clang), {"PATH": str(LLVM_BIN), "LANG": "C"}
+
+
+def wasm_cmd(flavour, files, out, reactor=True):
+    """The clang-19 command building `files` into `out` for a flavour (a reactor exporting what
+    NNW_EXPORT marks, or a WASI command for the C tests): also for bench/speed's peak loop."""
+    clang, _ = llvm19()
+    flags = FLAVOURS[flavour][1]
+    return [clang, *WARN, *CLANG_WASM, *flags, *(LINK_REACTOR if reactor else []), *map(str, files), "-o", str(out)]
+
+
 def check_imports(wasm):
-    """The runtime gives kernels.wasm nothing but this one import: fail the build otherwise."""
+    """The runtime gives kernels.wasm no imports (ALLOWED_IMPORTS): fail the build otherwise."""
     try:
         import wasmtime
     except ImportError:
@@ -92,14 +131,15 @@ def check_imports(wasm):
 
 
 def build_wasm(force):
-    emcc = tool("emcc")
+    _, env = llvm19()
     kernels = c_files(KERNELS)
-    cmd = [emcc, *WARN, *EMCC_WASM, *map(str, kernels), "-o", str(KERNELS_WASM)]
-    if build("kernels.wasm", cmd, sources(KERNELS), KERNELS_WASM, force):
-        check_imports(KERNELS_WASM)
-    out = BUILD / "wasm" / "test_kernels.wasm"
-    cmd = [emcc, *WARN, *EMCC_TEST, *map(str, kernels + c_files(TESTS)), "-o", str(out)]
-    build("test_kernels.wasm", cmd, sources(KERNELS, TESTS), out, force)
+    for flavour, (out, _) in FLAVOURS.items():
+        if build(out.name, wasm_cmd(flavour, kernels, out), sources(KERNELS), out, force, env):
+            check_imports(out)
+    for flavour in FLAVOURS:   # the C tests on each flavour's code (their tolerances hold for both)
+        out = BUILD / "wasm" / ("test_kernels.wasm" if flavour == "simd" else f"test_kernels_{flavour}.wasm")
+        cmd = wasm_cmd(flavour, kernels + c_files(TESTS), out, reactor=False)
+        build(out.name, cmd, sources(KERNELS, TESTS), out, force, env)
 
 
 def build_native(force):
@@ -119,7 +159,7 @@ def build_native(force):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     only = parser.add_mutually_exclusive_group()
-    only.add_argument("--wasm-only", action="store_true", help="only the emcc builds")
+    only.add_argument("--wasm-only", action="store_true", help="only the wasm builds")
     only.add_argument("--native-only", action="store_true", help="only the gcc builds")
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     opts = parser.parse_args(argv)

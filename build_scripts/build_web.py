@@ -8,6 +8,7 @@
                               lists every file above with its SHA-256, and a digest of the .py
                               sources, for `npm pack`'s check (build_scripts/check_dist.mjs)
     dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
+    dist/web/kernels-relaxed.wasm   its `relaxed` flavour (web/flavours.mjs), picked where the engine has relaxed SIMD
     dist/web/kernels-warmup.nnwp  a tiny plan that plan sessions run while a real plan downloads, so
                               V8 has optimized the kernels by its first run (warmup_plan.py)
     dist/web/pyodide-snapshot.bin.gz  Pyodide's memory with this wheel's nnwasm imported (made in
@@ -97,14 +98,16 @@ def sources_sha256():
     return sha256(lines.encode())
 
 
-def check_wheel(name, data, kernels):
-    """The wheel must hold this kernels.wasm and every module of the source tree."""
+def check_wheel(name, data, flavours):
+    """The wheel must hold these kernels*.wasm ({file name: bytes}, one per flavour) and every
+    module of the source tree."""
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         names = set(z.namelist())
-        if "nnwasm/kernels.wasm" not in names:
-            fail(f"{name} has no nnwasm/kernels.wasm: check [tool.setuptools.package-data] in pyproject.toml")
-        if z.read("nnwasm/kernels.wasm") != kernels:
-            fail(f"{name} holds a kernels.wasm that differs from {PACKAGE / 'kernels.wasm'}")
+        for file, kernels in flavours.items():
+            if f"nnwasm/{file}" not in names:
+                fail(f"{name} has no nnwasm/{file}: check [tool.setuptools.package-data] in pyproject.toml")
+            if z.read(f"nnwasm/{file}") != kernels:
+                fail(f"{name} holds a {file} that differs from {PACKAGE / file}")
     modules = {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     missing = sorted(modules - names)
     if missing:
@@ -170,9 +173,13 @@ def main():
     if not kernels_path.exists():
         fail(f"{kernels_path} is missing: run `python build_scripts/build_kernels.py` first")
     kernels = kernels_path.read_bytes()
+    relaxed_path = PACKAGE / "kernels-relaxed.wasm"   # the `relaxed` flavour (web/flavours.mjs)
+    if not relaxed_path.exists():
+        fail(f"{relaxed_path} is missing: run `python build_scripts/build_kernels.py` first")
+    relaxed = relaxed_path.read_bytes()
     version = pyodide_version()
     wheel_name, wheel = build_wheel()
-    check_wheel(wheel_name, wheel, kernels)
+    check_wheel(wheel_name, wheel, {"kernels.wasm": kernels, relaxed_path.name: relaxed})
 
     written, removed, shipped = [], [], {}
 
@@ -189,6 +196,7 @@ def main():
     ship(wheel_name, wheel)
     # Plan files (.nnwp) run on kernels.wasm alone, without Pyodide or the wheel.
     ship("kernels.wasm", kernels)
+    ship(relaxed_path.name, relaxed)
     ship(WARMUP, warmup_plan_bytes())
     for name in PYODIDE_FILES:
         ship(f"pyodide/{name}", (PYODIDE_SRC / name).read_bytes())

@@ -28,6 +28,10 @@ env.wasm.proxy = params.has("onnx") ? PYODIDE_IN_WORKER : params.has("proxy");
 // code (~45 ms instead of ~110 ms). ?nowarmup only loads it, for comparison (bench_startup.py's
 // plan-nowarmup page). With ?proxy the plan runs in the worker, which loads its own.
 env.wasm.warmUp = !params.has("nowarmup");
+// kernels.wasm's flavour (web/flavours.mjs): relaxed SIMD where the browser has it; ?simd forces the
+// baseline (bit-identical everywhere), ?relaxed the relaxed one. index.html preloads the same file.
+if (params.has("simd")) env.wasm.relaxedSimd = false;
+else if (params.has("relaxed")) env.wasm.relaxedSimd = true;
 if (!params.has("onnx") && !params.has("proxy")) (env.wasm.warmUp ? warmUpKernels() : loadKernels()).catch(() => {});
 
 const $ = (id) => document.getElementById(id);
@@ -125,6 +129,11 @@ function showPath(session, { plan, name }) {
   } else {
     showProviders(session.providerAssignment);
   }
+  const flavour = document.createElement("li");
+  flavour.id = "kernels-flavour";
+  flavour.textContent = `kernels.wasm flavour: ${session.kernelsFlavour ?? "?"}` +
+    ({ relaxed: " (relaxed SIMD: fused multiply-add)", simd: " (SIMD128, bit-identical everywhere)" }[session.kernelsFlavour] ?? "");
+  $("providers").append(flavour);
 }
 
 /** The model input for an image; throws on a file that is no image. */

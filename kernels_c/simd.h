@@ -196,6 +196,15 @@ static inline v4 v4_unpackhi64(v4 a, v4 b) { return nnw_v4_of(a.f[2], a.f[3], b.
 #endif
 
 static inline v4 v4_madd(v4 acc, v4 a, v4 b) { return v4_add(acc, v4_mul(a, b)); }
+/* acc + a*b in the float GEMM/conv microkernels' accumulations only: in the `relaxed` flavour
+ * (-mrelaxed-simd, docs/architecture.md "Kernel flavours") f32x4.relaxed_madd, which the engine
+ * may fuse (one rounding, x86 FMA / ARM fmla) or not; everywhere else exactly v4_madd, so the
+ * `simd` flavour and the native builds keep their bits. */
+#if defined(__wasm_relaxed_simd__)
+static inline v4 v4_fmadd(v4 acc, v4 a, v4 b) { return wasm_f32x4_relaxed_madd(a, b, acc); }
+#else
+static inline v4 v4_fmadd(v4 acc, v4 a, v4 b) { return v4_madd(acc, a, b); }
+#endif
 static inline v4 v4_clamp(v4 x, v4 lo, v4 hi) { return v4_min(v4_max(x, lo), hi); }
 /* the largest of x[0..len) (-inf for len 0): softmax's row max (reduce/softmax.c, linalg/attention.c) */
 static inline float nnw_row_max(const float *x, int32_t len) {

@@ -1,5 +1,6 @@
 """Shared pytest setup: the source tree on sys.path, and pytest-playwright pointed at Debian's
 chromium (never `playwright install`: it downloads a browser and fails offline)."""
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -9,6 +10,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py_runtime"))
 sys.path.insert(0, str(ROOT / "tests"))
+
+# The suite checks bits against CPython's across engines: it runs the reference flavour of
+# kernels.wasm (py_runtime/nnwasm/host/flavours.py) unless a test asks for another
+# (tests/test_flavours.py). Node children inherit it (web/flavours.mjs reads it too).
+os.environ.setdefault("NNWASM_KERNELS_FLAVOUR", "simd")
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]

@@ -151,7 +151,9 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
 
     assert page.errors == []
     paths = [urlparse(u).path for u in page.requests]
-    assert "/demo/assets/efficientnet-lite0.nnwp" in paths and "/dist/web/kernels.wasm" in paths, paths
+    # Chromium has relaxed SIMD: the page preloads and runs kernels-relaxed.wasm (web/flavours.mjs)
+    assert "/demo/assets/efficientnet-lite0.nnwp" in paths and "/dist/web/kernels-relaxed.wasm" in paths, paths
+    expect(page.locator("#kernels-flavour")).to_contain_text("kernels.wasm flavour: relaxed")
     assert _pyodide_requests(page) == [], "the plan page asked for Python's files"
     assert "/demo/assets/efficientnet-lite0.onnx" not in paths and "/web/proxy-worker.mjs" not in paths, paths
     assert [p for p in paths if p.endswith(".mjs")] == ["/demo/app.bundle.mjs"], f"not one bundled module: {paths}"

@@ -18,6 +18,7 @@ PAGE = """<!doctype html><meta charset="utf-8"><title>plan file</title>
 <script type="module">
 import { env, InferenceSession, Tensor } from "/web/nnwasm.mjs";
 env.wasm.proxy = location.search === "?proxy";
+env.wasm.relaxedSimd = false;   // the reference flavour, whose bits are CPython's on every engine
 const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array };
 window.__result = (async () => {
   const fixtures = await (await fetch("fixtures.json")).json();

@@ -202,6 +202,7 @@ PAGE = """<!doctype html><meta charset="utf-8"><title>nnwasm from npm</title>
 import { env, InferenceSession, Tensor } from "nnwasm";
 const params = new URLSearchParams(location.search);
 env.wasm.proxy = params.has("proxy");
+env.wasm.relaxedSimd = false;   // the reference flavour (bit-identical to CPython's)
 const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array };
 window.__result = (async () => {
   const feeds = {};

@@ -43,10 +43,15 @@ export const env = {
   loadNumpy: true,
 
   wasm: {
-    // onnxruntime-web compatibility only: nnwasm runs single-threaded with WASM SIMD whatever
-    // is set here, so code written for onnxruntime-web can keep setting these.
+    // onnxruntime-web compatibility only: nnwasm runs single-threaded whatever is set here.
     numThreads: 1,
+    // Which kernels.wasm flavour loads (flavours.mjs), onnxruntime-web's names: relaxedSimd
+    // undefined = relaxed SIMD where the engine has it (kernels-relaxed.wasm), else the baseline
+    // (kernels.wasm, bit-identical everywhere); true = relaxed (the baseline with one warning where
+    // the engine lacks it); false = the baseline. simd: false = the baseline too (there is no
+    // build without SIMD128). Read when kernels.wasm loads / Pyodide boots.
     simd: true,
+    relaxedSimd: undefined,
     // true: Pyodide and every session live in a worker (a module Web Worker; worker_threads in
     // Node), so the calling thread keeps painting while Pyodide boots (seconds) and sessions run.
     // Tensors cross by transfer; the caller's own arrays are copied first and stay usable.

@@ -104,6 +104,7 @@ export class InferenceSession {
     // boot (once per page) and this session's creation took.
     this.providers = impl.providers;
     this.providerAssignment = impl.providerAssignment;
+    this.kernelsFlavour = impl.kernelsFlavour; // the kernels.wasm flavour: "simd" or "relaxed" (flavours.mjs)
     this.timings = impl.timings;
   }
 

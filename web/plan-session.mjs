@@ -3,6 +3,7 @@
 // calling conventions as py_runtime/nnwasm/host/ and wasm/runner.py (whose STATUS table this
 // mirrors); feeds are checked with the Python session's wording, so errors read the same.
 import { env, resolveKernelsURL } from "./env.mjs";
+import { flavourURL, resolveFlavour } from "./flavours.mjs";
 import { loadBytes, toURL } from "./load-bytes.mjs";
 import { parsePlanFile, weightsLayout } from "./plan-file.mjs";
 import { Trace } from "./profiling.mjs";
@@ -33,8 +34,10 @@ const pyList = (items) => `[${items.map((v) => (typeof v === "string" ? `'${v}'`
 
 let kernels = null; // promise of the realm's one kernels.wasm instance
 
-/** The realm's kernels.wasm: {exports, url, compileMs}. Compiled and instantiated once; a failure
- * is forgotten so a later call (say, after fixing env.wasm.wasmPaths) tries again. */
+/** The realm's kernels.wasm: {exports, url, compileMs, flavour}. Compiled and instantiated once, in
+ * the flavour env.wasm asks for (flavours.mjs: "relaxed" where the engine has relaxed SIMD, else
+ * "simd"; "custom" for a wasmPaths file not named kernels.wasm); a failure is forgotten so a later
+ * call (say, after fixing env.wasm.wasmPaths) tries again. */
 export function loadKernels(urls = resolveKernelsURL()) {
   kernels ??= instantiateKernels(urls).catch((e) => {
     kernels = null;
@@ -86,14 +89,20 @@ async function warmUp(k, state) {
   return runs;
 }
 
-async function instantiateKernels(candidates) {
+async function instantiateKernels(simdCandidates) {
   const t0 = performance.now();
-  let source = null, url = null;
+  let source = null, url = null, flavour = null;
   const failures = [];
+  // the flavour's files first, then (a dist/ built before flavours existed) the simd ones
+  const want = resolveFlavour(env.wasm);
+  const candidates = simdCandidates.map((c) => ({ url: flavourURL(toURL(c).href, want), flavour: want }));
+  if (want !== "simd") candidates.push(...simdCandidates.map((c) => ({ url: toURL(c).href, flavour: "simd" })));
   for (const candidate of candidates) {
     try {
-      source = await kernelsSource(candidate);
-      url = candidate;
+      source = await kernelsSource(candidate.url);
+      url = candidate.url;
+      const ours = /\/kernels(-relaxed)?\.wasm$/.test(new URL(url).pathname); // else a wasmPaths file of the user's
+      flavour = ours ? candidate.flavour : "custom";
       break;
     } catch (e) {
       failures.push(e.message);
@@ -103,7 +112,7 @@ async function instantiateKernels(candidates) {
     throw new Error(`nnwasm: cannot load kernels.wasm (${failures.join("; ")}); run ` +
                     "`python build_scripts/build_web.py`, or set env.wasm.wasmPaths");
   }
-  // The only import of a standalone Emscripten module; views are re-taken after every call anyway.
+  // kernels.wasm imports nothing; an Emscripten build of old imported this one (a no-op here).
   const imports = { env: { emscripten_notify_memory_growth: () => {} } };
   const { instance } = source instanceof Response
     ? await WebAssembly.instantiateStreaming(source, imports)
@@ -114,7 +123,7 @@ async function instantiateKernels(candidates) {
     if (!(name in exports)) throw new Error(`nnwasm: ${url} is not kernels.wasm: it exports no ${name}`);
   }
   exports._initialize?.();
-  return { exports, url, compileMs: performance.now() - t0 };
+  return { exports, url, flavour, compileMs: performance.now() - t0 };
 }
 
 /** A fetch Response to compile while it downloads (served as application/wasm, which
@@ -174,7 +183,7 @@ export class PlanSession {
     }
     trace?.session("model_loading_array", t0);
     const t1 = performance.now();
-    const { exports, compileMs } = await loadKernels(kernelsURLs);
+    const { exports, compileMs, flavour } = await loadKernels(kernelsURLs);
     if (received) parsed.received = received;
     if (!acceptsVersion(exports, parsed.abiVersion)) {
       if (received) exports.nnw_free(received.block);
@@ -182,6 +191,7 @@ export class PlanSession {
                         "is not the loaded kernels.wasm's plan version (recompile the model with this nnwasm)");
     }
     const session = new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 });
+    session.kernelsFlavour = flavour; // which kernels.wasm runs it: "simd", "relaxed" (flavours.mjs)
     trace?.session("session_initialization", t1);
     session.#trace = trace;
     return session;

@@ -4,6 +4,7 @@
 // worker that fails to boot or dies takes its sessions with it: every call in flight rejects,
 // and the next create() starts a new worker.
 import { env, resolveEnv, resolveKernelsURL } from "./env.mjs";
+import { requestedFlavour } from "./flavours.mjs";
 import { IN_NODE } from "./load-bytes.mjs";
 import { errorFromWire, ownedBytes, transferables } from "./proxy-messages.mjs";
 import { Tensor } from "./tensor.mjs";
@@ -114,7 +115,8 @@ class WorkerLink {
 let link = null; // the live worker; null before the first create() and after it stopped
 
 function connect() {
-  link ??= new WorkerLink(resolveEnv());
+  // the worker's Pyodide and plan sessions load the kernels.wasm flavour asked for here (flavours.mjs)
+  link ??= new WorkerLink({ ...resolveEnv(), kernelsFlavour: requestedFlavour(env.wasm) });
   return link;
 }
 
@@ -147,6 +149,7 @@ export class ProxySession {
     const link = connect();
     // Resolved here: the worker's own location is not the page's.
     const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL(),
+                                              kernelsFlavour: requestedFlavour(env.wasm),
                                               enableProfiling: Boolean(options.enableProfiling) });
     return new ProxySession(link, info, info.bootMs);
   }
@@ -158,6 +161,7 @@ export class ProxySession {
     this.outputMetadata = info.outputMetadata;
     this.providers = info.providers;
     this.providerAssignment = info.providerAssignment;
+    this.kernelsFlavour = info.kernelsFlavour;
     this.timings = { bootMs, createMs: info.createMs };
   }
 

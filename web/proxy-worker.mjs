@@ -29,6 +29,7 @@ const HANDLERS = {
     env.debug = config.debug;
     env.pyodideSnapshot = config.pyodideSnapshot;
     env.bootTimeoutMs = config.bootTimeoutMs;
+    env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[config.kernelsFlavour];
     const { bootMs, versions } = await boot();
     return { bootMs, versions };
   },
@@ -37,17 +38,18 @@ const HANDLERS = {
     env.loadNumpy = loadNumpy;
     const session = await PyodideSession.create(model, providers, settings);
     sessions.set(session.handle, session);
-    const { handle, inputMetadata, outputMetadata, providerAssignment } = session;
-    return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment,
+    const { handle, inputMetadata, outputMetadata, providerAssignment, kernelsFlavour } = session;
+    return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment, kernelsFlavour,
              createMs: session.timings.createMs };
   },
 
-  async plan({ model, kernelsURLs, enableProfiling }) {
+  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked }) {
+    env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[asked];
     const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
-    const { inputMetadata, outputMetadata, providerAssignment } = session;
-    return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment,
+    const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour } = session;
+    return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment, kernelsFlavour,
              createMs: session.timings.createMs, bootMs: session.timings.bootMs };
   },
 

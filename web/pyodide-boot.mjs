@@ -5,7 +5,8 @@
 //   already started with nnwasm imported; else from scratch) -> the wheel's bytes written to
 //   WHEEL_PATH (snapshot) or unpacked -> import nnwasm._js_bridge (already done in a snapshot)
 // docs/startup.md has the time each step takes.
-import { resolveEnv } from "./env.mjs";
+import { env, resolveEnv } from "./env.mjs";
+import { requestedFlavour } from "./flavours.mjs";
 import { IN_NODE, loadBytes, nodePath } from "./load-bytes.mjs";
 
 const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
@@ -227,6 +228,9 @@ async function bootOnce() {
     throw new Error(`nnwasm: cannot install ${wheelURL}: ${e.message}`, { cause: e });
   }
   log("wheel installed");
+  // the kernels.wasm flavour env.wasm asks for, read by nnwasm.host.flavours (Python resolves it
+  // with the same probe)
+  pyodide.runPython(`import os\nos.environ["NNWASM_KERNELS_FLAVOUR"] = "${requestedFlavour(env.wasm)}"`);
   const module = pyodide.pyimport("nnwasm._js_bridge");
   // Looked up once: every attribute access on a PyProxy makes a new proxy.
   const bridge = Object.fromEntries(BRIDGE_FUNCTIONS.map((name) => [name, module[name].copy()]));

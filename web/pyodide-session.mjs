@@ -121,6 +121,7 @@ export class PyodideSession {
     this.outputMetadata = metadata(info.outputs);
     this.providers = info.providers;
     this.providerAssignment = info.assignment.map(([node, opType, provider]) => ({ node, opType, provider }));
+    this.kernelsFlavour = info.kernelsFlavour;
     this.timings = { bootMs: runtime.bootMs, createMs };
   }
 

@@ -7,7 +7,7 @@ kernel changes that must pay in one engine without costing in the other.
 Prints each build's median run in both hosts, relative to the first, and the wasmtime/V8 ratio;
 with --match, also the sum of the per-op medians of the ops whose node name contains NAME
 (each op run alone, nnw_plan_run_ops), to see a change on the layers it touches.
-(Builds: `emcc` as build_scripts/build_kernels.py does, to files of your own.)
+(Builds: build_scripts/build_kernels.py's wasm_cmd(flavour, files, out), to files of your own.)
 """
 import argparse
 import statistics

@@ -35,13 +35,12 @@ PEAK_ITERS = 1_200_000                                 # as speed_node.mjs: 96 f
 
 
 def build_peak():
-    from build_kernels import EMCC_WASM, tool
+    from build_kernels import llvm19, wasm_cmd
     out = ROOT / "build" / "bench" / "peak.wasm"
     out.parent.mkdir(parents=True, exist_ok=True)
     src = ROOT / "bench" / "speed" / "peak.c"
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        flags = [f for f in EMCC_WASM if f != "-sALLOW_MEMORY_GROWTH=1"]
-        subprocess.run([tool("emcc"), *flags, str(src), "-o", str(out)], check=True)
+        subprocess.run(wasm_cmd("simd", [src], out), check=True, env=llvm19()[1])   # as kernels.wasm
     return out
 
 

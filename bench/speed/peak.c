@@ -1,6 +1,6 @@
 // The wasm f32x4 peak: 12 independent acc = acc * m + c chains in registers (no loads, no FMA:
 // the project's kernels are built with -msimd128 alone), 8 flops per chain step. Built like
-// kernels.wasm (emcc -O3 -msimd128, standalone) by bench/speed/bench_speed.py; peak(iters, k) runs
+// kernels.wasm (clang-19 -O3 -msimd128, standalone) by bench/speed/bench_speed.py; peak(iters, k) runs
 // iters steps of all 12 chains (96 * iters flops) and returns an int so that nothing is dead.
 #include <wasm_simd128.h>
 

@@ -112,8 +112,8 @@ static NNW_ALWAYS_INLINE void dw_tile(int nv, int32_t kh, int32_t kw, const stru
     for (int32_t kx = 0; kx < kw; kx++) {
       const float *s = src + (kw <= MAX_TAPS ? g->tap[kx] : tap_offset(p, g, kx));
       v4 wv = v4_load1(w + kx);
-      acc0 = v4_madd(acc0, wv, v4_load(s));
-      if (nv > 1) acc1 = v4_madd(acc1, wv, v4_load(s + 4));
+      acc0 = v4_fmadd(acc0, wv, v4_load(s));
+      if (nv > 1) acc1 = v4_fmadd(acc1, wv, v4_load(s + 4));
     }
   }
   out[0] = acc0;
@@ -163,7 +163,7 @@ static NNW_ALWAYS_INLINE void dw_vec(int k, int s, int32_t row, int32_t pw, cons
                                      const v4 *wv, v4 *acc) {
   for (int ky = 0; ky < k; ky++, src += row)
     for (int kx = 0; kx < k; kx++)
-      *acc = v4_madd(*acc, wv[ky * k + kx], v4_load(src + (kx % s) * pw + kx / s));
+      *acc = v4_fmadd(*acc, wv[ky * k + kx], v4_load(src + (kx % s) * pw + kx / s));
 }
 
 static NNW_ALWAYS_INLINE void dw_plane_k(int k, int s, const struct nnw_conv2d *p,
@@ -209,9 +209,9 @@ static NNW_ALWAYS_INLINE void dw_rows(int nv, int k, int s, int32_t row, int32_t
   for (int ky = 0; ky < k; ky++, src += row, wv += k)
     for (int kx = 0; kx < k; kx++) {
       const float *q = src + (kx % s) * pw + kx / s;
-      acc[0] = v4_madd(acc[0], wv[kx], v4_load(q));
-      if (nv > 1) acc[1] = v4_madd(acc[1], wv[kx], v4_load(q + 4));
-      if (nv > 2) acc[2] = v4_madd(acc[2], wv[kx], v4_load(q + 8));
+      acc[0] = v4_fmadd(acc[0], wv[kx], v4_load(q));
+      if (nv > 1) acc[1] = v4_fmadd(acc[1], wv[kx], v4_load(q + 4));
+      if (nv > 2) acc[2] = v4_fmadd(acc[2], wv[kx], v4_load(q + 8));
     }
 }
 

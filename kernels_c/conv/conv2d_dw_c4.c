@@ -75,14 +75,14 @@ static NNW_ALWAYS_INLINE void block4(int k, int s, const float *src, int32_t row
     for (int col = 0; col < 3 * s + k; col++) x[col] = v4_load(src + 4 * col);
     for (int kx = 0; kx < k; kx++) {
       v4 w = wv[ky * k + kx];
-      for (int q = 0; q < 4; q++) acc[q] = v4_madd(acc[q], w, x[q * s + kx]);
+      for (int q = 0; q < 4; q++) acc[q] = v4_fmadd(acc[q], w, x[q * s + kx]);
     }
   }
 }
 
 static NNW_ALWAYS_INLINE void pixel(int k, const float *src, int32_t row, const v4 *wv, v4 *acc) {
   for (int ky = 0; ky < k; ky++, src += row)
-    for (int kx = 0; kx < k; kx++) *acc = v4_madd(*acc, wv[ky * k + kx], v4_load(src + 4 * kx));
+    for (int kx = 0; kx < k; kx++) *acc = v4_fmadd(*acc, wv[ky * k + kx], v4_load(src + 4 * kx));
 }
 
 /* four output planes (y, y + ohw, ...) from the padded plane t */

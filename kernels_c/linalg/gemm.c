@@ -60,8 +60,8 @@ static float dot(const float *a, const float *b, int32_t k) {
   v4 acc0 = v4_set1(0.0f), acc1 = acc0;
   int32_t kk = 0;
   for (; kk + 8 <= k; kk += 8) {
-    acc0 = v4_madd(acc0, v4_load(a + kk), v4_load(b + kk));
-    acc1 = v4_madd(acc1, v4_load(a + kk + 4), v4_load(b + kk + 4));
+    acc0 = v4_fmadd(acc0, v4_load(a + kk), v4_load(b + kk));
+    acc1 = v4_fmadd(acc1, v4_load(a + kk + 4), v4_load(b + kk + 4));
   }
   float s = v4_hsum(v4_add(acc0, acc1));
   for (; kk < k; kk++) s += a[kk] * b[kk];
@@ -81,10 +81,10 @@ static void gemm_nt(const struct gemm *p, const float *a, const float *b, float 
       int32_t kk = 0;
       for (; kk + 4 <= k; kk += 4) {
         v4 av = v4_load(ai + kk);
-        s0 = v4_madd(s0, av, v4_load(b0 + kk));
-        s1 = v4_madd(s1, av, v4_load(b1 + kk));
-        s2 = v4_madd(s2, av, v4_load(b2 + kk));
-        s3 = v4_madd(s3, av, v4_load(b3 + kk));
+        s0 = v4_fmadd(s0, av, v4_load(b0 + kk));
+        s1 = v4_fmadd(s1, av, v4_load(b1 + kk));
+        s2 = v4_fmadd(s2, av, v4_load(b2 + kk));
+        s3 = v4_fmadd(s3, av, v4_load(b3 + kk));
       }
       float t0 = v4_hsum(s0), t1 = v4_hsum(s1), t2 = v4_hsum(s2), t3 = v4_hsum(s3);
       for (; kk < k; kk++) {

@@ -53,8 +53,8 @@ static NNW_ALWAYS_INLINE void tile(int mr, int nv, int32_t k, const float *a, pt
     v4 b0 = v4_load(bp), b1 = nv > 1 ? v4_load(bp + 4) : b0;
     for (int r = 0; r < mr; r++) {
       v4 av = v4_load1(ap[r]);
-      acc[r][0] = v4_madd(acc[r][0], av, b0);
-      if (nv > 1) acc[r][1] = v4_madd(acc[r][1], av, b1);
+      acc[r][0] = v4_fmadd(acc[r][0], av, b0);
+      if (nv > 1) acc[r][1] = v4_fmadd(acc[r][1], av, b1);
       ap[r] += a_cs;
     }
     bp += ldb;
@@ -121,8 +121,8 @@ static NNW_ALWAYS_INLINE void tile_packed(int nv, int32_t k, const float *pa, co
     v4 a4 = v4_load(pa);
     v4 av[MR] = {v4_dup(a4, 0), v4_dup(a4, 1), v4_dup(a4, 2), v4_dup(a4, 3)};
     for (int r = 0; r < MR; r++) {
-      acc[r][0] = v4_madd(acc[r][0], av[r], b0);
-      if (nv > 1) acc[r][1] = v4_madd(acc[r][1], av[r], b1);
+      acc[r][0] = v4_fmadd(acc[r][0], av[r], b0);
+      if (nv > 1) acc[r][1] = v4_fmadd(acc[r][1], av[r], b1);
     }
   }
   for (int r = 0; r < MR; r++)
@@ -144,14 +144,14 @@ static NNW_ALWAYS_INLINE void tile_wide(int h, int32_t k, const float *pa, const
     v4 b0 = v4_load(bp), b1 = v4_load(bp + 4), b2 = v4_load(bp + 8), b3 = v4_load(bp + 12);
     v4 a4 = v4_load(pa);
     v4 av0 = h ? v4_dup(a4, 2) : v4_dup(a4, 0), av1 = h ? v4_dup(a4, 3) : v4_dup(a4, 1);
-    acc[0][0] = v4_madd(acc[0][0], av0, b0);
-    acc[0][1] = v4_madd(acc[0][1], av0, b1);
-    acc[0][2] = v4_madd(acc[0][2], av0, b2);
-    acc[0][3] = v4_madd(acc[0][3], av0, b3);
-    acc[1][0] = v4_madd(acc[1][0], av1, b0);
-    acc[1][1] = v4_madd(acc[1][1], av1, b1);
-    acc[1][2] = v4_madd(acc[1][2], av1, b2);
-    acc[1][3] = v4_madd(acc[1][3], av1, b3);
+    acc[0][0] = v4_fmadd(acc[0][0], av0, b0);
+    acc[0][1] = v4_fmadd(acc[0][1], av0, b1);
+    acc[0][2] = v4_fmadd(acc[0][2], av0, b2);
+    acc[0][3] = v4_fmadd(acc[0][3], av0, b3);
+    acc[1][0] = v4_fmadd(acc[1][0], av1, b0);
+    acc[1][1] = v4_fmadd(acc[1][1], av1, b1);
+    acc[1][2] = v4_fmadd(acc[1][2], av1, b2);
+    acc[1][3] = v4_fmadd(acc[1][3], av1, b3);
   }
   for (int r = 0; r < 2; r++) {
     int32_t row = i + 2 * h + r;
@@ -180,7 +180,7 @@ static NNW_ALWAYS_INLINE void tile_column(int32_t k, const float *pa, const floa
                                           int32_t j, const struct nnw_epilogue *ep) {
   v4 acc = v4_set1(0.0f);
   const float *bp = b + j;
-  for (int32_t kk = 0; kk < k; kk++, pa += MR, bp += ldb) acc = v4_madd(acc, v4_load(pa), v4_load1(bp));
+  for (int32_t kk = 0; kk < k; kk++, pa += MR, bp += ldb) acc = v4_fmadd(acc, v4_load(pa), v4_load1(bp));
   v4 r = v4_mul(acc, v4_set1(ep->alpha));
   if (ep->c != NULL) {
     const float *c = ep->c + i * ep->c_rs + j * ep->c_cs;

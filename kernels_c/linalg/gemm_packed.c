@@ -100,8 +100,8 @@ static NNW_ALWAYS_INLINE void tile(int mr, int32_t k, const float *a, const floa
     v4 b0 = v4_load(bp), b1 = v4_load(bp + 4);
     for (int r = 0; r < mr; r++) {
       v4 av = v4_load1(ap[r] + kk);
-      acc[r][0] = v4_madd(acc[r][0], av, b0);
-      acc[r][1] = v4_madd(acc[r][1], av, b1);
+      acc[r][0] = v4_fmadd(acc[r][0], av, b0);
+      acc[r][1] = v4_fmadd(acc[r][1], av, b1);
     }
     bp += NR;
   }
@@ -132,8 +132,8 @@ static NNW_ALWAYS_INLINE void tile_pa(int32_t k, const float *pa, const float *b
     v4 b0 = v4_load(bp), b1 = v4_load(bp + 4), a4 = v4_load(pa);
     v4 av[MR] = {v4_dup(a4, 0), v4_dup(a4, 1), v4_dup(a4, 2), v4_dup(a4, 3)};
     for (int r = 0; r < MR; r++) {
-      acc[r][0] = v4_madd(acc[r][0], av[r], b0);
-      acc[r][1] = v4_madd(acc[r][1], av[r], b1);
+      acc[r][0] = v4_fmadd(acc[r][0], av[r], b0);
+      acc[r][1] = v4_fmadd(acc[r][1], av[r], b1);
     }
   }
   v4 bias0 = v4_set1(0.0f), bias1 = bias0;
@@ -176,8 +176,8 @@ static void tail_panel(int32_t m, int32_t k, int32_t w, const float *a, const fl
     const float *ai = a + (size_t)i * k, *b = bp;
     for (int32_t kk = 0; kk < k; kk++, b += NR) {
       v4 av = v4_load1(ai + kk);
-      acc0 = v4_madd(acc0, av, v4_load(b));
-      acc1 = v4_madd(acc1, av, v4_load(b + 4));
+      acc0 = v4_fmadd(acc0, av, v4_load(b));
+      acc1 = v4_fmadd(acc1, av, v4_load(b + 4));
     }
     const float *r = NULL;
     if (e->r != NULL) {

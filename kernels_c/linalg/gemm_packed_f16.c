@@ -95,8 +95,8 @@ static NNW_ALWAYS_INLINE void rows_f16(int mr, int32_t k, const float *a, const 
     else nnw_half8_to_v4(bp, &b0, &b1);
     for (int i = 0; i < mr; i++) {
       v4 av = v4_load1(a + (size_t)i * k + kk);
-      acc[i][0] = v4_madd(acc[i][0], av, b0);
-      acc[i][1] = v4_madd(acc[i][1], av, b1);
+      acc[i][0] = v4_fmadd(acc[i][0], av, b0);
+      acc[i][1] = v4_fmadd(acc[i][1], av, b1);
     }
   }
   float bb[NR] = {0}, rr[NR] = {0}, out[NR];
@@ -122,8 +122,8 @@ static NNW_ALWAYS_INLINE void row1_f16(int32_t k, const float *a, const uint16_t
     if (scaled) nnw_half8_bits(bp, &b0, &b1);
     else nnw_half8_to_v4(bp, &b0, &b1);
     v4 av = v4_load1(a + kk);
-    acc0 = v4_madd(acc0, av, b0);
-    acc1 = v4_madd(acc1, av, b1);
+    acc0 = v4_fmadd(acc0, av, b0);
+    acc1 = v4_fmadd(acc1, av, b1);
   }
   float bb[NR] = {0}, rr[NR] = {0}, out[NR];
   const float *ri = NULL;

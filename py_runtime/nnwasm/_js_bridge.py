@@ -145,12 +145,14 @@ def create_session(model, providers, dim_overrides=None, external=None):
     sess = InferenceSession(data, so, providers=None if providers is None else [str(p) for p in providers])
     handle = next(_handles)
     _sessions[handle] = sess
+    assignment = sess.get_provider_assignment()
     return _to_js({
         "handle": handle,
         "inputs": [_value_info(v) for v in sess.get_inputs()],
         "outputs": [_value_info(v) for v in sess.get_outputs()],
         "providers": list(sess.get_providers()),
-        "assignment": [list(a) for a in sess.get_provider_assignment()],
+        "assignment": [list(a) for a in assignment],
+        "kernelsFlavour": assignment.kernels_flavour,
         "externalPending": _external_pending(sources),
     })
 

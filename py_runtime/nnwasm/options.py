@@ -6,6 +6,7 @@ import enum
 import os
 
 from .errors import InvalidArgument, MissingConfigEntry, Unsupported
+from .host import flavours
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -147,6 +148,8 @@ class SessionOptions:
         _check_type("SessionOptions", "add_session_config_entry value", value, str, "a str")
         if key == DISABLE_CPU_EP_FALLBACK and value not in ("0", "1"):
             raise InvalidArgument(f"session config '{key}' must be '0' or '1', got {value!r}")
+        if key == flavours.CONFIG_KEY:
+            flavours.check(value, f"session config '{key}'")
         self._config[key] = value
 
     def get_session_config_entry(self, key):

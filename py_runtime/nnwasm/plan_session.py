@@ -6,7 +6,7 @@ import os
 
 from . import planfile
 from .errors import InvalidArgument, ModelLoadCanceled, NoSuchFile, Unsupported
-from .host import get_host
+from .host import flavours, get_host
 from .ir import ValueInfo
 from .session import ORT_CPU, InferenceSession, ModelMetadata, NodeArg, _check_session_options
 from .wasm.provider import WasmExecutionProvider
@@ -66,11 +66,12 @@ class PlanSession(InferenceSession):
             prof.session("model_loading_uri" if from_file else "model_loading_array", t0)
             t0 = prof.clock()
         self._plan_file = pf
-        self._providers = [WasmExecutionProvider()]
+        self._providers = [wasm := WasmExecutionProvider()]
+        wasm.flavour = flavours.resolve(flavours.requested(so))
         self._values = [ValueInfo(v.name, v.dtype, v.shape) for v in pf.inputs]
         self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in pf.inputs]
         self._outputs = [NodeArg(v.name, v.dtype, v.shape) for v in pf.outputs]
-        self._runner = WasmRunner(get_host(), pf.plan, pf.arena_bytes,
+        self._runner = WasmRunner(get_host(wasm.flavour), pf.plan, pf.arena_bytes,
                                   [(v.name, v.offset, v.nbytes) for v in pf.inputs],
                                   [(v.name, v.offset, v.dtype, v.shape) for v in pf.outputs], pf.ops)
         nodes = dict.fromkeys((op.node, op.op_type) for op in pf.ops)   # a node may lower to several ops
@@ -86,7 +87,7 @@ class PlanSession(InferenceSession):
     def get_provider_assignment(self):
         """[(node name, op type, provider)] from the file's ops table; ("#k", plan op, provider)
         for each op of a file written before it had one."""
-        return list(self._assignment)
+        return flavours.ProviderAssignment(self._assignment, self._providers[0].flavour)
 
     def get_fallback_reasons(self):
         return {}

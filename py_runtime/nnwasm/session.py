@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 
 from . import optimizer, passes, symbolic
+from .host import flavours
 from .errors import (InvalidArgument, InvalidModel, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated,
                      Unsupported, WasmOutOfMemory)
 from .ir import Graph, ValueInfo
@@ -134,7 +135,12 @@ def _resolve_providers(providers, provider_options, sess_options):
     if sess_options.disable_cpu_ep_fallback() and len(names) > 1:
         keep = [k for k, n in enumerate(names) if n != "NumpyExecutionProvider"]
         names, options = [names[k] for k in keep], [options[k] for k in keep]
-    return [PROVIDERS[n](o) for n, o in zip(names, options)]
+    chosen = [PROVIDERS[n](o) for n, o in zip(names, options)]
+    flavour = flavours.resolve(flavours.requested(sess_options))   # the kernels.wasm it runs on
+    for p in chosen:
+        if hasattr(p, "flavour"):
+            p.flavour = flavour
+    return chosen
 
 
 def _check_session_options(so):
@@ -411,11 +417,14 @@ class InferenceSession:
         return self._sess_options
 
     def get_provider_assignment(self):
-        """[(node name, op type, provider name)] for the most recently prepared input shapes."""
+        """[(node name, op type, provider name)] for the most recently prepared input shapes; its
+        `kernels_flavour` says which kernels.wasm the WASM nodes run on (host/flavours.py)."""
+        flavour = next((p.flavour for p in self._providers if hasattr(p, "flavour")), None)
         if self._cache:
-            return list(next(reversed(self._cache.values())).assignment)
+            return flavours.ProviderAssignment(next(reversed(self._cache.values())).assignment, flavour)
         chosen = assign(self._graph, self._providers, defer=True)   # provisional until the first run
-        return [(n.name, n.op_type, p.name) for n, p in zip(self._graph.nodes, chosen)]
+        return flavours.ProviderAssignment([(n.name, n.op_type, p.name) for n, p in zip(self._graph.nodes, chosen)],
+                                           flavour)
 
     def get_fallback_reasons(self):
         """{node name: why} for each node that runs on a later provider than the first, with the

@@ -15,7 +15,10 @@ import sys
 import threading
 from importlib import resources
 
-_HOST = None
+from . import flavours
+
+_HOST = None    # a host set here (tests, bench/ab) serves every flavour
+_HOSTS = {}     # flavour -> the process's instance of that kernels.wasm
 
 
 class HostBase:
@@ -42,23 +45,34 @@ class HostBase:
 
 
 @functools.cache
-def kernels_wasm_bytes():
-    """The kernels.wasm shipped inside the package (built by build_scripts/build_kernels.py).
-    Read once: a Pyodide memory snapshot holds it already (pyodide_snapshot.mjs)."""
+def kernels_wasm_bytes(flavour="simd"):
+    """A flavour's kernels.wasm shipped inside the package (built by build_scripts/build_kernels.py;
+    flavours.py). Read once: a Pyodide memory snapshot holds it already (pyodide_snapshot.mjs)."""
+    name = flavours.FILES[flavour]
     try:
-        return resources.files("nnwasm").joinpath("kernels.wasm").read_bytes()
+        return resources.files("nnwasm").joinpath(name).read_bytes()
     except FileNotFoundError:
-        raise RuntimeError("nnwasm/kernels.wasm is missing: run `python build_scripts/build_kernels.py` "
+        raise RuntimeError(f"nnwasm/{name} is missing: run `python build_scripts/build_kernels.py` "
                            "(a source checkout) or reinstall the wheel") from None
 
 
-def get_host():
-    """The process-wide kernels.wasm instance, created on first use."""
-    global _HOST
-    if _HOST is None:
+def get_host(flavour=None):
+    """The process-wide instance of a flavour's kernels.wasm ('simd' or 'relaxed'; None: the
+    process's default, flavours.resolve(flavours.requested())), created on first use."""
+    if _HOST is not None:
+        return _HOST
+    flavour = flavour or flavours.resolve(flavours.requested())
+    host = _HOSTS.get(flavour)
+    if host is None:
         if sys.platform == "emscripten":
             from .pyodide_host import PyodideHost as Host
         else:
             from .wasmtime_host import WasmtimeHost as Host
-        _HOST = Host(kernels_wasm_bytes())
-    return _HOST
+        host = _HOSTS[flavour] = Host(kernels_wasm_bytes(flavour))
+        host.flavour = flavour
+    return host
+
+
+def host_flavour(host):
+    """The flavour a host runs ('custom' for one built from other bytes, e.g. by bench/ab)."""
+    return getattr(host, "flavour", "custom")

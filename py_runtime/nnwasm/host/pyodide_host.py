@@ -11,8 +11,9 @@ from pyodide.ffi import JsException, create_proxy, to_js
 from ..errors import KernelError
 from . import HostBase
 
-# The one import of a standalone Emscripten module. It is told after memory.grow; we take
-# fresh views on every copy anyway, so there is nothing to do. Made with the first host, not at
+# The one import an Emscripten build of kernels.wasm had (LLVM 19's imports nothing; offered for
+# old builds). It is told after memory.grow; we take fresh views on every copy anyway, so there is
+# nothing to do. Made with the first host, not at
 # import: a memory snapshot (build_scripts/pyodide_snapshot.mjs) cannot hold a JS proxy.
 _notify_memory_growth = None
 

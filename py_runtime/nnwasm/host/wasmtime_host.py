@@ -38,7 +38,7 @@ class WasmtimeHost(HostBase):
         self.store = wasmtime.Store(self.engine)
         module = compiled_module(self.engine, wasm_bytes)
         linker = wasmtime.Linker(self.engine)
-        # The only import of a standalone emscripten module with growable memory; nothing to do.
+        # kernels.wasm (LLVM 19) imports nothing; an Emscripten build of old imported this (a no-op).
         linker.define_func("env", "emscripten_notify_memory_growth",
                            wasmtime.FuncType([wasmtime.ValType.i32()], []), lambda _: None)
         self.instance = linker.instantiate(self.store, module)

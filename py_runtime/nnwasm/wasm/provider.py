@@ -29,6 +29,9 @@ class WasmExecutionProvider:
         # PlanBuilder.derived's cache, {} when the session will build plans for several input shapes
         # (symbolic dims): weights are then packed once, not per variant; None keeps nothing.
         self.derived = None
+        # the kernels.wasm flavour its plans load on (host/flavours.py); set from SessionOptions by
+        # the session, None: the process's default
+        self.flavour = None
 
     def capability(self, node, graph):
         if lookup(node.domain, node.op_type, node.opset) is None:
@@ -83,7 +86,7 @@ class WasmExecutionProvider:
         see PlanBuilder."""
         b = PlanBuilder(graph, inputs, outputs)
         b.fill_weights = fill_weights
-        b.host = get_host()   # lowerings may run kernels.wasm to fold constants
+        b.host = get_host(self.flavour)   # lowerings may run kernels.wasm to fold constants
         b.derived_cache = self.derived
         b.users = graph.consumers()
         b.members = {id(n) for n in nodes}
