@@ -3,6 +3,7 @@ here into panels of 8 columns, and the transformer's epilogue folded in: a bias 
 [N], then a Gelu (erf) or Relu/Clip, or else a residual Add of an [M, N] value ready before the
 MatMul. The fused nodes' intermediate values are never written."""
 import math
+from array import array
 
 from ...tensor import TensorData, numel
 from .half import emit_gemm_half, half_panels
@@ -11,18 +12,17 @@ NR = 8
 
 
 def pack_b(t, k, n):
-    """[K, N] float32 bytes -> [ceil(N/8)][K][8], columns past N zero."""
-    data = memoryview(t.data).cast("B")
-    row, out = 4 * n, []
-    for j in range(0, n, NR):
-        w = min(NR, n - j)
-        pad = bytes(4 * (NR - w))
-        for kk in range(k):
-            at = kk * row + 4 * j
-            out.append(data[at:at + 4 * w])
-            if pad:
-                out.append(pad)
-    return TensorData(t.dtype, (len(range(0, n, NR)) * k * NR,), b"".join(out))
+    """[K, N] float32 bytes -> [ceil(N/8)][K][8], columns past N zero. Pure Python at C speed (no
+    numpy in a page): the floats as 4-byte words, each column a strided slice of them assigned to
+    its strided place in its panel (a loop per (panel, row) took 18 s for a 125M Llama's weights)."""
+    words = array("I", bytes(memoryview(t.data).cast("B")))   # bits moved, never converted
+    panels = -(-n // NR)
+    out = array("I", bytes(4 * panels * k * NR))
+    for j in range(n):
+        p, c = divmod(j, NR)
+        at = p * k * NR + c
+        out[at:at + k * NR:NR] = words[j::n]
+    return TensorData(t.dtype, (panels * k * NR,), out.tobytes())
 
 
 def _only_user(b, name, *types):
