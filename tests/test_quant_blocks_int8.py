@@ -109,3 +109,55 @@ def test_quantize_a_rounding():
     assert (qa[0, 1] == 0).all() and sa[0, 1] == 0
     assert np.isnan(sa[1, 0]) and sa[1, 1] == np.float32(1) / np.float32(127)
     assert set(INT8_A_BLOCKS) == {2, 4, 8}
+
+
+# ---- on WASM (q4_matmul's a_int8 mode, kernels_c/q4/nbits_int8.c) -------------------------------
+
+@pytest.mark.parametrize("bits,bs,zp_kind", [c for c in CASES if int8_a(4, c[0], c[1], False, False)])
+def test_wasm_is_the_reference_bit_for_bit(bits, bs, zp_kind):
+    """The kernel's arithmetic is the numpy reference's, step for step: the same bits for decode
+    (1 row), a few rows and a prefill (odd row counts: the kernel takes rows two at a time), with
+    K not a multiple of the block (the last block padded) and N not a multiple of 4; and it is
+    onnxruntime's within TIGHT."""
+    k, n = 203, 37
+    for a_shape in ((1,), (3,), (2, 9)):
+        m, a, b, scales, zp = build(k, n, bits, bs, zp_kind, a_shape, seed=bits * 31 + bs)
+        wasm, ref = sessions(m)
+        assert "q4_matmul" in plan_ops(m)
+        (got,), (want,), (oracle,) = wasm.run(None, {"A": a}), ref.run(None, {"A": a}), ort_run(m, {"A": a})
+        assert got.tobytes() == want.tobytes()
+        assert (np.abs(got - oracle) <= TIGHT * int8_terms_mag(a, b, scales, zp, k, n, bits, bs) + 1e-6).all()
+
+
+def test_wasm_non_finite_rows_and_zero_blocks():
+    """A row holding a NaN or an infinity gives NaN outputs (its block's scale is NaN), the other
+    rows are untouched; an all-zero row gives the bias."""
+    k, n, bs = 96, 10, 32
+    m, a, b, scales, zp = build(k, n, 4, bs, "u8", (5,), seed=2)
+    a[1, 40] = np.nan
+    a[3, 0] = np.inf
+    a[4] = 0
+    wasm, ref = sessions(m)
+    (got,), (want,) = wasm.run(None, {"A": a}), ref.run(None, {"A": a})
+    assert np.isnan(got[[1, 3]]).all() and np.isnan(want[[1, 3]]).all()
+    assert got[[0, 2, 4]].tobytes() == want[[0, 2, 4]].tobytes()
+    import onnx
+    bias = [onnx.numpy_helper.to_array(t) for t in onnx.load_from_string(m).graph.initializer if t.name == "bias"][0]
+    assert got[4].tobytes() == bias.tobytes()
+
+
+def test_wasm_levels_0_and_4_differ_only_where_onnxruntime_does():
+    """The same weights at accuracy_level 0 (A in float32) and 4: each level matches onnxruntime at
+    that level, and the two levels differ by the int8 rounding of A."""
+    k, n, bs = 256, 24, 32
+    outs = {}
+    for acc in (0, 4):
+        m, a, b, scales, zp = build(k, n, 4, bs, "none", (4,), seed=9, acc=acc)
+        wasm, _ = sessions(m)
+        (got,), (oracle,) = wasm.run(None, {"A": a}), ort_run(m, {"A": a})
+        w = weight_of(dict(K=k, N=n, bits=4, block_size=bs), b, scales, zp)
+        mag = np.abs(a.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
+        tol = TIGHT * int8_terms_mag(a, b, scales, zp, k, n, 4, bs) + 1e-6 if acc else 3e-5 * mag + 1e-6
+        assert (np.abs(got - oracle) <= tol).all()
+        outs[acc] = got
+    assert np.abs(outs[0] - outs[4]).max() > 1e-3
