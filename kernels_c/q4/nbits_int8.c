@@ -13,9 +13,11 @@
  * y += f32(d) * (sa * scale). Blocks are summed in order, bias last: the reference's order, so
  * numpy, wasmtime, V8 and the native builds give the same bits.
  *
- * Rows go two at a time (each decoded 16 bytes serves both), the odd one alone: decode (m = 1) and
- * prefill (m rows) are the same loop. Blocks smaller than a chunk (4 bits / 16, 2 bits / 32) are
- * half a chunk: the dot's lanes 0-1 are one block and 2-3 the next. */
+ * Decode (one row) takes four columns at a time; prefill four rows and two columns (each decoded
+ * vector serves four rows), the rows past a multiple of 4 as decode. Every output is the same
+ * sequence of float steps whatever the tile, so a row gives the same bits alone or in a batch.
+ * Blocks smaller than a chunk (4 bits / 16, 2 bits / 32) are half a chunk: the dot's lanes 0-1
+ * are one block and 2-3 the next. */
 #include <math.h>
 
 #include "../internal.h"
@@ -59,34 +61,43 @@ uint64_t nnw_q4i8_scratch(int32_t m, int32_t k, int32_t bits, int32_t bs) {
   return nnw_mul((uint64_t)m, nnw_add(nnw_mul(g.arow, 2), nnw_mul((uint64_t)g.kb, 8)));
 }
 
-/* A's rows: a16 [m][arow] (chunk c's elements at c*e + t*8 + lane, zeros past k), sa [m][kb], qs [m][kb] */
+/* A's rows: a16 [m][arow] (chunk c's elements at c*e + t*8 + lane, zeros past k), sa [kb][m], qs
+ * [kb][m] (block-major: a 4-row tile loads its rows' four with one load).
+ * Quantized in K's order first, then each chunk put in lane order (no division per element: this
+ * runs for every row of A, and a division an element cost as much as a decode GEMV's dots). */
 static void quantize_rows(const struct nnw_q4i8 *p, const struct geo *g, int16_t *a16, float *sa, int32_t *qs) {
-  const int32_t bs = p->bs, pl = 16 / p->bits; /* pl: elements an int16 lane */
+  const int32_t bs = p->bs, pl = 16 / p->bits, e = g->e; /* pl: elements an int16 lane */
   for (int32_t i = 0; i < p->m; i++) {
     const float *a = p->a + (size_t)i * (size_t)p->k;
     int16_t *row = a16 + (size_t)i * g->arow;
-    memset(row, 0, g->arow * 2);
     for (int32_t blk = 0; blk < g->kb; blk++) {
-      int32_t k0 = blk * bs, k1 = k0 + bs < p->k ? k0 + bs : p->k;
+      int32_t k0 = blk * bs, k1 = k0 + bs < p->k ? k0 + bs : p->k, kk = k0;
       float amax = 0.0f;
       int finite = 1;
-      for (int32_t kk = k0; kk < k1; kk++) {
-        float v = fabsf(a[kk]);
+      for (int32_t x = k0; x < k1; x++) {
+        float v = fabsf(a[x]);
         finite &= isfinite(v) != 0;
         amax = v > amax ? v : amax;
       }
       /* 127 / max, not 1 / (max / 127): onnxruntime's multiplier, which can differ in its last bit */
       float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
-      sa[(size_t)i * (size_t)g->kb + (size_t)blk] = finite ? amax / 127.0f : NAN;
+      sa[(size_t)blk * (size_t)p->m + (size_t)i] = finite ? amax / 127.0f : NAN;
       int32_t sum = 0;
-      for (int32_t kk = k0; kk < k1 && finite; kk++) {
+      for (; kk < k1 && finite; kk++) {
         float r = nearbyintf(a[kk] * inv);
         int32_t q = r > 127.0f ? 127 : r < -127.0f ? -127 : (int32_t)r;
-        int32_t l = kk % g->e;
-        row[(size_t)(kk - l) + (size_t)((l % pl) * 8 + l / pl)] = (int16_t)q;
+        row[kk] = (int16_t)q;
         sum += q;
       }
-      qs[(size_t)i * (size_t)g->kb + (size_t)blk] = sum;
+      for (; kk < k0 + bs; kk++) row[kk] = 0;
+      qs[(size_t)blk * (size_t)p->m + (size_t)i] = sum;
+    }
+    for (size_t x = (size_t)g->kb * (size_t)bs; x < g->arow; x++) row[x] = 0;
+    for (int32_t ch = 0; ch < g->nch; ch++) {
+      int16_t tmp[64], *c = row + (size_t)ch * (size_t)e;
+      memcpy(tmp, c, 2 * (size_t)e);
+      for (int32_t t = 0; t < pl; t++)
+        for (int32_t j = 0; j < 8; j++) c[t * 8 + j] = tmp[j * pl + t];
     }
   }
 }
@@ -103,86 +114,143 @@ static Q4I8_INLINE qi elem(qi x, int t, int bits, qi mask) {
   return qi_and(t == 0 ? x : qi_shr16(x, bits * t), mask);
 }
 
-/* the four columns' zero points of block blk, as int32 lanes */
-static Q4I8_INLINE qi zeros4(const struct nnw_q4i8 *p, const struct geo *g, const int32_t *cols, int32_t blk, int bits) {
-  if (p->zp == NULL) return qi_splat32(1 << (bits - 1));
-  int32_t z[NC], bit = blk * bits;
-  for (int c = 0; c < NC; c++)
-    z[c] = (p->zp[(size_t)cols[c] * (size_t)g->zrow + (size_t)(bit >> 3)] >> (bit & 7)) & ((1 << bits) - 1);
-  return qi_make32(z[0], z[1], z[2], z[3]);
+/* tot += f32(d - z * qs) * (sa * scale), lane by lane: one block's float step; z, scale of the
+ * lanes' columns, qs, sa of their rows */
+static Q4I8_INLINE v4 block_step(v4 tot, qi d, qi z, v4 s, qi qs, v4 sa) {
+  return v4_add(tot, v4_mul(qi_to_f32(qi_sub32(d, qi_mul32(z, qs))), v4_mul(sa, s)));
 }
 
-/* tot[r] += f32(sum4(acc[r]) - z * qs) * (sa * scales): one block's float step for rows i0.. */
-static Q4I8_INLINE void block_step(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int32_t i0, int nr,
-                                   const int32_t *cols, int32_t blk, qi d[2], int bits, v4 tot[2]) {
-  qi z = zeros4(p, g, cols, blk, bits);
-  size_t kb = (size_t)g->kb;
-  v4 s = q4_make4(p->scales[(size_t)cols[0] * kb + (size_t)blk], p->scales[(size_t)cols[1] * kb + (size_t)blk],
-                  p->scales[(size_t)cols[2] * kb + (size_t)blk], p->scales[(size_t)cols[3] * kb + (size_t)blk]);
-  for (int r = 0; r < nr; r++) {
-    size_t at = (size_t)(i0 + r) * kb + (size_t)blk;
-    qi dz = qi_sub32(d[r], qi_mul32(z, qi_splat32(A->qs[at])));
-    tot[r] = v4_add(tot[r], v4_mul(qi_to_f32(dz), v4_mul(v4_set1(A->sa[at]), s)));
-  }
+static Q4I8_INLINE int32_t zero_at(const struct nnw_q4i8 *p, const struct geo *g, int32_t col, int32_t blk, int bits) {
+  if (p->zp == NULL) return 1 << (bits - 1);
+  int32_t bit = blk * bits;
+  return (p->zp[(size_t)col * (size_t)g->zrow + (size_t)(bit >> 3)] >> (bit & 7)) & ((1 << bits) - 1);
 }
 
-/* y[i0 .. i0+nr-1][cols] of nr (1 or 2) rows and four columns */
-static Q4I8_INLINE void tile(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int32_t i0, int nr,
-                             const int32_t *cols, int bits, int half, v4 tot[2]) {
+static Q4I8_INLINE float scale_at(const struct nnw_q4i8 *p, const struct geo *g, int32_t col, int32_t blk) {
+  return p->scales[(size_t)col * (size_t)g->kb + (size_t)blk];
+}
+
+/* decode: one row, four columns (lane c of the result: column c). Each chunk of A is loaded once
+ * for the four columns: 4 A vectors and 4 sums stay in registers. */
+static Q4I8_INLINE v4 tile1x4(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int32_t i,
+                              const int32_t *cols, int bits, int half) {
   const int pl = 16 / bits, e = 128 / bits;
   const qi mask = qi_splat16((1 << bits) - 1);
   const uint8_t *col[NC];
   for (int c = 0; c < NC; c++) col[c] = p->b + (size_t)cols[c] * g->colbytes;
-  const int16_t *ar[2] = {A->a16 + (size_t)i0 * g->arow, A->a16 + (size_t)(i0 + nr - 1) * g->arow};
-  tot[0] = tot[1] = v4_set1(0.0f);
+  const int16_t *ar = A->a16 + (size_t)i * g->arow;
+  v4 tot = v4_set1(0.0f);
   const int32_t cpb = half ? 1 : p->bs / e; /* chunks a block (a chunk holds two blocks when half) */
   const int32_t steps = half ? g->nch : g->kb;
   for (int32_t st = 0; st < steps; st++) {
-    qi acc[2][NC];
-    for (int r = 0; r < 2; r++)
-      for (int c = 0; c < NC; c++) acc[r][c] = qi_splat32(0);
+    qi acc[NC];
+    for (int c = 0; c < NC; c++) acc[c] = qi_splat32(0);
     for (int32_t ch = st * cpb; ch < (st + 1) * cpb; ch++) {
       size_t off = (size_t)ch * 16;
       int whole = !half || off + 16 <= g->colbytes;
       for (int c = 0; c < NC; c++) {
         qi x = whole ? qi_load(col[c] + off) : qi_load8(col[c] + off);
-        for (int t = 0; t < pl; t++) {
-          qi el = elem(x, t, bits, mask);
-          for (int r = 0; r < nr; r++)
-            acc[r][c] = qi_add32(acc[r][c], qi_dot16(el, qi_load(ar[r] + (size_t)ch * (size_t)e + (size_t)t * 8)));
+        for (int t = 0; t < pl; t++)
+          acc[c] = qi_add32(acc[c], qi_dot16(elem(x, t, bits, mask), qi_load(ar + (size_t)ch * (size_t)e + (size_t)t * 8)));
+      }
+    }
+    qi d[2];
+    if (half)
+      qi_sum2(acc[0], acc[1], acc[2], acc[3], &d[0], &d[1]);
+    else
+      d[0] = qi_sum4(acc[0], acc[1], acc[2], acc[3]);
+    for (int h = 0; h < 1 + half; h++) {
+      int32_t blk = half ? 2 * st + h : st;
+      if (blk >= g->kb) break;
+      qi z = qi_make32(zero_at(p, g, cols[0], blk, bits), zero_at(p, g, cols[1], blk, bits),
+                       zero_at(p, g, cols[2], blk, bits), zero_at(p, g, cols[3], blk, bits));
+      v4 s = q4_make4(scale_at(p, g, cols[0], blk), scale_at(p, g, cols[1], blk), scale_at(p, g, cols[2], blk),
+                      scale_at(p, g, cols[3], blk));
+      size_t at = (size_t)blk * (size_t)p->m + (size_t)i;
+      tot = block_step(tot, d[h], z, s, qi_splat32(A->qs[at]), v4_set1(A->sa[at]));
+    }
+  }
+  return tot;
+}
+
+/* prefill: four rows, two columns: each decoded element vector serves four rows, each A vector two
+ * columns; 8 sums, 2 B and 2 decoded vectors and one of A live (V8 has 15 vector registers).
+ * tot[h] lanes: (row 2h, col 0), (2h, 1), (2h+1, 0), (2h+1, 1). */
+static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int32_t i0,
+                                const int32_t *cols, int bits, int half, v4 tot[2]) {
+  const int pl = 16 / bits, e = 128 / bits;
+  const qi mask = qi_splat16((1 << bits) - 1);
+  const uint8_t *c0 = p->b + (size_t)cols[0] * g->colbytes, *c1 = p->b + (size_t)cols[1] * g->colbytes;
+  const int16_t *ar = A->a16 + (size_t)i0 * g->arow;
+  tot[0] = tot[1] = v4_set1(0.0f);
+  const int32_t cpb = half ? 1 : p->bs / e;
+  const int32_t steps = half ? g->nch : g->kb;
+  for (int32_t st = 0; st < steps; st++) {
+    qi acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = qi_splat32(0);
+    for (int32_t ch = st * cpb; ch < (st + 1) * cpb; ch++) {
+      size_t off = (size_t)ch * 16;
+      int whole = !half || off + 16 <= g->colbytes;
+      qi x0 = whole ? qi_load(c0 + off) : qi_load8(c0 + off), x1 = whole ? qi_load(c1 + off) : qi_load8(c1 + off);
+      for (int t = 0; t < pl; t++) {
+        qi e0 = elem(x0, t, bits, mask), e1 = elem(x1, t, bits, mask);
+        for (int r = 0; r < 4; r++) {
+          qi a = qi_load(ar + (size_t)r * g->arow + (size_t)ch * (size_t)e + (size_t)t * 8);
+          acc[r][0] = qi_add32(acc[r][0], qi_dot16(e0, a));
+          acc[r][1] = qi_add32(acc[r][1], qi_dot16(e1, a));
         }
       }
     }
-    qi d[2], hi[2];
-    for (int r = 0; r < nr; r++) {
+    qi d[2][2]; /* [block of the step][row pair] */
+    for (int h = 0; h < 2; h++) {
       if (half)
-        qi_sum2(acc[r][0], acc[r][1], acc[r][2], acc[r][3], &d[r], &hi[r]);
+        qi_sum2(acc[2 * h][0], acc[2 * h][1], acc[2 * h + 1][0], acc[2 * h + 1][1], &d[0][h], &d[1][h]);
       else
-        d[r] = qi_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+        d[0][h] = qi_sum4(acc[2 * h][0], acc[2 * h][1], acc[2 * h + 1][0], acc[2 * h + 1][1]);
     }
-    int32_t blk = half ? 2 * st : st;
-    block_step(p, g, A, i0, nr, cols, blk, d, bits, tot);
-    if (half && blk + 1 < g->kb) block_step(p, g, A, i0, nr, cols, blk + 1, hi, bits, tot);
+    for (int b = 0; b < 1 + half; b++) {
+      int32_t blk = half ? 2 * st + b : st;
+      if (blk >= g->kb) break;
+      int32_t z0 = zero_at(p, g, cols[0], blk, bits), z1 = zero_at(p, g, cols[1], blk, bits);
+      float s0 = scale_at(p, g, cols[0], blk), s1 = scale_at(p, g, cols[1], blk);
+      qi z = qi_make32(z0, z1, z0, z1);
+      v4 s = q4_make4(s0, s1, s0, s1);
+      size_t at = (size_t)blk * (size_t)p->m + (size_t)i0;
+      qi qs = qi_load(A->qs + at);
+      v4 sa = v4_load(A->sa + at);
+      tot[0] = block_step(tot[0], d[b][0], z, s, qi_dup01(qs), v4_unpacklo(sa, sa));
+      tot[1] = block_step(tot[1], d[b][1], z, s, qi_dup23(qs), v4_unpackhi(sa, sa));
+    }
   }
 }
 
 static Q4I8_INLINE void run_bits(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int bits, int half) {
-  for (int32_t i = 0; i < p->m; i += 2) {
-    int nr = p->m - i >= 2 ? 2 : 1;
+  const float *bias = p->bias;
+  int32_t i = 0;
+  for (; i + 4 <= p->m; i += 4) {
+    for (int32_t j = 0; j < p->n; j += 2) {
+      int32_t cols[2] = {j, j + 1 < p->n ? j + 1 : j}; /* a repeat: dropped */
+      v4 tot[2];
+      tile4x2(p, g, A, i, cols, bits, half, tot);
+      for (int h = 0; h < 2; h++) {
+        float out[4];
+        v4_store(out, tot[h]);
+        for (int r = 0; r < 2; r++) {
+          float *yi = p->y + (size_t)(i + 2 * h + r) * (size_t)p->n;
+          yi[j] = out[2 * r] + (bias ? bias[j] : 0.0f);
+          if (j + 1 < p->n) yi[j + 1] = out[2 * r + 1] + (bias ? bias[j + 1] : 0.0f);
+        }
+      }
+    }
+  }
+  for (; i < p->m; i++) {
+    float *yi = p->y + (size_t)i * (size_t)p->n;
     for (int32_t j = 0; j < p->n; j += NC) {
       int32_t cols[NC];
       for (int c = 0; c < NC; c++) cols[c] = j + c < p->n ? j + c : p->n - 1; /* repeats: dropped */
-      v4 tot[2];
-      if (nr == 2)
-        tile(p, g, A, i, 2, cols, bits, half, tot);
-      else
-        tile(p, g, A, i, 1, cols, bits, half, tot);
-      for (int r = 0; r < nr; r++) {
-        float out[4];
-        v4_store(out, tot[r]);
-        float *yi = p->y + (size_t)(i + r) * (size_t)p->n;
-        for (int c = 0; c < NC && j + c < p->n; c++) yi[j + c] = out[c] + (p->bias ? p->bias[j + c] : 0.0f);
-      }
+      float out[4];
+      v4_store(out, tile1x4(p, g, A, i, cols, bits, half));
+      for (int c = 0; c < NC && j + c < p->n; c++) yi[j + c] = out[c] + (bias ? bias[j + c] : 0.0f);
     }
   }
 }

@@ -26,6 +26,9 @@ static inline qi qi_add32(qi a, qi b) { return wasm_i32x4_add(a, b); }
 static inline qi qi_sub32(qi a, qi b) { return wasm_i32x4_sub(a, b); }
 static inline qi qi_mul32(qi a, qi b) { return wasm_i32x4_mul(a, b); }
 static inline v4 qi_to_f32(qi a) { return wasm_f32x4_convert_i32x4(a); }
+/* (a0, a0, a1, a1) and (a2, a2, a3, a3) */
+static inline qi qi_dup01(qi a) { return wasm_i32x4_shuffle(a, a, 0, 0, 1, 1); }
+static inline qi qi_dup23(qi a) { return wasm_i32x4_shuffle(a, a, 2, 2, 3, 3); }
 static inline v4 q4_make4(float a, float b, float c, float d) { return wasm_f32x4_make(a, b, c, d); }
 /* lane c: the sum of x_c's four lanes (four columns' dot products into one vector) */
 static inline qi qi_sum4(qi x0, qi x1, qi x2, qi x3) {
@@ -99,6 +102,8 @@ static inline v4 qi_to_f32(qi a) {
   for (int i = 0; i < 4; i++) f[i] = (float)a.w[i];
   return v4_load(f);
 }
+static inline qi qi_dup01(qi a) { return qi_make32(a.w[0], a.w[0], a.w[1], a.w[1]); }
+static inline qi qi_dup23(qi a) { return qi_make32(a.w[2], a.w[2], a.w[3], a.w[3]); }
 static inline v4 q4_make4(float a, float b, float c, float d) {
   float f[4] = {a, b, c, d};
   return v4_load(f);
