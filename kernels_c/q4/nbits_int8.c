@@ -120,21 +120,30 @@ static Q4I8_INLINE v4 block_step(v4 tot, qi d, qi z, v4 s, qi qs, v4 sa) {
   return v4_add(tot, v4_mul(qi_to_f32(qi_sub32(d, qi_mul32(z, qs))), v4_mul(sa, s)));
 }
 
-static Q4I8_INLINE int32_t zero_at(const struct nnw_q4i8 *p, const struct geo *g, int32_t col, int32_t blk, int bits) {
-  if (p->zp == NULL) return 1 << (bits - 1);
+/* a column's zero point of block blk: zr its row of packed zero points (has_zp, a constant), else 2^(bits-1) */
+static Q4I8_INLINE int32_t zero_at(const uint8_t *zr, int32_t blk, int bits, int has_zp) {
+  if (!has_zp) return 1 << (bits - 1);
   int32_t bit = blk * bits;
-  return (p->zp[(size_t)col * (size_t)g->zrow + (size_t)(bit >> 3)] >> (bit & 7)) & ((1 << bits) - 1);
+  return (zr[bit >> 3] >> (bit & 7)) & ((1 << bits) - 1);
 }
 
-static Q4I8_INLINE float scale_at(const struct nnw_q4i8 *p, const struct geo *g, int32_t col, int32_t blk) {
-  return p->scales[(size_t)col * (size_t)g->kb + (size_t)blk];
+/* the columns' rows of scales and of packed zero points */
+static Q4I8_INLINE void col_rows(const struct nnw_q4i8 *p, const struct geo *g, const int32_t *cols, int nc,
+                                 const float **sc, const uint8_t **zr) {
+  for (int c = 0; c < nc; c++) {
+    sc[c] = p->scales + (size_t)cols[c] * (size_t)g->kb;
+    zr[c] = p->zp ? p->zp + (size_t)cols[c] * (size_t)g->zrow : NULL;
+  }
 }
 
 /* decode: one row, four columns (lane c of the result: column c). Each chunk of A is loaded once
  * for the four columns: 4 A vectors and 4 sums stay in registers. */
 static Q4I8_INLINE v4 tile1x4(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int32_t i,
-                              const int32_t *cols, int bits, int half) {
+                              const int32_t *cols, int bits, int half, int has_zp) {
   const int pl = 16 / bits, e = 128 / bits;
+  const float *sc[NC];
+  const uint8_t *zr[NC];
+  col_rows(p, g, cols, NC, sc, zr);
   const qi mask = qi_splat16((1 << bits) - 1);
   const uint8_t *col[NC];
   for (int c = 0; c < NC; c++) col[c] = p->b + (size_t)cols[c] * g->colbytes;
@@ -162,10 +171,9 @@ static Q4I8_INLINE v4 tile1x4(const struct nnw_q4i8 *p, const struct geo *g, con
     for (int h = 0; h < 1 + half; h++) {
       int32_t blk = half ? 2 * st + h : st;
       if (blk >= g->kb) break;
-      qi z = qi_make32(zero_at(p, g, cols[0], blk, bits), zero_at(p, g, cols[1], blk, bits),
-                       zero_at(p, g, cols[2], blk, bits), zero_at(p, g, cols[3], blk, bits));
-      v4 s = q4_make4(scale_at(p, g, cols[0], blk), scale_at(p, g, cols[1], blk), scale_at(p, g, cols[2], blk),
-                      scale_at(p, g, cols[3], blk));
+      qi z = qi_make32(zero_at(zr[0], blk, bits, has_zp), zero_at(zr[1], blk, bits, has_zp),
+                       zero_at(zr[2], blk, bits, has_zp), zero_at(zr[3], blk, bits, has_zp));
+      v4 s = q4_make4(sc[0][blk], sc[1][blk], sc[2][blk], sc[3][blk]);
       size_t at = (size_t)blk * (size_t)p->m + (size_t)i;
       tot = block_step(tot, d[h], z, s, qi_splat32(A->qs[at]), v4_set1(A->sa[at]));
     }
@@ -177,8 +185,11 @@ static Q4I8_INLINE v4 tile1x4(const struct nnw_q4i8 *p, const struct geo *g, con
  * columns; 8 sums, 2 B and 2 decoded vectors and one of A live (V8 has 15 vector registers).
  * tot[h] lanes: (row 2h, col 0), (2h, 1), (2h+1, 0), (2h+1, 1). */
 static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int32_t i0,
-                                const int32_t *cols, int bits, int half, v4 tot[2]) {
+                                const int32_t *cols, int bits, int half, int has_zp, v4 tot[2]) {
   const int pl = 16 / bits, e = 128 / bits;
+  const float *sc[2];
+  const uint8_t *zr[2];
+  col_rows(p, g, cols, 2, sc, zr);
   const qi mask = qi_splat16((1 << bits) - 1);
   const uint8_t *c0 = p->b + (size_t)cols[0] * g->colbytes, *c1 = p->b + (size_t)cols[1] * g->colbytes;
   const int16_t *ar = A->a16 + (size_t)i0 * g->arow;
@@ -211,8 +222,8 @@ static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, c
     for (int b = 0; b < 1 + half; b++) {
       int32_t blk = half ? 2 * st + b : st;
       if (blk >= g->kb) break;
-      int32_t z0 = zero_at(p, g, cols[0], blk, bits), z1 = zero_at(p, g, cols[1], blk, bits);
-      float s0 = scale_at(p, g, cols[0], blk), s1 = scale_at(p, g, cols[1], blk);
+      int32_t z0 = zero_at(zr[0], blk, bits, has_zp), z1 = zero_at(zr[1], blk, bits, has_zp);
+      float s0 = sc[0][blk], s1 = sc[1][blk];
       qi z = qi_make32(z0, z1, z0, z1);
       v4 s = q4_make4(s0, s1, s0, s1);
       size_t at = (size_t)blk * (size_t)p->m + (size_t)i0;
@@ -224,14 +235,15 @@ static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, c
   }
 }
 
-static Q4I8_INLINE void run_bits(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int bits, int half) {
+static Q4I8_INLINE void run_bits(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int bits, int half,
+                                 int has_zp) {
   const float *bias = p->bias;
   int32_t i = 0;
   for (; i + 4 <= p->m; i += 4) {
     for (int32_t j = 0; j < p->n; j += 2) {
       int32_t cols[2] = {j, j + 1 < p->n ? j + 1 : j}; /* a repeat: dropped */
       v4 tot[2];
-      tile4x2(p, g, A, i, cols, bits, half, tot);
+      tile4x2(p, g, A, i, cols, bits, half, has_zp, tot);
       for (int h = 0; h < 2; h++) {
         float out[4];
         v4_store(out, tot[h]);
@@ -249,18 +261,26 @@ static Q4I8_INLINE void run_bits(const struct nnw_q4i8 *p, const struct geo *g, 
       int32_t cols[NC];
       for (int c = 0; c < NC; c++) cols[c] = j + c < p->n ? j + c : p->n - 1; /* repeats: dropped */
       float out[4];
-      v4_store(out, tile1x4(p, g, A, i, cols, bits, half));
+      v4_store(out, tile1x4(p, g, A, i, cols, bits, half, has_zp));
       for (int c = 0; c < NC && j + c < p->n; c++) yi[j + c] = out[c] + (bias ? bias[j + c] : 0.0f);
     }
   }
 }
 
-/* one function per width and block form, so that each inner loop is unrolled for its constants */
-static void run_4(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A) { run_bits(p, g, A, 4, 0); }
-static void run_4h(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A) { run_bits(p, g, A, 4, 1); }
-static void run_8(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A) { run_bits(p, g, A, 8, 0); }
-static void run_2(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A) { run_bits(p, g, A, 2, 0); }
-static void run_2h(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A) { run_bits(p, g, A, 2, 1); }
+/* one function per width, block form and zero-point form, so that each inner loop is unrolled
+ * for its constants and the block steps have no branch */
+#define Q4I8_RUN(name, bits, half, zp) \
+  static void name(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A) { run_bits(p, g, A, bits, half, zp); }
+Q4I8_RUN(run_4, 4, 0, 0)
+Q4I8_RUN(run_4z, 4, 0, 1)
+Q4I8_RUN(run_4h, 4, 1, 0)
+Q4I8_RUN(run_4hz, 4, 1, 1)
+Q4I8_RUN(run_8, 8, 0, 0)
+Q4I8_RUN(run_8z, 8, 0, 1)
+Q4I8_RUN(run_2, 2, 0, 0)
+Q4I8_RUN(run_2z, 2, 0, 1)
+Q4I8_RUN(run_2h, 2, 1, 0)
+Q4I8_RUN(run_2hz, 2, 1, 1)
 
 void nnw_q4i8_run(const struct nnw_q4i8 *p, uint8_t *scratch) {
   struct geo g = geo_of(p->k, p->bits, p->bs);
@@ -269,10 +289,9 @@ void nnw_q4i8_run(const struct nnw_q4i8 *p, uint8_t *scratch) {
   int32_t *qs = (int32_t *)(void *)(sa + (size_t)p->m * (size_t)g.kb);
   quantize_rows(p, &g, a16, sa, qs);
   struct rows A = {a16, sa, qs};
-  if (p->bits == 4)
-    (g.half ? run_4h : run_4)(p, &g, &A);
-  else if (p->bits == 8)
-    run_8(p, &g, &A);
-  else
-    (g.half ? run_2h : run_2)(p, &g, &A);
+  typedef void (*run_fn)(const struct nnw_q4i8 *, const struct geo *, const struct rows *);
+  static const run_fn by_form[3][2][2] = {{{run_2, run_2z}, {run_2h, run_2hz}},
+                                          {{run_4, run_4z}, {run_4h, run_4hz}},
+                                          {{run_8, run_8z}, {run_8, run_8z}}}; /* 8 bits: never half */
+  by_form[p->bits / 4][g.half][p->zp != NULL](p, &g, &A);
 }
