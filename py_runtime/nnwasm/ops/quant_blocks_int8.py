@@ -55,11 +55,11 @@ def matmul_int8_a(np, a2, q, z, s):
     n, kb, bs = q.shape
     qa, sa = quantize_a(np, a2, bs)
     qsum = qa.sum(-1)                                           # [M, kb], exact
-    qf = q.astype(np.float64)
     zf = z.astype(np.float64)
     y = np.zeros((a2.shape[0], n), np.float32)
     for blk in range(kb):                                       # float64 products of integers: exact
-        d = qa[:, blk, :] @ qf[:, blk, :].T - qsum[:, blk, None] * zf[None, :, blk]
+        qf = q[:, blk, :].astype(np.float64)                    # one block at a time: [N, bs]
+        d = qa[:, blk, :] @ qf.T - qsum[:, blk, None] * zf[None, :, blk]
         f = sa[:, blk, None] * s[None, :, blk]                  # float32 * float32
         y = y + d.astype(np.float32) * f
     return y
