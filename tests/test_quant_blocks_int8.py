@@ -9,8 +9,9 @@ mag + 1e-6, mag = sum over blocks of |sa sb| (|d| + |zp sum q|) (the float32 ter
 (a case below checks the bound would catch it). On WASM the numpy reference's order is the
 kernel's: the two agree bit for bit."""
 import numpy as np
+import onnx
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
 import nnwasm
 from model_builders import ort_run
@@ -89,14 +90,17 @@ def test_float_a_would_fail_the_tight_bound():
 @pytest.mark.parametrize("zp_kind", ["f32"])
 @pytest.mark.parametrize("bits,bs", [(4, 32), (2, 64)])
 def test_float_zero_points_stay_float(bits, bs, zp_kind):
-    """float zero points: onnxruntime computes on dequantized weights (float32), and so does nnwasm."""
+    """float zero points: onnxruntime computes on dequantized weights (float32), and so does nnwasm,
+    in numpy and on WASM (decode and prefill rows)."""
     k, n = 128, 20
-    m, a, b, scales, zp = build(k, n, bits, bs, zp_kind, (3,), seed=11)
-    ref = nnwasm.InferenceSession(m, providers=["NumpyExecutionProvider"])
-    (want,), (oracle,) = ref.run(None, {"A": a}), ort_run(m, {"A": a})
-    w = weight_of(dict(K=k, N=n, bits=bits, block_size=bs), b, scales, zp)
-    mag = np.abs(a.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
-    assert (np.abs(want - oracle) <= 3e-5 * mag + 1e-6).all()
+    for rows in (1, 6):
+        m, a, b, scales, zp = build(k, n, bits, bs, zp_kind, (rows,), seed=11)
+        wasm, ref = sessions(m)
+        (got,), (want,), (oracle,) = wasm.run(None, {"A": a}), ref.run(None, {"A": a}), ort_run(m, {"A": a})
+        w = weight_of(dict(K=k, N=n, bits=bits, block_size=bs), b, scales, zp)
+        mag = np.abs(a.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
+        assert (np.abs(want - oracle) <= 3e-5 * mag + 1e-6).all()
+        assert (np.abs(got - oracle) <= 3e-5 * mag + 1e-6).all()
 
 
 def test_quantize_a_rounding():
@@ -141,8 +145,7 @@ def test_wasm_non_finite_rows_and_zero_blocks():
     (got,), (want,) = wasm.run(None, {"A": a}), ref.run(None, {"A": a})
     assert np.isnan(got[[1, 3]]).all() and np.isnan(want[[1, 3]]).all()
     assert got[[0, 2, 4]].tobytes() == want[[0, 2, 4]].tobytes()
-    import onnx
-    bias = [onnx.numpy_helper.to_array(t) for t in onnx.load_from_string(m).graph.initializer if t.name == "bias"][0]
+    bias = [numpy_helper.to_array(t) for t in onnx.load_from_string(m).graph.initializer if t.name == "bias"][0]
     assert got[4].tobytes() == bias.tobytes()
 
 
