@@ -94,12 +94,40 @@ def _gqa():
     return model, feeds
 
 
+def _nbits_int8():
+    """MatMulNBits at accuracy_level 4 (q4_matmul's int8 path): a decode row and a 6-row prefill
+    (a 4-row tile and two rows alone), 4 bits in blocks of 32 without zero points (onnxruntime-genai's
+    int4) and 8 bits with them; float steps in a fixed order, so V8 must give CPython's bits."""
+    from test_quant_blocks_int8 import build
+    import onnx
+    parts = [onnx.load_from_string(build(200, 37, bits, 32, zk, (rows, ), seed=rows + bits)[0])
+             for bits, zk, rows in ((4, "none", 1), (8, "u8", 6))]
+    for i, mp in enumerate(parts):
+        for t in mp.graph.initializer:
+            t.name = f"{t.name}{i}"
+        for n in mp.graph.node:
+            n.input[:] = [f"{x}{i}" if x else x for x in n.input]
+            n.output[:] = [f"{x}{i}" for x in n.output]
+            n.name = f"{n.name}{i}"
+        for v in list(mp.graph.input) + list(mp.graph.output):
+            v.name = f"{v.name}{i}"
+    g = helper.make_graph([n for mp in parts for n in mp.graph.node], "nbits",
+                          [v for mp in parts for v in mp.graph.input], [v for mp in parts for v in mp.graph.output],
+                          [t for mp in parts for t in mp.graph.initializer])
+    model = helper.make_model(g, opset_imports=parts[0].opset_import)
+    model.ir_version = parts[0].ir_version
+    rng = np.random.default_rng(4)
+    feeds = {"A0": rng.standard_normal((1, 200)).astype(np.float32), "A1": rng.standard_normal((6, 200)).astype(np.float32)}
+    return model.SerializeToString(), feeds
+
+
 def build_plan_fixtures(d):
     """Writes the .nnwp files, their inputs and CPython's outputs (raw bytes) and fixtures.json
     into folder d, for tests/node/plan-runner.test.mjs (NNWASM_PLAN_FIXTURES=d)."""
     fixtures = {}
     for name, build in {"cnn": _cnn, "attention": _attention, "encoder_layer": _encoder_layer,
-                        "efficientnet": _efficientnet, "bert_int8": _bert_int8, "gqa": _gqa}.items():
+                        "efficientnet": _efficientnet, "bert_int8": _bert_int8, "gqa": _gqa,
+                        "nbits_int8": _nbits_int8}.items():
         model, feeds = build()
         results = write_plan_file(model, feeds, d / f"{name}.nnwp")
         entry = {"plan": str(d / f"{name}.nnwp"), "inputs": {}, "outputs": {},

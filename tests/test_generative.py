@@ -30,16 +30,10 @@ from genzoo_check import check_record, check_same_bits  # noqa: E402
 onnxruntime = pytest.importorskip("onnxruntime")
 
 GEN_EXPECTED_FAIL = {   # (model, configuration) -> (the exception it fails with, why)
-    ("genai_llama_int4", "fallback"): (AssertionError, "MatMulNBits at accuracy_level 4: onnxruntime quantizes A "
-                                       "to int8 per block in the prompt's GEMM too, nnwasm's prefill computes A in "
-                                       "float32 (logits differ by up to 0.17)"),
-    ("genai_llama_int4", "wasm"): (AssertionError, "as with the fallback: the prompt's A in float32, not int8"),
 }
 CONFIGS = ["fallback", "wasm"]
 # Node (tests/node/generative.test.mjs through web/nnwasm.mjs, WASM alone): model -> why it fails
 NODE_EXPECTED_FAIL = {
-    "genai_llama_int4": "MatMulNBits at accuracy_level 4, as in CPython (GEN_EXPECTED_FAIL): onnxruntime quantizes "
-                        "the prompt's A to int8 per block, nnwasm computes it in float32 (step 0's logits differ)",
 }
 
 

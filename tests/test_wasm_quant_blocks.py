@@ -6,11 +6,12 @@ DynamicQuantizeMatMul, and quantize_dynamic's int8 MatMul on the int8 kernels.
 Tolerances. At accuracy_level 0-3 nnwasm and onnxruntime both compute in float32 on the same
 dequantized weights: |y - ref| <= 3e-5 * mag, mag = |A| @ |W|^T (sums in another order; float32's
 rounding over K terms). At accuracy_level 4, onnxruntime's CPU kernel quantizes each block of A to
-int8 (scale max|a| / 127), and so does q4_matmul's GEMV (m <= 4, 4 bits, blocks >= 32): each
+int8 (scale max|a| / 127), and so does q4_matmul (ops/quant_blocks_int8.py says where): each
 element of A moves by at most half a step, so both stay within QBOUND = sum over blocks of
 max|a_block| / 254 * sum_k |w_k| (plus the float32 term) of the float32 product, which is what
-the tests assert, against the numpy reference (float32) and against onnxruntime (twice the bound);
-prefill (m > 4) computes in float32 at every level, within the same bound of onnxruntime."""
+the tests assert, against the numpy reference and against onnxruntime (twice the bound); the
+numpy reference and the kernel quantize A as onnxruntime does (decode and prefill alike), so they
+are in fact much closer: tests/test_quant_blocks_int8.py holds those tight comparisons."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -143,8 +144,8 @@ def test_matmul_nbits_trivial_g_idx_and_bits_identical_rows():
 @pytest.mark.parametrize("bs", [32, 128])
 @pytest.mark.parametrize("rows", [1, 4, 7])
 def test_matmul_nbits_accuracy_level_4(bs, rows):
-    """accuracy_level 4: A quantized to int8 per block in the GEMV as onnxruntime does; within
-    QBOUND of float32, and much closer to onnxruntime than that bound."""
+    """accuracy_level 4: A quantized to int8 per block as onnxruntime does, decode and prefill;
+    within QBOUND of float32, and much closer to onnxruntime than that bound."""
     rng = np.random.default_rng(bs + rows)
     k, n = 512, 96
     b, scales, zp = random_nbits(rng, k, n, 4, bs, "u8")
@@ -153,9 +154,8 @@ def test_matmul_nbits_accuracy_level_4(bs, rows):
     m = model([nbits_node(["A", "B", "s", "z"], **attrs)], {"A": a}, {"Y": TensorProto.FLOAT},
               {"B": b, "s": scales, "z": zp})
     got, oracle = check_nbits(m, a, weight_of(attrs, b, scales, zp), bs, 4)
-    if rows <= 4:   # the same arithmetic as onnxruntime's: far inside the bound
-        f, q = bounds(a, weight_of(attrs, b, scales, zp), bs)
-        assert np.abs(got - oracle).max() < 0.05 * q.max()
+    f, q = bounds(a, weight_of(attrs, b, scales, zp), bs)   # onnxruntime's arithmetic: far inside
+    assert np.abs(got - oracle).max() < 1e-3 * q.max()
     assert "q4_matmul" in plan_ops(m)
 
 

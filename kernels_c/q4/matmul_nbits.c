@@ -7,7 +7,8 @@
  * z sum_k a_k). A is copied once per row into scratch in the lanes' element order, each element
  * times the power of two its weight arrives with, with zeros past K (so a partial last block
  * needs no test), together with its sums over each block per lane. Four columns share each load
- * of that copy. Everything is float32 (no int8 quantization of A, whatever accuracy_level says).
+ * of that copy, all in float32. With a_int8 (accuracy_level 4) A is quantized to int8 per block and
+ * both decode and prefill are integer dot products instead: nbits_int8.c.
  *
  * Prefill (m > 4) dequantizes 64 columns at a time into scratch in gemm_packed's panel layout
  * and runs gemm_packed's microkernel on them: the packed weights stay the only copy of B.
@@ -15,6 +16,7 @@
 #include <math.h>
 
 #include "../internal.h"
+#include "nbits_int8.h"
 #include "q4.h"
 
 #if defined(__GNUC__)
@@ -45,7 +47,7 @@ static int shape_of(const struct q4mm_args *v, struct q4mm *s) {
   if (v->bits != 2 && v->bits != 4 && v->bits != 8) return NNW_BAD_ARGS;
   if (v->bs < 16 || v->bs > (1 << 20) || (v->bs & (v->bs - 1))) return NNW_BAD_ARGS;
   if (v->zp_kind < 0 || v->zp_kind > 2 || (v->zp_kind == 0) != (v->zp < 0)) return NNW_BAD_ARGS;
-  if (v->a_int8 != 0 && (v->a_int8 != 1 || v->bits != 4 || v->bs < 32 || v->zp_kind == 2)) return NNW_BAD_ARGS;
+  if (v->a_int8 != 0 && (v->a_int8 != 1 || !nnw_q4i8_supported(v->bits, v->bs) || v->zp_kind == 2)) return NNW_BAD_ARGS;
   s->i8 = v->a_int8;
   s->m = v->m, s->n = v->n, s->k = v->k, s->bits = v->bits, s->bs = v->bs, s->zk = v->zp_kind;
   s->kb = (int32_t)(((int64_t)v->k + v->bs - 1) / v->bs);
@@ -66,7 +68,13 @@ static uint64_t gemm_scratch(const struct q4mm *s) {
   return nnw_add(nnw_mul(NP * 4, (uint64_t)s->k), nnw_mul((uint64_t)s->m * 4, NP));
 }
 
-static uint64_t scratch_of(const struct q4mm *s) { return s->m <= GEMV_MAX_M ? gemv_scratch(s) : gemm_scratch(s); }
+/* the float path's, or the int8 path's when that is larger (one size for both: the exported query
+ * does not take a_int8) */
+static uint64_t scratch_of(const struct q4mm *s) {
+  uint64_t f = s->m <= GEMV_MAX_M ? gemv_scratch(s) : gemm_scratch(s);
+  uint64_t i = nnw_q4i8_supported(s->bits, s->bs) ? nnw_q4i8_scratch(s->m, s->k, s->bits, s->bs) : 0;
+  return f > i ? f : i;
+}
 
 NNW_EXPORT int32_t nnw_q4_matmul_scratch_bytes(int32_t m, int32_t n, int32_t k, int32_t bits, int32_t bs) {
   struct q4mm_args v = {0, 0, 0, -1, -1, 0, 0, m, n, k, bits, bs, 0, 0};
@@ -248,130 +256,6 @@ static void gemv_4(const struct q4run *p, float *ap, float *asum) { gemv_bits(p,
 static void gemv_8(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 8); }
 static void gemv_2(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 2); }
 
-/* ---- GEMV on A quantized to int8 (a_int8: onnxruntime's accuracy_level 4), 4 bits, bs >= 32 ----
- * The block's sum is integer: each 16 bytes of a column split into low and high nibbles (the even
- * and odd k), widened to int16 and multiplied with the row's int16 copy of A by i32x4.dot_i16x8,
- * which sums pairs exactly (llama.cpp's q4_0 x q8_0 dot, without relaxed SIMD). A's copy holds
- * each 32-element chunk as [k = 0 2 .. 14 | 16 18 .. 30 | 1 3 .. 15 | 17 .. 31], so the four
- * widened halves meet their elements; the zero point comes off in integers, z * the block's sums
- * of qa per lane. Lane j of a dot sums the pair (2j, 2j+1) of its vector: the scalar build keeps
- * the same lanes, so its integer sums and the float steps after them give the same bits. */
-
-/* the zero point of an integer path (zp_kind 0 or 1) */
-static Q4_INLINE int32_t zp_int(const struct q4run *p, int32_t j, int32_t blk) {
-  if (p->s.zk == 0) return 8;
-  return (p->zpb[(size_t)j * (size_t)p->s.zrow + (size_t)(blk / 2)] >> ((blk & 1) * 4)) & 0x0F;
-}
-
-/* a16, sa[kb] (the blocks' scales of A), asum[kb*4] (lane sums of a16 per block) of one row */
-static void prep_row_i8(const struct q4mm *s, const float *a, int16_t *a16, float *sa, int32_t *asum) {
-  for (int32_t blk = 0; blk < s->kb; blk++) {
-    int32_t k0 = blk * s->bs, k1 = k0 + s->bs < s->k ? k0 + s->bs : s->k;
-    float amax = 0.0f;
-    int finite = 1;
-    for (int32_t kk = k0; kk < k1; kk++) {
-      amax = fabsf(a[kk]) > amax ? fabsf(a[kk]) : amax;
-      finite &= isfinite(a[kk]) != 0;
-    }
-    float scale = amax / 127.0f, inv = scale != 0.0f && finite ? 1.0f / scale : 0.0f;
-    sa[blk] = finite ? scale : NAN; /* a NaN or infinity in A makes the row's results NaN */
-    int32_t lane[4] = {0, 0, 0, 0};
-    for (int32_t c = 0; c < s->bs / 32; c++) {
-      int16_t *out = a16 + (size_t)k0 + (size_t)c * 32;
-      for (int32_t e = 0; e < 32; e++) { /* element e of the chunk: k = k0 + 32c + e */
-        int32_t kk = k0 + c * 32 + e;
-        float v = kk < k1 ? nearbyintf(a[kk] * inv) : 0.0f;
-        int16_t q = (int16_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int32_t)v);
-        int32_t pos = (e & 1) * 16 + (e >> 1); /* odd k in the second half; within, k/2 */
-        out[pos] = q;
-        lane[(pos % 8) / 2] += q;
-      }
-    }
-    memcpy(asum + (size_t)blk * 4, lane, sizeof lane);
-  }
-}
-
-static Q4_INLINE void gemv4_i8(const struct q4run *p, const int16_t *a16, const float *sa, const int32_t *asum,
-                               const int32_t *cols, float out[NC]) {
-  const int32_t cpb = p->s.bs / 32;
-  const size_t colbytes = (size_t)p->s.kb * (size_t)p->s.blob;
-  const uint8_t *col[NC];
-  v4 tot[NC];
-  for (int c = 0; c < NC; c++) {
-    col[c] = p->b + (size_t)cols[c] * colbytes;
-    tot[c] = v4_set1(0.0f);
-  }
-  for (int32_t blk = 0; blk < p->s.kb; blk++) {
-    int32_t acc[NC][4];
-#ifdef __wasm_simd128__
-    v128_t vacc[NC];
-    for (int c = 0; c < NC; c++) vacc[c] = wasm_i32x4_splat(0);
-    const v128_t low = wasm_i8x16_splat(0x0F);
-    for (int32_t ch = 0; ch < cpb; ch++) {
-      const int16_t *ac = a16 + (size_t)blk * (size_t)p->s.bs + (size_t)ch * 32;
-      v128_t a0 = wasm_v128_load(ac), a1 = wasm_v128_load(ac + 8), a2 = wasm_v128_load(ac + 16),
-             a3 = wasm_v128_load(ac + 24);
-      size_t off = ((size_t)blk * (size_t)cpb + (size_t)ch) * 16;
-      for (int c = 0; c < NC; c++) {
-        v128_t x = wasm_v128_load(col[c] + off);
-        v128_t lo = wasm_v128_and(x, low), hi = wasm_u8x16_shr(x, 4);
-        v128_t d0 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(lo), a0);
-        v128_t d1 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(lo), a1);
-        v128_t d2 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(hi), a2);
-        v128_t d3 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(hi), a3);
-        vacc[c] = wasm_i32x4_add(vacc[c], wasm_i32x4_add(wasm_i32x4_add(d0, d1), wasm_i32x4_add(d2, d3)));
-      }
-    }
-#else
-    for (int c = 0; c < NC; c++) {
-      for (int j = 0; j < 4; j++) acc[c][j] = 0;
-      for (int32_t ch = 0; ch < cpb; ch++) {
-        const int16_t *ac = a16 + (size_t)blk * (size_t)p->s.bs + (size_t)ch * 32;
-        const uint8_t *x = col[c] + ((size_t)blk * (size_t)cpb + (size_t)ch) * 16;
-        for (int pos = 0; pos < 32; pos++) { /* pos as in prep_row_i8: byte pos%16, nibble pos/16 */
-          int32_t q = pos < 16 ? (x[pos] & 0x0F) : (x[pos - 16] >> 4);
-          acc[c][(pos % 8) / 2] += q * ac[pos];
-        }
-      }
-    }
-#endif
-    /* tot += f32(acc - z * asum) * (sa * scale), lane by lane: vector ops in wasm (a scalar
-     * epilogue here cost as much as the block's dots at bs 32), the same lanes natively */
-    const int32_t *as = asum + (size_t)blk * 4;
-    for (int c = 0; c < NC; c++) {
-      int32_t z = zp_int(p, cols[c], blk);
-      float f = sa[blk] * p->scales[(size_t)cols[c] * (size_t)p->s.kb + (size_t)blk];
-#ifdef __wasm_simd128__
-      (void)acc;
-      v128_t d = wasm_i32x4_sub(vacc[c], wasm_i32x4_mul(wasm_i32x4_splat(z), wasm_v128_load(as)));
-      tot[c] = wasm_f32x4_add(tot[c], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(d), wasm_f32x4_splat(f)));
-#else
-      float dv[4];
-      for (int j = 0; j < 4; j++) dv[j] = (float)(acc[c][j] - z * as[j]);
-      tot[c] = v4_add(tot[c], v4_mul(v4_load(dv), v4_set1(f)));
-#endif
-    }
-  }
-  for (int c = 0; c < NC; c++) out[c] = v4_hsum(tot[c]);
-}
-
-static void gemv_i8(const struct q4run *p, uint8_t *scratch) {
-  int16_t *a16 = (int16_t *)(void *)scratch;
-  float *sa = (float *)(void *)(scratch + 2 * (size_t)p->s.kb * (size_t)p->s.bs);
-  int32_t *asum = (int32_t *)(void *)(sa + p->s.kb);
-  for (int32_t i = 0; i < p->s.m; i++) {
-    prep_row_i8(&p->s, p->a + (size_t)i * (size_t)p->s.k, a16, sa, asum);
-    float *yi = p->y + (size_t)i * (size_t)p->s.n;
-    for (int32_t j = 0; j < p->s.n; j += NC) {
-      int32_t cols[NC];
-      float out[NC];
-      for (int c = 0; c < NC; c++) cols[c] = j + c < p->s.n ? j + c : p->s.n - 1;
-      gemv4_i8(p, a16, sa, asum, cols, out);
-      for (int c = 0; c < NC && j + c < p->s.n; c++) yi[j + c] = out[c] + (p->bias ? p->bias[j + c] : 0.0f);
-    }
-  }
-}
-
 /* ---- GEMM: m > 4, gemm_packed on dequantized panels -------------------------------------------- */
 
 /* columns j0..j0+w-1 of the weight, dequantized into gemm_packed's panels of 8: pan[(c/8)*8k +
@@ -441,12 +325,13 @@ void nnw_run_q4_matmul(const int32_t *args, uint8_t *arena) {
   p.zpb = p.s.zk == 1 ? arena + v.zp : NULL;
   p.bias = nnw_f32_at(arena, v.bias);
   p.y = nnw_f32_at(arena, v.y);
-  if (p.s.m > GEMV_MAX_M) {
-    gemm(&p, arena, v.a, v.scratch);
+  if (p.s.i8) {
+    const struct nnw_q4i8 q = {p.a, p.scales, p.bias, p.b, p.zpb, p.y, p.s.m, p.s.n, p.s.k, p.s.bits, p.s.bs};
+    nnw_q4i8_run(&q, arena + v.scratch);
     return;
   }
-  if (p.s.i8) {
-    gemv_i8(&p, arena + v.scratch);
+  if (p.s.m > GEMV_MAX_M) {
+    gemm(&p, arena, v.a, v.scratch);
     return;
   }
   float *ap = nnw_f32_at(arena, v.scratch);

@@ -32,9 +32,45 @@ static uint32_t unpack(const uint8_t *p, int64_t e, int bits) {
   return (p[e * bits / 8] >> ((e * bits) % 8)) & ((1u << bits) - 1u);
 }
 
+/* the int8 path's arithmetic (py_runtime/nnwasm/ops/quant_blocks_int8.py) one float32 step at a
+ * time: A quantized per block (127 / max, round to even), d the block's exact integer sum, y = sum
+ * over blocks in order of f32(d) * (sa * scale), bias last. The kernel must give these bits. */
+static void ref_int8(int m, int n, int k, int bits, int bs, int zk, const float *a, const uint8_t *b, const float *scales,
+                     const uint8_t *zb, const float *bias, double *want) {
+  int kb = (k + bs - 1) / bs, blob = bs * bits / 8, zrow = (kb * bits + 7) / 8;
+  int32_t *q = malloc(4 * (size_t)kb * bs), *qs = malloc(4 * (size_t)kb);
+  float *sa = malloc(4 * (size_t)kb);
+  for (int i = 0; i < m; i++) {
+    const float *ai = a + (size_t)i * k;
+    for (int blk = 0; blk < kb; blk++) {
+      float amax = 0.0f;
+      for (int e = 0; e < bs && blk * bs + e < k; e++) amax = fabsf(ai[blk * bs + e]) > amax ? fabsf(ai[blk * bs + e]) : amax;
+      float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      sa[blk] = amax / 127.0f;
+      qs[blk] = 0;
+      for (int e = 0; e < bs; e++) {
+        q[blk * bs + e] = blk * bs + e < k ? (int32_t)nearbyintf(ai[blk * bs + e] * inv) : 0;
+        qs[blk] += q[blk * bs + e];
+      }
+    }
+    for (int j = 0; j < n; j++) {
+      float y = 0.0f;
+      for (int blk = 0; blk < kb; blk++) {
+        int64_t z = zk == 0 ? (1 << (bits - 1)) : (int64_t)unpack(zb + (size_t)j * zrow, blk, bits), d = 0;
+        const uint8_t *qb = b + ((size_t)j * kb + blk) * blob;
+        for (int e = 0; e < bs; e++) d += (int64_t)q[blk * bs + e] * unpack(qb, e, bits);
+        d -= z * qs[blk];
+        float f = sa[blk] * scales[(size_t)j * kb + blk];
+        y = y + (float)d * f;
+      }
+      want[(size_t)i * n + j] = bias ? y + bias[j] : y;
+    }
+  }
+  free(q), free(qs), free(sa);
+}
+
 /* zp_kind 0 none, 1 packed uint8, 2 float */
 static void mm_case(int m, int n, int k, int bits, int bs, int zk, int has_bias, int a_int8) {
-  int q8a = a_int8 && m <= 4; /* A quantized in the GEMV only */
   int kb = (k + bs - 1) / bs, blob = bs * bits / 8, zrow = (kb * bits + 7) / 8;
   size_t a_n = (size_t)m * k, b_n = (size_t)n * kb * blob, s_n = (size_t)n * kb, y_n = (size_t)m * n;
   size_t z_bytes = zk == 1 ? (size_t)n * zrow : zk == 2 ? 4 * s_n : 0;
@@ -57,16 +93,9 @@ static void mm_case(int m, int n, int k, int bits, int bs, int zk, int has_bias,
                                                                  : (double)unpack(zb + (size_t)j * zrow, blk, bits);
         double s = scales[(size_t)j * kb + blk];
         const uint8_t *q = b + ((size_t)j * kb + blk) * blob;
-        float amax = 0.0f, inv = 0.0f, sa = 0.0f;
-        if (q8a) {
-          for (int e = 0; e < bs && blk * bs + e < k; e++) amax = fabsf(ai[blk * bs + e]) > amax ? fabsf(ai[blk * bs + e]) : amax;
-          sa = amax / 127.0f;
-          inv = sa != 0.0f ? 1.0f / sa : 0.0f;
-        }
         for (int e = 0; e < bs && blk * bs + e < k; e++) {
           double w = ((double)unpack(q, e, bits) - z) * s;
           double av = ai[blk * bs + e];
-          if (q8a) av = (double)nearbyintf(ai[blk * bs + e] * inv) * sa;
           acc += av * w;
           mg += fabs(av * w);
         }
@@ -75,6 +104,7 @@ static void mm_case(int m, int n, int k, int bits, int bs, int zk, int has_bias,
       mag[(size_t)i * n + j] = mg;
     }
   }
+  if (a_int8) ref_int8(m, n, k, bits, bs, zk, a, b, scales, zb, has_bias ? bias : NULL, want);
   char name[128];
   snprintf(name, sizeof name, "q4_matmul m%d n%d k%d bits%d bs%d zk%d bias%d i8%d", m, n, k, bits, bs, zk, has_bias,
            a_int8);
@@ -94,7 +124,8 @@ static void mm_case(int m, int n, int k, int bits, int bs, int zk, int has_bias,
     int32_t args[NNW_Q4_MATMUL_NARGS] = {off[0], off[1], off[2], zk ? off[3] : -1, has_bias ? off[4] : -1, off[5],
                                          off[6], m, n, k, bits, bs, zk, a_int8};
     if (run_op(NNW_OP_Q4_MATMUL, args, NNW_Q4_MATMUL_NARGS, arena, arena_bytes) == NNW_OK)
-      check_close(name, (const float *)(const void *)(arena + off[5]), want, mag, y_n, 1e-6, 2e-6);
+      check_close(name, (const float *)(const void *)(arena + off[5]), want, mag, y_n, a_int8 ? 0 : 1e-6,
+                  a_int8 ? 0 : 2e-6);
     free(arena);
   }
   free(a), free(scales), free(bias), free(zf), free(b), free(zb), free(want), free(mag);
@@ -175,15 +206,24 @@ void test_q4(void) {
   mm_case(1, 5, 100, 2, 16, 1, 1, 0);
   mm_case(2, 6, 130, 2, 32, 0, 0, 0);
   mm_case(1, 4, 512, 2, 128, 2, 1, 0);
-  /* a_int8 (accuracy_level 4) */
+  /* a_int8 (accuracy_level 4), decode and prefill rows alike, bit for bit: every width, blocks of
+   * half a chunk (4 bits / 16, 2 bits / 32) with an odd block count, K not a multiple of the block */
   mm_case(1, 9, 100, 4, 32, 1, 1, 1);
   mm_case(4, 6, 256, 4, 128, 0, 0, 1);
   mm_case(2, 17, 70, 4, 64, 1, 1, 1);
+  mm_case(3, 7, 40, 4, 16, 1, 1, 1);
+  mm_case(1, 5, 256, 4, 256, 0, 1, 1);
+  mm_case(5, 10, 200, 8, 16, 1, 0, 1);
+  mm_case(1, 5, 300, 8, 256, 0, 1, 1);
+  mm_case(2, 9, 100, 2, 32, 1, 1, 1);
+  mm_case(3, 6, 90, 2, 32, 0, 0, 1);
+  mm_case(1, 8, 200, 2, 128, 1, 1, 1);
   /* GEMM (m > 4): gemm_packed on dequantized panels, more than one panel, a narrow last one */
   mm_case(5, 70, 100, 4, 32, 1, 1, 0);
   mm_case(9, 130, 64, 8, 16, 2, 0, 0);
   mm_case(16, 19, 300, 2, 64, 0, 1, 0);
-  mm_case(8, 12, 100, 4, 32, 1, 1, 1); /* a_int8 changes nothing past 4 rows */
+  mm_case(8, 12, 100, 4, 32, 1, 1, 1);
+  mm_case(7, 9, 64, 4, 16, 0, 1, 1);
   gather_case(7, 64, 4, 16, 1, I64);
   gather_case(5, 100, 4, 32, 0, I32);
   gather_case(3, 96, 8, 64, 1, I32);
@@ -195,6 +235,7 @@ void test_q4(void) {
       {"valid", -1, 0, NNW_OK},
       {"int8 A", NNW_Q4_MATMUL_A_INT8, 1, NNW_OK},
       {"a_int8 2", NNW_Q4_MATMUL_A_INT8, 2, NNW_BAD_ARGS},
+      {"float zero points", NNW_Q4_MATMUL_ZP_KIND, 2, NNW_OK},
       {"bits 3", NNW_Q4_MATMUL_BITS, 3, NNW_BAD_ARGS},
       {"bits 8: b over y", NNW_Q4_MATMUL_BITS, 8, NNW_BAD_ARGS},
       {"block 48", NNW_Q4_MATMUL_BLOCK_SIZE, 48, NNW_BAD_ARGS},
@@ -217,6 +258,19 @@ void test_q4(void) {
       {"zp past the arena", NNW_Q4_MATMUL_ZP, ARENA - 2, NNW_OUT_OF_BOUNDS},
   };
   load_patches(NNW_OP_Q4_MATMUL, g, NNW_Q4_MATMUL_NARGS, ARENA, bad, sizeof bad / sizeof bad[0]);
+  /* the same with a_int8: float zero points and 2-bit blocks of less than half a chunk refused */
+  int32_t g8[NNW_Q4_MATMUL_NARGS];
+  memcpy(g8, g, sizeof g8);
+  g8[NNW_Q4_MATMUL_A_INT8] = 1;
+  static const struct arg_patch bad8[] = {
+      {"valid", -1, 0, NNW_OK},
+      {"float zero points", NNW_Q4_MATMUL_ZP_KIND, 2, NNW_BAD_ARGS},
+      {"bits 8", NNW_Q4_MATMUL_BITS, 8, NNW_BAD_ARGS}, /* b over y, as above */
+      {"bits 2", NNW_Q4_MATMUL_BITS, 2, NNW_OK},
+      {"block 16", NNW_Q4_MATMUL_BLOCK_SIZE, 16, NNW_OK},
+      {"block 8192", NNW_Q4_MATMUL_BLOCK_SIZE, 8192, NNW_BAD_ARGS},
+  };
+  load_patches(NNW_OP_Q4_MATMUL, g8, NNW_Q4_MATMUL_NARGS, ARENA, bad8, sizeof bad8 / sizeof bad8[0]);
   /* q4_gather: rows 4, cols 64, bits 4, bs 32: data 128 bytes, idx 2 x int64, scales 32, zp 4 */
   enum { GD = 0, GI = 128, GS = 144, GZ = 176, GY = 192, GARENA = 704 };
   const int32_t gg[NNW_Q4_GATHER_NARGS] = {GD, GI, GS, GZ, GY, I64, 4, 64, 2, 4, 32};

@@ -112,6 +112,13 @@ describe("plan files (.nnwp) without Pyodide", { skip }, () => {
     await session.release();
   });
 
+  test("MatMulNBits at accuracy_level 4 (int8 A, decode and prefill): bit-identical to CPython's", async () => {
+    const entry = fixtures.nbits_int8;
+    const session = await InferenceSession.create(entry.plan);
+    assertBitIdentical(await session.run(feedsOf(entry)), entry);
+    await session.release();
+  });
+
   test("EfficientNet-Lite0 from a plan file: logits bit-identical to CPython's, espresso", async () => {
     const entry = fixtures.efficientnet;
     const session = await InferenceSession.create(entry.plan);

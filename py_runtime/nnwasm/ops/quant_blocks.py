@@ -3,13 +3,13 @@ weights in blocks along K, one scale and zero point a block), GatherBlockQuantiz
 table of such blocks) and DynamicQuantizeMatMul (A quantized to uint8 at run time, B int8).
 
 The numpy kernels dequantize exactly as onnxruntime's documentation says, w = (q - zero_point) *
-scale in float32, then compute in float32; MatMulNBits' accuracy_level (onnxruntime's level 4
-quantizes A to int8 per block on CPU) does not change the result here: nnwasm computes in
-float32 at every level (tests/test_wasm_quant_blocks.py states the tolerance against onnxruntime).
-Packing follows the docs: element i of a block sits in byte i * bits // 8 at bit (i * bits) % 8."""
+scale in float32, then compute in float32; at accuracy_level 4, where onnxruntime's CPU kernel
+quantizes A to int8 per block and sums integer products, MatMulNBits does the same
+(ops/quant_blocks_int8.py says exactly what and where). Packing follows the docs: element i of a block sits in byte i * bits // 8 at bit (i * bits) % 8."""
 from .. import dtypes
 from . import shapes as S
 from .quant import _int_matmul, _qtype, dynamic_quantize_linear
+from .quant_blocks_int8 import int8_a, matmul_int8_a
 from .registry import op
 
 MS = "com.microsoft"
@@ -113,11 +113,25 @@ def nbits_weight(np, node, b, scales, zp=None, g_idx=None):
     return ((q.reshape(n, kb, bs) - z[:, :, None]) * s[:, :, None]).reshape(n, kb * bs)[:, :k]
 
 
+def _int8_a_operands(np, node, b, scales, zp):
+    """B's raw values [N, kb, bs], integer zero points [N, kb] and scales [N, kb] float32."""
+    k, n, bits, bs, kb, blob = nbits_params(node)
+    q = unpack_bits(np, b.reshape(n, kb, blob), bits, bs)
+    z = (np.full((n, kb), 1 << (bits - 1), np.int32) if zp is None
+         else unpack_bits(np, zp.reshape(n, -1), bits, kb).astype(np.int32))
+    return q, z, scales.astype(np.float32).reshape(n, kb)
+
+
 @op("MatMulNBits", 1, infer_matmul_nbits, domain=MS)
 def matmul_nbits(node, a, b, scales, zp=None, g_idx=None, bias=None):
     import numpy as np
-    w = nbits_weight(np, node, b, scales, zp, g_idx)
-    y = np.matmul(a.astype(np.float32), w.T)
+    k, n, bits, bs, kb, blob = nbits_params(node)
+    if int8_a(node.attr("accuracy_level", 0), bits, bs, zp is not None and zp.dtype != np.uint8, g_idx is not None):
+        a2 = a.astype(np.float32).reshape(-1, k)
+        y = matmul_int8_a(np, a2, *_int8_a_operands(np, node, b, scales, zp)).reshape(*a.shape[:-1], n)
+    else:
+        w = nbits_weight(np, node, b, scales, zp, g_idx)
+        y = np.matmul(a.astype(np.float32), w.T)
     if bias is not None:
         y = y + bias.astype(np.float32)
     return y.astype(a.dtype, copy=False)

@@ -8,6 +8,7 @@ size) are refused earlier, by shape inference (ops/quant_blocks.py), with the no
 checks here refuse, with the reason, what the kernels do not do."""
 from ...tensor import numel
 from ...ops.quant_blocks import gbq_params, nbits_params
+from ...ops.quant_blocks_int8 import int8_a
 from .quant import _input, _packable, _packed_b, _per_channel
 
 _FLOAT_ONLY = "this WASM kernel takes float32 (a float16 model is turned float32 by the optimizer first)"
@@ -50,9 +51,9 @@ def lower_matmul_nbits(node, b):
     k, n, bits, bs, kb, blob = nbits_params(node)
     m = numel(b.shape(a)[:-1])
     zk = 0 if not zp else 1 if b.dtype(zp).name == "uint8" else 2
-    # onnxruntime's accuracy_level 4 quantizes A to int8 per block (its CPU kernel does so for 4 bits);
-    # the kernel does the same in its GEMV, where it halves the work (blocks of 16 stay float32)
-    a_int8 = int(node.attr("accuracy_level", 0) == 4 and bits == 4 and bs >= 32 and zk != 2)
+    # accuracy_level 4: A quantized to int8 per block where onnxruntime's CPU kernel does so
+    # (ops/quant_blocks_int8.py), in decode and prefill alike: the numpy reference's bits
+    a_int8 = int(int8_a(node.attr("accuracy_level", 0), bits, bs, zk == 2, bool(_input(node, 4))))
     b.emit("q4_matmul", a=b.ref(a), b=b.ref(w), scales=b.ref(scales), zp=b.ref(zp) if zp else None,
            bias=b.ref(bias) if bias else None, y=b.ref(node.outputs[0]),
            scratch=b.scratch(b.host.call("nnw_q4_matmul_scratch_bytes", m, n, k, bits, bs)),
