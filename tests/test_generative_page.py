@@ -32,10 +32,10 @@ PAGE_MODELS = ["gpt2_merged", "llama_merged", "qwen2", "whisper_merged"]
 PROXY_MODELS = ["gpt2_merged", "whisper_merged"]
 # model -> why it fails in a page today (strict: one that starts passing must lose its row)
 PAGE_EXPECTED_FAIL = {
-    "genai_llama_fp32": "its weights are external data (model.onnx.data), which the page's .onnx path "
-                        "refuses today: InvalidModel 'the model was given as bytes' (helper `extdata`)",
-    "genai_llama_int4": "external data, as genai_llama_fp32; once read, the prompt's logits would still "
-                        "differ (MatMulNBits accuracy_level 4: GEN_EXPECTED_FAIL in tests/test_generative.py)",
+    "genai_llama_fp32": "its weights are external data (model.onnx.data) and this page passes the model as "
+                        "bytes without the externalData option (tests/test_external_data.py covers that option "
+                        "in pages): InvalidModel 'the model was given as bytes'",
+    "genai_llama_int4": "external data, as genai_llama_fp32",
 }
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>genzoo</title>
@@ -51,6 +51,7 @@ async function loadBytes(file) {
 
 const query = new URLSearchParams(location.search);
 env.wasm.proxy = query.has("proxy");
+env.wasm.relaxedSimd = false;   // the reference flavour, whose bits are CPython's on every engine
 window.results = await (async () => {
   const t0 = performance.now();
   const { pyodide } = await boot();
