@@ -26,16 +26,12 @@ onnxruntime = pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.browser
 
 RUN_ALL = os.environ.get("NNWASM_ZOO_ALL") == "1"
-PAGE_MODELS = ["gpt2_merged", "llama_merged", "qwen2", "whisper_merged"]
+PAGE_MODELS = ["gpt2_merged", "llama_merged", "qwen2", "whisper_merged", "genai_llama_fp32", "genai_llama_int4"]
 # with env.wasm.proxy (sessions in a Web Worker; the empty past, bool and int64 tensors cross
 # postMessage): an If decoder and an encoder-decoder by default
 PROXY_MODELS = ["gpt2_merged", "whisper_merged"]
 # model -> why it fails in a page today (strict: one that starts passing must lose its row)
 PAGE_EXPECTED_FAIL = {
-    "genai_llama_fp32": "its weights are external data (model.onnx.data) and this page passes the model as "
-                        "bytes without the externalData option (tests/test_external_data.py covers that option "
-                        "in pages): InvalidModel 'the model was given as bytes'",
-    "genai_llama_int4": "external data, as genai_llama_fp32",
 }
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>genzoo</title>
@@ -62,8 +58,13 @@ window.results = await (async () => {
     const r = (out[name] = { steps: [] }), sessions = {}, t1 = performance.now();
     try {
       const meta = await (await fetch(`/genzoo/${name}.json`)).json();
-      for (const [role, f] of Object.entries(meta.roles))
-        sessions[role] = await InferenceSession.create("/genzoo/" + f.file, { executionProviders: ["wasm"] });
+      const external = query.getAll("ext");   // "dir/model.onnx.data": a role's sibling external data
+      for (const [role, f] of Object.entries(meta.roles)) {
+        const dir = f.file.slice(0, f.file.lastIndexOf("/") + 1);
+        const externalData = external.filter((e) => e.startsWith(dir) && !e.slice(dir.length).includes("/"))
+          .map((e) => ({ path: e.slice(dir.length), data: "/genzoo/" + e }));
+        sessions[role] = await InferenceSession.create("/genzoo/" + f.file, { executionProviders: ["wasm"], externalData });
+      }
       r.createMs = performance.now() - t1;
       const times = [];
       r.tokens = await generate(meta, sessions, {
@@ -109,7 +110,10 @@ def page_gen(browser):
     def results(mode):
         if mode not in done:
             names = [n for n in _models(mode) if build_genzoo.load_sidecar(n)]
-            query = "&".join([f"model={n}" for n in names] + (["proxy"] if mode == "proxy" else []))
+            ext = [f"ext={p.relative_to(build_genzoo.genzoo_dir()).as_posix()}" for n in names
+                   for r in build_genzoo.load_sidecar(n)["roles"].values()
+                   for p in sorted((build_genzoo.genzoo_dir() / r["file"]).parent.glob("*.data"))]
+            query = "&".join([f"model={n}" for n in names] + ext + (["proxy"] if mode == "proxy" else []))
             page = browser.new_page()
             try:
                 got, errors, outside = run_page(page, server.origin + "/?" + query, server.origin)
