@@ -111,7 +111,7 @@ export class PlanReceiver {
 
   #allocate() {
     if (!this.#k || !this.#layout || this.#block) return;
-    const block = this.#k.nnw_malloc(this.#layout.blockBytes);
+    const block = this.#k.nnw_malloc(this.#layout.blockBytes) >>> 0; // past 2 GB an i32 reads negative
     if (!block) {
       this.#fallBack();
       return;

@@ -146,7 +146,7 @@ async function kernelsSource(candidate) {
  * (header only, no ops, no arena) says bad version (2) or not. */
 function acceptsVersion(k, version) {
   const empty = new Uint32Array([0x50574e4e, version, 0, 0, 32, 0, 0, 0]);
-  const p = k.nnw_malloc(empty.byteLength);
+  const p = k.nnw_malloc(empty.byteLength) >>> 0;
   if (!p) throw new Error("nnwasm: kernels.wasm is out of memory");
   try {
     new Uint8Array(k.memory.buffer, p, empty.byteLength).set(new Uint8Array(empty.buffer));
@@ -157,7 +157,7 @@ function acceptsVersion(k, version) {
 }
 
 function malloc(k, n) {
-  const p = k.nnw_malloc(Math.max(n, 1));
+  const p = k.nnw_malloc(Math.max(n, 1)) >>> 0; // an i32 result: addresses past 2 GB read negative
   if (!p) throw nnwasmError("KernelError", `kernels.wasm is out of memory allocating ${n} bytes`);
   return p;
 }

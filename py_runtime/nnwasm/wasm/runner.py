@@ -87,7 +87,7 @@ class WasmRunner:
             host.release([full, status_at])
 
     def _malloc(self, n):
-        p = self.host.call("nnw_malloc", max(n, 1))
+        p = self.host.call("nnw_malloc", max(n, 1)) & 0xFFFFFFFF   # an i32 result: addresses past 2 GB read negative
         if not p:
             raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes")
         return p
