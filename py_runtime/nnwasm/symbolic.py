@@ -353,6 +353,17 @@ def compile_values(exprs):
     return gen.function(f"return [{', '.join(out)}]")
 
 
+def compile_stores(stores, exprs=()):
+    """f(dims, m) that writes each (index, expression) of `stores` into m[index] as an int32 (m: a
+    memoryview cast to "i", a plan's words) and returns [value of each of `exprs`]: compile_values'
+    way, the stores done by the generated code itself, no Python loop over thousands of words."""
+    gen = _Gen()
+    lines = [f"m[{i}] = (({gen.ref(e)}) + 2147483648) % 4294967296 - 2147483648" for i, e in stores]
+    out = [gen.ref(e) for e in exprs]
+    gen.lines += lines
+    return gen.function(f"return [{', '.join(out)}]", args="dims, m")
+
+
 class Checker:
     """holds(guards, dims), compiled (compile_values' way) and compiled again when guards were added
     (a branch first taken in a later run records its decisions in the same dict)."""
@@ -403,9 +414,9 @@ class _Gen:
         self.lines.append(f"{t} = {src}")
         return t
 
-    def function(self, tail):
+    def function(self, tail, args="dims"):
         head = [f"{v} = dims[{n!r}]" for n, v in self.names.items()]
-        src = "def f(dims):\n    " + "\n    ".join(head + self.lines + [tail]) + "\n"
+        src = f"def f({args}):\n    " + "\n    ".join(head + self.lines + [tail]) + "\n"
         scope = {}
         exec(compile(src, "<nnwasm.symbolic>", "exec"), scope)
         return scope["f"]

@@ -154,10 +154,11 @@ class WasmRunner:
     def _rebind(self):
         """The plan's symbolic words for the dims bound now; a larger arena if they need one."""
         host = self.host
-        if self._eval is None:   # the words, fills and arena size as one compiled function of the dims
-            exprs = [self.arena_bytes] + [w for _, w in self.sym_words] + [v for _, _, vs in self.sym_fills for v in vs]
-            self._eval = symbolic.compile_values(exprs)
-        values = iter(self._eval(dict(symbolic.current_dims())))
+        if self._eval is None:   # the words stored, the arena size and fills returned, by one compiled function
+            exprs = [self.arena_bytes] + [v for _, _, vs in self.sym_fills for v in vs]
+            self._eval = symbolic.compile_stores(self.sym_words, exprs)
+        words = self._words
+        values = iter(self._eval(dict(symbolic.current_dims()), memoryview(words).cast("i")))
         need = next(values)
         if need > self._cap:
             cap = max(need, self._cap + self._cap // 2)   # grown by half at least: a decoder's past grows by one
@@ -170,9 +171,6 @@ class WasmRunner:
             host.release([self.arena])
             host.drain()
             self.arena, self._cap, self._mem[1] = new, cap, new
-        words = self._words
-        for i, _ in self.sym_words:
-            struct.pack_into("<i", words, 4 * i, _i32(next(values)))
         for off, fmt, vs in self.sym_fills:
             host.write(self.arena + off, struct.pack(fmt, *[next(values) for _ in vs]))
         host.write(self.plan, words)
