@@ -1,5 +1,5 @@
 """The core runs without numpy (Pyodide has none): with numpy blocked, a model whose nodes all
-run on WASM loads, compiles and runs through run_raw; one that needs the numpy fallback fails at
+run on WASM loads, compiles and runs through _run_raw; one that needs the numpy fallback fails at
 creation with FallbackUnavailable naming its nodes. Runs in a subprocess so blocking numpy is real."""
 import json
 import subprocess
@@ -25,7 +25,7 @@ from nnwasm.tensor import TensorData
 out = {}
 sess = nnwasm.InferenceSession(sys.argv[2])
 x = open(sys.argv[3], "rb").read()
-y, = sess.run_raw(None, {"input": TensorData(dtypes.FLOAT32, (1, 3, 224, 224), x)})
+y, = sess._run_raw(None, {"input": TensorData(dtypes.FLOAT32, (1, 3, 224, 224), x)})
 out["logits"] = y.tolist()
 out["providers"] = sorted({p for _, _, p in sess.get_provider_assignment()})
 try:

@@ -79,6 +79,9 @@ class PlanSession(InferenceSession):
         if prof:
             prof.session("session_initialization", t0)
 
+    def _declared(self):
+        return {v.name: v for v in self._values}
+
     def get_modelmeta(self):
         meta = ModelMetadata(None)
         meta.producer_name, meta.graph_name = self._plan_file.producer, self._plan_file.model

@@ -465,17 +465,23 @@ class InferenceSession:
 
     # --- running ---------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
-        declared = {v.name: v for v in self._graph.inputs} if hasattr(self, "_graph") else {}   # PlanSession: tensors
+        """Feeds: numpy arrays, lists, scalars, OrtValues, nnwasm.Tensor, buffers (values.py);
+        results: numpy arrays, or nnwasm.Tensor where numpy can't be imported (user_tensor.py)."""
+        declared = self._declared()
         feeds = {}
         for name, value in self._check_feed_names(input_feed).items():
             if isinstance(value, OrtValue):
-                value = value.numpy()
-            vi = declared.get(name) or getattr(self, "_overridable", {}).get(name)
-            feeds[name] = values.from_user(name, value, vi)   # arrays, lists (sequences), None (optionals)
+                value = value._td()
+            feeds[name] = values.from_user(name, value, declared.get(name))   # lists: sequences; None: optionals
         return [values.to_user(v) for v in self._run(output_names, feeds, run_options)]
 
-    def run_raw(self, output_names, feeds, run_options=None):
-        """run() without numpy: feeds and results are TensorData. The JS bridge uses this."""
+    def _declared(self):
+        """{name: ValueInfo} of what may be fed: the graph inputs and overridable initializers."""
+        return {**self._overridable, **{v.name: v for v in self._graph.inputs}}
+
+    def _run_raw(self, output_names, feeds, run_options=None):
+        """Internal (the JS bridge's path, not API): feeds and results are TensorData, unchecked
+        beyond the session's own feed checks. Users call run(), which needs no numpy either."""
         return self._run(output_names, self._check_feed_names(feeds), run_options)
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
