@@ -5,7 +5,7 @@
     logits, = sess.run(None, {"input": x})
 
 x and logits are numpy arrays; where numpy can't be imported (Pyodide without it), feeds may be
-lists, buffers or nnwasm.Tensor, and results are nnwasm.Tensor (docs/pyodide.md).
+lists, buffers or nnwasm.Tensor, and results are nnwasm.Tensor (docs/without-numpy.md).
 
 docs/onnxruntime-api.md lists every public item of onnxruntime and what nnwasm does with it.
 """

@@ -60,7 +60,7 @@ class PlanSession(InferenceSession):
         self._fallback_enabled = True
         self._profiler = prof = self._new_profiler()
         t0 = prof and prof.clock()
-        pf = planfile.read(read_bytes(path_or_bytes))
+        pf = planfile.read(read_bytes(self._take_read(path_or_bytes)))
         if prof:
             from_file = not isinstance(path_or_bytes, (bytes, bytearray, memoryview))
             prof.session("model_loading_uri" if from_file else "model_loading_array", t0)

@@ -7,7 +7,7 @@ results, OrtValue.numpy(), IOBinding.copy_outputs_to_cpu()) gives a Tensor: shap
 name, a str), tolist(), the buffer protocol (Python 3.12+; `.data` is the same typed, shaped
 memoryview on any version), and __array__, so np.asarray(t) works once numpy is there.
 
-Feeds without numpy (docs/pyodide.md): a Tensor; a buffer (array.array, a memoryview, cast to a
+Feeds without numpy (docs/without-numpy.md): a Tensor; a buffer (array.array, a memoryview, cast to a
 shape or not, bytes) whose 1-D contents take the input's declared shape; nested lists and
 Python scalars, made the declared element type (as numpy's asarray(x, dtype) does)."""
 import array
