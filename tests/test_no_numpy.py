@@ -76,6 +76,12 @@ dyn = nnwasm.InferenceSession(d + "/dyn.onnx", providers=WASM)
 y, = dyn.run(None, {"x": array.array("f", [float(i) for i in range(12)])})
 out["dyn"] = rec(y)
 
+try:
+    dyn.run(None, {"x": bytes(10)})
+    out["bad_bytes"] = "ran"
+except nnwasm.InvalidArgument as e:
+    out["bad_bytes"] = str(e)
+
 # OrtValues: made from shape and type, filled in place, run; and from an nnwasm.Tensor
 v = nnwasm.OrtValue.ortvalue_from_shape_and_type([3, 4], "float32")
 v.update_inplace([[float(i - j) for j in range(4)] for i in range(3)])
@@ -179,6 +185,7 @@ def check(out, want):
         tol = 1e-4 if key.startswith("effnet") else 0
         np.testing.assert_allclose(np.array(got["values"], ref.dtype), ref, atol=tol, rtol=0, err_msg=key)
     assert "ragged" in out["ragged"] and "'x'" in out["ragged"]
+    assert "input 'x'" in out["bad_bytes"] and "10 bytes" in out["bad_bytes"]
     assert out["ortvalue_meta"] == [[3, 4], "tensor(float)", "cpu"]
     assert out["device"] == "wasm"
     assert "numpy" in out["fallback"] and "needs_numpy" in out["fallback"]
@@ -215,3 +222,25 @@ def _web_bundle():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
     return ROOT / "dist" / "web"
+
+
+def test_the_same_feeds_with_numpy(cases):
+    """With numpy, buffers and nnwasm.Tensor are feeds too, and results stay numpy arrays."""
+    import array
+    import nnwasm
+    d, want = cases
+    sess = nnwasm.InferenceSession(str(d / "effnet.onnx"), providers=["WasmExecutionProvider"])
+    raw = (d / "photo.bin").read_bytes()
+    arr = array.array("f")
+    arr.frombytes(raw)
+    for x in (arr, raw, memoryview(arr).cast("B").cast("f", [1, 3, 224, 224]), nnwasm.Tensor(arr, [1, 3, 224, 224])):
+        y, = sess.run(None, {"input": x})
+        assert isinstance(y, np.ndarray) and y.flags.writeable
+        np.testing.assert_allclose(y, want["effnet_array"], atol=1e-4, rtol=0)
+    y, r = nnwasm.InferenceSession(str(d / "mix.onnx")).run(None, {"x": [[1.5, -2.0, 3.0], [0.25, 4.0, -1.0]], "s": 0.5,
+                                                                     "idx": [2, 0, 2, 1]})
+    np.testing.assert_array_equal(y, want["mix_y"])
+    t = nnwasm.Tensor([[1, 2], [3, 4]], dtype="int32")
+    assert np.asarray(t).dtype == np.int32 and np.asarray(t).tolist() == t.tolist()
+    v = nnwasm.OrtValue.ortvalue_from_numpy(np.ones((2, 2), np.float32))
+    assert isinstance(v.numpy(), np.ndarray)

@@ -490,7 +490,8 @@ class InferenceSession:
             if isinstance(value, OrtValue):
                 value = value._td()
             feeds[name] = values.from_user(name, value, declared.get(name))   # lists: sequences; None: optionals
-        return [values.to_user(v) for v in self._run(output_names, feeds, run_options)]
+        as_numpy = values.numpy_or_none() is not None
+        return [values.to_user(v, as_numpy) for v in self._run(output_names, feeds, run_options)]
 
     def _declared(self):
         """{name: ValueInfo} of what may be fed: the graph inputs and overridable initializers."""

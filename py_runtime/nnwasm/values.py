@@ -59,14 +59,17 @@ def from_numpy(v):
     return TensorData.from_numpy(v)
 
 
-def to_user(v):
+def to_user(v, as_numpy=None):
     """env form -> what run() returns: writable numpy arrays, as onnxruntime's, where numpy can be
-    imported; nnwasm.Tensor (user_tensor.py) where it can't."""
+    imported; nnwasm.Tensor (user_tensor.py) where it can't. as_numpy: whether it can, if the
+    caller knows (a failed import is not cached: one try per run, not per output)."""
     if v is None:
         return None
+    if as_numpy is None:
+        as_numpy = numpy_or_none() is not None
     if isinstance(v, list):
-        return [to_user(t) for t in v]
-    if numpy_or_none() is None:
+        return [to_user(t, as_numpy) for t in v]
+    if not as_numpy:
         return Tensor._of(v if type(v) is TensorData else TensorData(v.dtype, v.shape, v.data))
     a = v.to_numpy()
     return a if a.flags.writeable else a.copy()
