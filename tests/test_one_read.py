@@ -2,8 +2,8 @@
 plan-magic check and the load, and each external data file once however many tensors it holds;
 by bytes it opens no model file. In JupyterLite every open() of a notebook file transfers the
 whole file. A rebuild (set_providers) uses the model bytes kept from creation and opens the
-external data files again (their bytes are not kept twice). The same script counts every open() and the bytes read from it, in CPython and in
-Pyodide under Node."""
+external data files again (their bytes are not kept twice). The same script counts every open()
+and the bytes read from it, in CPython and in Pyodide under Node."""
 import json
 import shutil
 import subprocess
@@ -90,7 +90,8 @@ def files(tmp_path_factory):
     rng = np.random.default_rng(0)
     w1, w2 = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
     model = helper.make_model(helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"), helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+         helper.make_node("Relu", ["h"], ["r"], name="relu"),
          helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")], "ext",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],

@@ -102,7 +102,8 @@ class IOBinding:
     def copy_outputs_to_cpu(self):
         """The last run's outputs as numpy arrays (copies; nnwasm.Tensor without numpy)."""
         if numpy_or_none() is None:
-            return [Tensor._of(TensorData(t.dtype, t.shape, bytearray(t.data))) for t in (v._td() for v in self._results)]
+            tds = [v._td() for v in self._results]
+            return [Tensor._of(TensorData(t.dtype, t.shape, bytearray(t.data))) for t in tds]
         return [v.numpy().copy() for v in self._results]
 
     # --- the run (InferenceSession.run_with_iobinding) ---------------------------------------

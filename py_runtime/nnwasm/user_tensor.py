@@ -134,9 +134,8 @@ class Tensor:
         raw = td.data
         mv = memoryview(raw if isinstance(raw, (bytes, bytearray, memoryview)) else bytes(raw)).cast("B")
         fmt = td.dtype.struct or ("H" if td.dtype.size == 2 else "B")
-        if sys.byteorder == "big" and td.dtype.size > 1:
-            a = array.array("B", mv)
-            mv = memoryview(_byteswap(bytes(a), td.dtype.size))
+        if sys.byteorder == "big" and td.dtype.size > 1:   # the struct formats are native-endian
+            mv = memoryview(_byteswap(mv.tobytes(), td.dtype.size))
         try:
             view = mv.cast(fmt) if td.numel == 0 else mv.cast(fmt, td.shape)
         except ValueError:   # 'e' before 3.12
@@ -155,13 +154,6 @@ class Tensor:
     def numpy(self):
         """A numpy array of these values (numpy must be importable)."""
         return self.__array__()
-
-    def __eq__(self, other):
-        if not isinstance(other, Tensor):
-            return NotImplemented
-        return (self.shape, self.dtype, self.tolist()) == (other.shape, other.dtype, other.tolist())
-
-    __hash__ = None
 
     def __repr__(self):
         td = self._td
