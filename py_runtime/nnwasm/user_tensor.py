@@ -201,8 +201,6 @@ def from_buffer(label, value, dtype, shape, declared_static=False):
         mv = memoryview(value)
     except TypeError as e:
         raise InvalidArgument(f"{label}: {e}") from None
-    if not mv.c_contiguous:
-        mv = memoryview(mv.tobytes()).cast("B").cast(mv.format, mv.shape) if mv.nbytes else memoryview(b"")
     raw = isinstance(value, RAW_BYTES)
     fmt = mv.format.lstrip("@=")
     if raw:
@@ -222,7 +220,10 @@ def from_buffer(label, value, dtype, shape, declared_static=False):
         dims = _take_shape(label, n, shape, declared_static)
     else:
         dims = tuple(mv.shape)
-    data = mv.cast("B") if nbytes else b""
+    try:   # a view where it can be (C order, a native format), else a copy in C order
+        data = mv.cast("B") if nbytes and mv.c_contiguous else mv.tobytes()
+    except (TypeError, ValueError):
+        data = mv.tobytes()
     if sys.byteorder == "big" and given.size > 1 and not raw:
         data = _byteswap(bytes(data), given.size)
     td = TensorData(given, dims, data)
