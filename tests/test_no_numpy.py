@@ -244,3 +244,33 @@ def test_the_same_feeds_with_numpy(cases):
     assert np.asarray(t).dtype == np.int32 and np.asarray(t).tolist() == t.tolist()
     v = nnwasm.OrtValue.ortvalue_from_numpy(np.ones((2, 2), np.float32))
     assert isinstance(v.numpy(), np.ndarray)
+
+
+def test_tensor_type():
+    """nnwasm.Tensor made from Python values and buffers: numpy's inference and shapes."""
+    import array
+    import ctypes
+    import nnwasm
+    cases = [(nnwasm.Tensor([[1, 2], [3, 4]]), (2, 2), "int64", [[1, 2], [3, 4]]),
+             (nnwasm.Tensor(2.5), (), "float64", 2.5),
+             (nnwasm.Tensor([True, False]), (2,), "bool", [True, False]),
+             (nnwasm.Tensor([1.5, 2], dtype="float16"), (2,), "float16", [1.5, 2.0]),
+             (nnwasm.Tensor([[]], dtype="float32"), (1, 0), "float32", [[]]),
+             (nnwasm.Tensor(["a", "bé"]), (2,), "object", ["a", "bé"]),
+             (nnwasm.Tensor(array.array("i", range(6)), [2, 3]), (2, 3), "int32", [[0, 1, 2], [3, 4, 5]]),
+             (nnwasm.Tensor(bytes(8), [2], "float32"), (2,), "float32", [0.0, 0.0]),
+             (nnwasm.Tensor((ctypes.c_double * 2)(1, 2)), (2,), "float64", [1.0, 2.0]),
+             (nnwasm.Tensor([1.9, -1.9], dtype="int32"), (2,), "int32", [1, -1])]
+    for t, shape, dtype, values in cases:
+        assert (t.shape, t.dtype, t.tolist()) == (shape, dtype, values), repr(t)
+        if dtype != "object":
+            assert np.asarray(t).tolist() == values and np.asarray(t).dtype == dtype and len(bytes(t)) == t.nbytes
+    t = nnwasm.Tensor([[1, 2, 3]], dtype="float32")
+    assert t.data.format == "f" and t.data.shape == (1, 3) and t.data.readonly and len(t) == 1 and t.ndim == 2
+    for bad, why in [(lambda: nnwasm.Tensor([[1], [2, 3]]), "ragged"),
+                     (lambda: nnwasm.Tensor([300], dtype="uint8"), "uint8"),
+                     (lambda: nnwasm.Tensor(bytes(8)), "dtype"),
+                     (lambda: nnwasm.Tensor([1, 2, 3], [2, 2]), "don't fill"),
+                     (lambda: nnwasm.Tensor([1], dtype="complex64"), "complex64")]:
+        with pytest.raises(nnwasm.InvalidArgument, match=why):
+            bad()
