@@ -263,7 +263,7 @@ for case in json.load(open(sys.argv[2])):
     runs = []
     for feeds in case["feeds"]:
         feeds = {k: TensorData(dtypes.from_name(dt), shape, bytes.fromhex(data)) for k, (dt, shape, data) in feeds.items()}
-        runs.append([[t.dtype.name, list(t.shape), t.tolist()] for t in sess.run_raw(None, feeds)])
+        runs.append([[t.dtype.name, list(t.shape), t.tolist()] for t in sess._run_raw(None, feeds)])
     out.append(runs)
 print(json.dumps({"outputs": out, "numpy_loaded": sys.modules.get("numpy") is not None}))
 """

@@ -79,5 +79,5 @@ def test_feed_of_wrong_size_through_run_raw_is_refused():
     from nnwasm import dtypes
     from nnwasm.tensor import TensorData
     with pytest.raises(nnwasm.InvalidArgument, match="bytes"):
-        sess.run_raw(None, {"X": TensorData(dtypes.FLOAT32, (1, 3, 16, 16), b"\0" * 12)})
+        sess._run_raw(None, {"X": TensorData(dtypes.FLOAT32, (1, 3, 16, 16), b"\0" * 12)})
     assert sess.run(None, {"X": x})[0].shape == (1, 10)

@@ -46,7 +46,7 @@ def _add_model(path):
 
 def _feed_errors(path, x):
     """[error type name, message] CPython's nnwasm gives for bad feeds, as the JS bridge passes
-    them (run_raw on TensorData): the JS shim must report the very same, with or without proxy."""
+    them (_run_raw on TensorData): the JS shim must report the very same, with or without proxy."""
     import nnwasm
     from nnwasm import dtypes
     from nnwasm.tensor import TensorData
@@ -58,7 +58,7 @@ def _feed_errors(path, x):
     errors = {}
     for case, feeds in cases.items():
         with pytest.raises(nnwasm.NnwasmError) as info:
-            sess.run_raw(None, feeds)
+            sess._run_raw(None, feeds)
         errors[case] = [type(info.value).__name__, str(info.value)]
     return errors
 

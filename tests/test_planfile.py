@@ -286,7 +286,7 @@ from nnwasm import dtypes
 from nnwasm.tensor import TensorData
 data = nnwasm.compile_plan(sys.argv[2])
 sess = nnwasm.InferenceSession(data)
-y, = sess.run_raw(None, {"x": TensorData(dtypes.FLOAT32, (1, 3, 16, 16), open(sys.argv[3], "rb").read())})
+y, = sess._run_raw(None, {"x": TensorData(dtypes.FLOAT32, (1, 3, 16, 16), open(sys.argv[3], "rb").read())})
 print(json.dumps({"plan": data.hex(), "y": bytes(y.data).hex(), "numpy": sys.modules.get("numpy") is not None}))
 """
 

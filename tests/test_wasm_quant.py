@@ -460,7 +460,7 @@ import nnwasm
 from nnwasm import dtypes
 from nnwasm.tensor import TensorData
 sess = nnwasm.InferenceSession(sys.argv[2])
-y, = sess.run_raw(None, {"x": TensorData(dtypes.FLOAT32, (1, 3, 16, 16), open(sys.argv[3], "rb").read())})
+y, = sess._run_raw(None, {"x": TensorData(dtypes.FLOAT32, (1, 3, 16, 16), open(sys.argv[3], "rb").read())})
 print(json.dumps({"y": y.tolist(), "providers": sorted({p for _, _, p in sess.get_provider_assignment()}),
                   "numpy_loaded": sys.modules.get("numpy") is not None}))
 """

@@ -49,10 +49,10 @@ try:
     from nnwasm.tensor import TensorData
     _feed = TensorData(nnwasm.dtypes.from_name("float32"), list(_inp.shape), bytes(4 * 224 * 224 * 3))
     _t = time.perf_counter()
-    _sess.run_raw(None, {_inp.name: _feed})
+    _sess._run_raw(None, {_inp.name: _feed})
     _phases["first run"] = (time.perf_counter() - _t) * 1000
     _t = time.perf_counter()
-    _sess.run_raw(None, {_inp.name: _feed})
+    _sess._run_raw(None, {_inp.name: _feed})
     _phases["second run"] = (time.perf_counter() - _t) * 1000
 finally:
     for _owner, _attr, _fn in _originals:

@@ -4,6 +4,9 @@
     sess = ort.InferenceSession("model.onnx")
     logits, = sess.run(None, {"input": x})
 
+x and logits are numpy arrays; where numpy can't be imported (Pyodide without it), feeds may be
+lists, buffers or nnwasm.Tensor, and results are nnwasm.Tensor (docs/without-numpy.md).
+
 docs/onnxruntime-api.md lists every public item of onnxruntime and what nnwasm does with it.
 """
 from . import capi
@@ -23,6 +26,7 @@ from .ortapi import (AdapterFormat, LoraAdapter, ModelCompiler, OrtAllocatorType
                      set_global_thread_pool_sizes, set_seed, unregister_execution_provider_library)
 from .ortvalue import OrtValue
 from .session import InferenceSession, ModelMetadata, NodeArg, get_available_providers
+from .user_tensor import Tensor
 
 __version__ = "0.1.0"
 version = __version__
@@ -49,7 +53,7 @@ def get_device():
 
 
 __all__ = ["InferenceSession", "compile_plan", "SessionOptions", "RunOptions", "NodeArg", "ModelMetadata", "OrtValue",
-           "IOBinding", "SessionIOBinding", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder", "OrtMemType",
+           "Tensor", "IOBinding", "SessionIOBinding", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder", "OrtMemType",
            "get_available_providers", "get_all_providers", "get_device", "get_version_string", "get_build_info",
            "NnwasmError", "Fail", "InvalidModel", "InvalidArgument", "NoSuchFile", "Unsupported", "NotImplementedOp",
            "FallbackUnavailable", "KernelError", "EPFail", "RunTerminated", "MissingConfigEntry", "ModelLoadCanceled"]

@@ -166,7 +166,7 @@ def run(handle, names, types, dims, buffers, output_names):
     for name, web_type, shape, buf in zip(names, types, dims, buffers):
         feeds[name] = TensorData(_dtype(web_type, name), [int(d) for d in shape], buf.to_bytes())
     wanted = None if output_names is None else [str(n) for n in output_names] or None
-    results = sess.run_raw(wanted, feeds)
+    results = sess._run_raw(wanted, feeds)
     out_names = wanted if wanted is not None else [v.name for v in sess.get_outputs()]
     out = []
     for name, t in zip(out_names, results):

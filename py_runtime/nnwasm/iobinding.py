@@ -5,8 +5,11 @@ OrtValues that stay in kernels.wasm's memory (wasm/device.py): a decoder's prese
 fed back as the next step's past with bind_ortvalue_input, never cross to the host."""
 import ctypes
 
+from . import values
 from .errors import InvalidArgument
-from .ortvalue import OrtValue, _check_device, _dims, element_dtype
+from .ortvalue import OrtValue, _check_device, _dims, _writable, element_dtype
+from .tensor import TensorData
+from .user_tensor import Tensor, numpy_or_none
 from .wasm.device import DEVICE, keeping
 
 
@@ -26,7 +29,13 @@ class IOBinding:
         return name
 
     def bind_cpu_input(self, name, arr_on_cpu):
-        self._inputs[self._input_name(name)] = OrtValue.ortvalue_from_numpy(arr_on_cpu)
+        """arr_on_cpu: a numpy array (kept, not copied), or anything run() takes as a feed."""
+        np = numpy_or_none()
+        if np is not None and isinstance(arr_on_cpu, np.ndarray):
+            self._inputs[self._input_name(name)] = OrtValue.ortvalue_from_numpy(arr_on_cpu)
+            return
+        vi = self._session._declared().get(self._input_name(name))
+        self._inputs[name] = OrtValue(values.from_user(name, arr_on_cpu, vi))
 
     def bind_ortvalue_input(self, name, ortvalue):
         if not isinstance(ortvalue, OrtValue):
@@ -91,7 +100,10 @@ class IOBinding:
     get_outputs_as_ortvaluevector = get_outputs
 
     def copy_outputs_to_cpu(self):
-        """The last run's outputs as numpy arrays (copies)."""
+        """The last run's outputs as numpy arrays (copies; nnwasm.Tensor without numpy)."""
+        if numpy_or_none() is None:
+            tds = [v._td() for v in self._results]
+            return [Tensor._of(TensorData(t.dtype, t.shape, bytearray(t.data))) for t in tds]
         return [v.numpy().copy() for v in self._results]
 
     # --- the run (InferenceSession.run_with_iobinding) ---------------------------------------
@@ -113,7 +125,11 @@ class IOBinding:
             if g.dtype != d.dtype or tuple(g.shape) != tuple(d.shape):
                 raise InvalidArgument(f"run_with_iobinding: output '{name}' is {g.dtype.ort_type} {list(g.shape)}, "
                                       f"the value bound for it is {d.dtype.ort_type} {list(d.shape)}")
-            dest.numpy()[...] = got.numpy()
+            if isinstance(dest._value, TensorData):   # made without numpy: its bytes written in place
+                dest._value = d = _writable(d)
+                d.data[:] = g.data
+            else:
+                dest.numpy()[...] = got.numpy()
             results.append(dest)
         self._results = results
 
@@ -122,8 +138,8 @@ SessionIOBinding = IOBinding
 
 
 def _array_at(buffer_ptr, device_type, element_type, shape, what):
-    """A numpy view of memory at an address, for the bind_* calls that take one."""
-    import numpy as np
+    """A numpy view of memory at an address, for the bind_* calls that take one (a TensorData
+    over it without numpy)."""
     _check_device(device_type, what)
     if element_type is None or shape is None:
         raise InvalidArgument(f"{what}: a buffer_ptr needs element_type and shape")
@@ -135,4 +151,7 @@ def _array_at(buffer_ptr, device_type, element_type, shape, what):
     for d in dims:
         n *= d
     raw = (ctypes.c_char * n).from_address(buffer_ptr)
+    np = numpy_or_none()
+    if np is None:
+        return TensorData(dt, dims, memoryview(raw).cast("B"))
     return np.frombuffer(raw, dtype=dt.name).reshape(dims)

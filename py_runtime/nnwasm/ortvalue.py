@@ -1,9 +1,11 @@
-"""OrtValue: onnxruntime's tensor handle, on the CPU (nnwasm's only device). It wraps a numpy array
-(ortvalue_from_numpy keeps the caller's array, no copy, as onnxruntime does) or, without numpy, a
-TensorData (run_with_ort_values' outputs in Pyodide)."""
+"""OrtValue: onnxruntime's tensor handle, on the CPU (or the "wasm" device: wasm/device.py). It
+wraps a numpy array (ortvalue_from_numpy keeps the caller's array, no copy, as onnxruntime does)
+or a TensorData (run_with_ort_values' outputs; every value where numpy can't be imported: then
+numpy() gives an nnwasm.Tensor sharing the value's bytes, user_tensor.py)."""
 from . import dtypes
 from .errors import InvalidArgument, Unsupported
 from .tensor import TensorData
+from .user_tensor import Tensor, numpy_or_none
 
 
 def _check_device(device_type, what):
@@ -35,9 +37,15 @@ class OrtValue:
     # --- factories (onnxruntime's static methods) --------------------------------------------
     @staticmethod
     def ortvalue_from_numpy(numpy_obj, device_type="cpu", device_id=0, vendor_id=-1):
-        import numpy as np
+        """numpy_obj: a numpy array, or an nnwasm.Tensor (numpy not needed; its bytes
+        are kept, not copied, unless read-only)."""
         _check_device(device_type, "OrtValue.ortvalue_from_numpy")
-        if not isinstance(numpy_obj, np.ndarray):
+        if isinstance(numpy_obj, Tensor):
+            if not numpy_obj._td.dtype.size:
+                raise Unsupported("OrtValue.ortvalue_from_numpy: string tensors are not supported by nnwasm")
+            return OrtValue(_writable(numpy_obj._td))
+        np = numpy_or_none()
+        if np is None or not isinstance(numpy_obj, np.ndarray):
             raise InvalidArgument(f"OrtValue.ortvalue_from_numpy takes a numpy array, got {type(numpy_obj).__name__}")
         if numpy_obj.dtype.kind in "OSUV":
             raise Unsupported(f"OrtValue.ortvalue_from_numpy: {numpy_obj.dtype} arrays (strings, objects) are not "
@@ -58,10 +66,12 @@ class OrtValue:
     @staticmethod
     def ortvalue_from_shape_and_type(shape, element_type, device_type="cpu", device_id=0, vendor_id=-1):
         """A zero-filled tensor (onnxruntime leaves it uninitialised)."""
-        import numpy as np
         _check_device(device_type, "OrtValue.ortvalue_from_shape_and_type")
         dims = _dims(shape, "OrtValue.ortvalue_from_shape_and_type")
         dt = element_dtype(element_type, "OrtValue.ortvalue_from_shape_and_type")
+        np = numpy_or_none()
+        if np is None:
+            return OrtValue(TensorData(dt, dims, bytearray(_numel(dims) * dt.size)))
         return OrtValue(np.zeros(dims, dtype=dt.name))
 
     @staticmethod
@@ -87,8 +97,14 @@ class OrtValue:
 
     def numpy(self):
         """The array (a view of this value's memory, as onnxruntime's; a copy for a value on the
-        "wasm" device, which stays there)."""
+        "wasm" device, which stays there). Where numpy can't be imported, an nnwasm.Tensor, the
+        same way (sharing this value's bytes; a copy from the "wasm" device)."""
         v = self._value
+        if numpy_or_none() is None:
+            if getattr(v, "device", "cpu") != "cpu":
+                return Tensor._of(TensorData(v.dtype, v.shape, bytearray(v.data)))
+            self._value = v = _writable(v)
+            return Tensor._of(v)
         if getattr(v, "device", "cpu") != "cpu":
             return v.to_numpy().copy()
         if isinstance(v, TensorData):
@@ -132,10 +148,26 @@ class OrtValue:
         offset in kernels.wasm's memory)."""
         if self.device_name() != "cpu":
             return self._value.ptr
+        if isinstance(self._value, TensorData) and numpy_or_none() is None:
+            import ctypes
+            self._value = v = _writable(self._value)
+            return ctypes.addressof(ctypes.c_char.from_buffer(v.data)) if len(v.data) else 0
         return self.numpy().ctypes.data
 
     def update_inplace(self, np_arr):
-        import numpy as np
+        """Writes np_arr's values into this value's memory (same type and shape). Without numpy,
+        np_arr may be anything run() takes as a feed of this type and shape."""
+        np = numpy_or_none()
+        if np is None:
+            from . import values
+            from .ir import ValueInfo
+            td = self._value = _writable(self._value)
+            src = values.from_user("update_inplace", np_arr, ValueInfo("", td.dtype, td.shape))
+            if src.dtype != td.dtype or tuple(src.shape) != tuple(td.shape):
+                raise InvalidArgument(f"OrtValue.update_inplace: got {src.dtype.name} {list(src.shape)}, the value is "
+                                      f"{td.dtype.name} {list(td.shape)}")
+            td.data[:] = src.data
+            return
         arr = self.numpy()
         src = np.asarray(np_arr)
         if src.shape != arr.shape or src.dtype != arr.dtype:
@@ -148,6 +180,14 @@ class OrtValue:
 
     def __repr__(self):
         return f"OrtValue({self.data_type()}, {self.shape()})"
+
+
+def _writable(td):
+    """td with writable bytes (td itself if they already are: a bytearray, a writable memoryview
+    such as an array.array's), for in-place writes."""
+    if isinstance(td.data, bytearray) or (isinstance(td.data, memoryview) and not td.data.readonly):
+        return td
+    return TensorData(td.dtype, td.shape, bytearray(td.data))
 
 
 def _numel(shape):

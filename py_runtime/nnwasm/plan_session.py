@@ -60,7 +60,7 @@ class PlanSession(InferenceSession):
         self._fallback_enabled = True
         self._profiler = prof = self._new_profiler()
         t0 = prof and prof.clock()
-        pf = planfile.read(read_bytes(path_or_bytes))
+        pf = planfile.read(read_bytes(self._take_read(path_or_bytes)))
         if prof:
             from_file = not isinstance(path_or_bytes, (bytes, bytearray, memoryview))
             prof.session("model_loading_uri" if from_file else "model_loading_array", t0)
@@ -78,6 +78,9 @@ class PlanSession(InferenceSession):
         self._assignment = [(node, op_type, WASM) for node, op_type in nodes]
         if prof:
             prof.session("session_initialization", t0)
+
+    def _declared(self):
+        return {v.name: v for v in self._values}
 
     def get_modelmeta(self):
         meta = ModelMetadata(None)

@@ -20,7 +20,7 @@ from .host import flavours
 from .errors import (InvalidArgument, InvalidModel, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated,
                      Unsupported, WasmOutOfMemory)
 from .ir import Graph, ValueInfo
-from .onnx_io.load import load_model
+from .onnx_io.load import load_model, read_model_file
 from .options import RunOptions, SessionOptions
 from .ortapi import _CPU_MEMORY_INFO, _assigned_subgraphs
 from .ortvalue import OrtValue
@@ -66,18 +66,23 @@ def _first_known(*shapes):
     return next((s for s in shapes if s is not None), None)   # () is a known shape: a scalar
 
 
-def _starts_with_plan_magic(path_or_bytes):
-    """True for plan file bytes or a path to one; False (never an error) for anything else."""
-    from .planfile import is_plan_file
-    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        return is_plan_file(path_or_bytes)
+def _read_once(path_or_bytes):
+    """The model's bytes, read from its path now if it is one (a ModelFile, which finds external
+    data beside the path): the one read of the file, for both the plan-magic check and the load
+    (in JupyterLite every open() of a notebook file transfers all of it). Anything else, and a
+    path that can't be read (the load reports it), is returned as it is."""
     if isinstance(path_or_bytes, (str, os.PathLike)):
         try:
-            with open(path_or_bytes, "rb") as f:
-                return is_plan_file(f.read(4))
+            return read_model_file(path_or_bytes)
         except OSError:
-            return False   # the ONNX path reports it
-    return False
+            return path_or_bytes
+    return path_or_bytes
+
+
+def _starts_with_plan_magic(data):
+    """True for plan file bytes; False (never an error) for anything else."""
+    from .planfile import is_plan_file
+    return isinstance(data, (bytes, bytearray, memoryview)) and is_plan_file(data)
 
 
 def get_available_providers():
@@ -268,9 +273,17 @@ class InferenceSession:
     _plan_session_class = None
 
     def __new__(cls, path_or_bytes=None, *args, **kwargs):
-        if cls is InferenceSession and _starts_with_plan_magic(path_or_bytes):
-            return super().__new__(InferenceSession._plan_session_class())
-        return super().__new__(cls)
+        data = _read_once(path_or_bytes)
+        if cls is InferenceSession and _starts_with_plan_magic(data):
+            cls = InferenceSession._plan_session_class()
+        self = super().__new__(cls)
+        self._read_in_new = data   # __init__ takes it: the file is not read again
+        return self
+
+    def _take_read(self, path_or_bytes):
+        """What __new__ read for path_or_bytes (once), or path_or_bytes itself."""
+        data = self.__dict__.pop("_read_in_new", path_or_bytes)
+        return data if isinstance(data, bytes) and data is not path_or_bytes else path_or_bytes
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._sess_options = _check_session_options(sess_options)
@@ -280,9 +293,13 @@ class InferenceSession:
         t0 = prof and prof.clock()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
         self._fallback_enabled = True
-        if isinstance(path_or_bytes, (bytearray, memoryview)):
-            path_or_bytes = bytes(path_or_bytes)   # kept to rebuild (set_providers, overrides): one copy
-        self._source = path_or_bytes
+        self._path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
+        source = self._take_read(path_or_bytes)
+        if isinstance(source, (bytearray, memoryview)):
+            source = bytes(source)   # kept to rebuild (set_providers, overrides): one copy
+        # A path's bytes are kept, read once: rebuilding reads no file again, and they cost no
+        # memory of their own (the initializers are views of them)
+        self._source = source
         model = self._load()
         if prof:
             from_file = not isinstance(path_or_bytes, (bytes, bytearray, memoryview))
@@ -298,11 +315,11 @@ class InferenceSession:
         try:
             model = load_model(self._source)
         except FileNotFoundError as e:
-            raise NoSuchFile(f"model file '{self._source}' does not exist") from e
+            raise NoSuchFile(f"model file '{self._path}' does not exist") from e
         except IsADirectoryError as e:
-            raise InvalidArgument(f"model path '{self._source}' is a directory, not a model file") from e
+            raise InvalidArgument(f"model path '{self._path}' is a directory, not a model file") from e
         except OSError as e:
-            raise NoSuchFile(f"model file '{self._source}' can't be read: {e}") from e
+            raise NoSuchFile(f"model file '{self._path}' can't be read: {e}") from e
         _apply_initializers(model, so._initializers)
         _apply_dim_overrides(model, so._dim_by_name, so._dim_by_denotation)
         return model
@@ -465,17 +482,24 @@ class InferenceSession:
 
     # --- running ---------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
-        declared = {v.name: v for v in self._graph.inputs} if hasattr(self, "_graph") else {}   # PlanSession: tensors
+        """Feeds: numpy arrays, lists, scalars, OrtValues, nnwasm.Tensor, buffers (values.py);
+        results: numpy arrays, or nnwasm.Tensor where numpy can't be imported (user_tensor.py)."""
+        declared = self._declared()
         feeds = {}
         for name, value in self._check_feed_names(input_feed).items():
             if isinstance(value, OrtValue):
-                value = value.numpy()
-            vi = declared.get(name) or getattr(self, "_overridable", {}).get(name)
-            feeds[name] = values.from_user(name, value, vi)   # arrays, lists (sequences), None (optionals)
-        return [values.to_user(v) for v in self._run(output_names, feeds, run_options)]
+                value = value._td()
+            feeds[name] = values.from_user(name, value, declared.get(name))   # lists: sequences; None: optionals
+        as_numpy = values.numpy_or_none() is not None
+        return [values.to_user(v, as_numpy) for v in self._run(output_names, feeds, run_options)]
 
-    def run_raw(self, output_names, feeds, run_options=None):
-        """run() without numpy: feeds and results are TensorData. The JS bridge uses this."""
+    def _declared(self):
+        """{name: ValueInfo} of what may be fed: the graph inputs and overridable initializers."""
+        return {**self._overridable, **{v.name: v for v in self._graph.inputs}}
+
+    def _run_raw(self, output_names, feeds, run_options=None):
+        """Internal (the JS bridge's path, not API): feeds and results are TensorData, unchecked
+        beyond the session's own feed checks. Users call run(), which needs no numpy either."""
         return self._run(output_names, self._check_feed_names(feeds), run_options)
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):

@@ -3,14 +3,18 @@ providers.
 
 Forms, by where a value lives (ir.ValueInfo.kind says which a value declares):
     run()'s feeds and results      ndarray | list of ndarrays | None (an empty optional)
+                                   (nnwasm.Tensor for ndarray without numpy: user_tensor.py)
     env (between partitions)       TensorData | Seq of TensorData | None
     the numpy provider             ndarray | Seq of ndarrays | None
 as onnxruntime's Python API takes and returns them. An optional holding a value is that value.
 """
-from . import dtypes
+import array
+
+from . import dtypes, user_tensor
 from .errors import InvalidArgument
 from .ir import ValueInfo
 from .tensor import TensorData
+from .user_tensor import Tensor, numpy_or_none
 
 SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE = "sequence", "optional", "optional sequence"
 
@@ -55,12 +59,18 @@ def from_numpy(v):
     return TensorData.from_numpy(v)
 
 
-def to_user(v):
-    """env form -> what run() returns (writable arrays, as onnxruntime's)."""
+def to_user(v, as_numpy=None):
+    """env form -> what run() returns: writable numpy arrays, as onnxruntime's, where numpy can be
+    imported; nnwasm.Tensor (user_tensor.py) where it can't. as_numpy: whether it can, if the
+    caller knows (a failed import is not cached: one try per run, not per output)."""
     if v is None:
         return None
+    if as_numpy is None:
+        as_numpy = numpy_or_none() is not None
     if isinstance(v, list):
-        return [to_user(t) for t in v]
+        return [to_user(t, as_numpy) for t in v]
+    if not as_numpy:
+        return Tensor._of(v if type(v) is TensorData else TensorData(v.dtype, v.shape, v.data))
     a = v.to_numpy()
     return a if a.flags.writeable else a.copy()
 
@@ -79,25 +89,37 @@ def from_user(name, value, vi):
         if not isinstance(value, (list, tuple)):
             raise InvalidArgument(f"input '{name}' is a {type(value).__name__}, but the model declares it "
                                   f"{ort_type(vi)}: feed a list of arrays")
-        seq = Seq(_tensor(f"{name}[{k}]", v, vi.dtype) for k, v in enumerate(value))
+        seq = Seq(_tensor(f"{name}[{k}]", v, vi.dtype, None) for k, v in enumerate(value))
         for k, t in enumerate(seq):
             if vi.dtype is not None and t.dtype != vi.dtype:
                 raise InvalidArgument(f"input '{name}' element {k} has type {t.dtype.ort_type}, expected "
                                       f"{vi.dtype.ort_type} (the model declares {ort_type(vi)})")
         return seq
-    t = _tensor(name, value, vi.dtype)
+    t = _tensor(name, value, vi.dtype, vi.shape)
     if is_optional(kind) and vi.dtype is not None and t.dtype != vi.dtype:   # tensors: the session checks
         raise InvalidArgument(f"input '{name}' has type {t.dtype.ort_type}, expected {vi.dtype.ort_type}")
     return t
 
 
-def _tensor(name, value, dtype):
-    """A tensor feed as TensorData; a list or a scalar becomes an array of the declared element
-    type, as in onnxruntime (a ragged list, such as arrays of different shapes fed where the model
-    declares a tensor, is InvalidArgument)."""
-    import numpy as np
+def _tensor(name, value, dtype, shape):
+    """A tensor feed as TensorData. numpy arrays as in onnxruntime; a list or a scalar becomes an
+    array of the declared element type, as in onnxruntime (a ragged list, such as arrays of
+    different shapes fed where the model declares a tensor, is InvalidArgument); an nnwasm.Tensor
+    as it is; a buffer (bytes, array.array, memoryview) takes the declared type and shape
+    (user_tensor.from_buffer). Without numpy, lists and scalars are converted in Python."""
     if value is None:
         raise InvalidArgument(f"input '{name}' is None, expected an array")
+    if isinstance(value, TensorData):   # OrtValues' and the JS bridge's form
+        return value
+    if isinstance(value, Tensor):
+        return value._td
+    if isinstance(value, (bytes, bytearray, memoryview, array.array)):
+        return user_tensor.from_buffer(f"input '{name}'", value, dtype, shape)
+    np = numpy_or_none()
+    if np is None:
+        if user_tensor.is_buffer(value):
+            return user_tensor.from_buffer(f"input '{name}'", value, dtype, shape)
+        return user_tensor.from_values(f"input '{name}'", value, dtype)
     if not isinstance(value, np.ndarray):
         want = dtypes.numpy_dtype(dtype) if dtype is not None and dtype.size else None
         try:

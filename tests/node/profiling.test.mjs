@@ -28,7 +28,7 @@ x = TensorData(dtypes.BY_NAME["float32"], (1, 4), bytes(16))
 traces = []
 for source in (model, nnwasm.compile_plan(model)):
     sess = nnwasm.InferenceSession(source, so)
-    sess.run_raw(None, {"x": x})
+    sess._run_raw(None, {"x": x})
     name = sess.end_profiling()
     with open(name) as f:
         traces.append([name, f.read()])

@@ -14,7 +14,7 @@ from .arity import ARITY
 from .attr_types import ATTRIBUTE_TYPES
 from .messages import AttributeProto as A
 from .messages import parse_model_proto
-from .tensors import sparse_tensor_data, tensor_data
+from .tensors import ExternalFiles, sparse_tensor_data, tensor_data
 
 MAX_SUBGRAPH_DEPTH = 64
 MAX_IR_VERSION = 64  # the newest is 14 (2025); larger numbers mean the bytes are not a model
@@ -51,11 +51,29 @@ def load_model(path_or_bytes):
     # rescanning them all made loading a 20,000-node graph 1.5-2x slower (measured here).
     gc_was_on = gc.isenabled()
     gc.disable()
+    if isinstance(model_dir, str):
+        model_dir = ExternalFiles(model_dir)   # each external file opened once for the load
     try:
         return _load(data, model_dir)
     finally:
+        if isinstance(model_dir, ExternalFiles):
+            model_dir.close()
         if gc_was_on:
             gc.enable()
+
+
+class ModelFile(bytes):
+    """A model file's bytes, read once (read_model_file), with the path they came from: loading
+    them finds external data beside it, as loading the path does."""
+    path = None
+
+
+def read_model_file(path):
+    """ModelFile of the file at path: the one read of a model (or plan) file a session makes."""
+    with open(path, "rb") as f:
+        data = ModelFile(f.read())
+    data.path = os.fspath(path)
+    return data
 
 
 def _load(data, model_dir):
@@ -99,6 +117,8 @@ def _denotations(vi):
 
 
 def _read(path_or_bytes):
+    if isinstance(path_or_bytes, ModelFile):
+        return path_or_bytes, os.path.dirname(os.path.abspath(path_or_bytes.path))
     if isinstance(path_or_bytes, bytes):   # external.ModelBytes carries its external data's sources
         return path_or_bytes, getattr(path_or_bytes, "external", None)
     if isinstance(path_or_bytes, (bytearray, memoryview)):

@@ -176,21 +176,46 @@ def _external_bytes(t, model_dir, label):
         raise InvalidModel(f"{label} has a non-integer external data offset or length") from None
     if isinstance(model_dir, ExternalSources):   # files a host gave (the JS shim's externalData)
         return model_dir.tensor_data(label, where, offset, length)
-    path = _safe_external_path(model_dir, where, label)
-    size = os.path.getsize(path)
-    if length is None:
-        length = size - offset
-    if offset < 0 or length < 0 or offset + length > size:
-        raise InvalidModel(f"{label}: external data at offset {offset}, length {length} does not fit "
-                           f"in '{where}' ({size} bytes)")
-    with open(path, "rb") as f:
+    files = model_dir if isinstance(model_dir, ExternalFiles) else ExternalFiles(model_dir)
+    try:
+        f = files.open(_safe_external_path(files.model_dir, where, label))
+        size = os.fstat(f.fileno()).st_size
+        if length is None:
+            length = size - offset
+        if offset < 0 or length < 0 or offset + length > size:
+            raise InvalidModel(f"{label}: external data at offset {offset}, length {length} does not fit "
+                               f"in '{where}' ({size} bytes)")
         f.seek(offset)
         data = f.read(length)
+    finally:
+        if files is not model_dir:
+            files.close()
     if len(data) != length:
         raise InvalidModel(f"{label}: external file '{where}' was truncated while reading")
     # "checksum" (the SHA-1 of the whole file, per onnx.proto) is not verified, as neither onnx nor
     # onnxruntime does: it would mean hashing a multi-GB file once per tensor.
     return data
+
+
+class ExternalFiles:
+    """The external data files of a model loaded from its folder, each opened once for the whole
+    load (load_model closes them): in JupyterLite every open() of a notebook file transfers the
+    whole file, so a file opened per tensor would be transferred once per tensor."""
+
+    def __init__(self, model_dir):
+        self.model_dir = model_dir
+        self.files = {}   # real path -> open file
+
+    def open(self, path):
+        f = self.files.get(path)
+        if f is None:
+            f = self.files[path] = open(path, "rb")
+        return f
+
+    def close(self):
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
 
 
 def _safe_external_path(model_dir, where, label):
