@@ -38,6 +38,7 @@ static struct {
   int32_t busy;     /* a job is running (a nested parallel_for runs serially) */
   int32_t prepared; /* helpers whose stacks and buffers exist */
   int32_t jobs;     /* jobs run on more than one thread (tests read it) */
+  int32_t ran[POOL_MAX + 1]; /* tiles each worker ran in jobs (tests read it) */
   nnw_task_fn fn;
   void *ctx;
   int32_t range, tile, tiles;
@@ -56,6 +57,7 @@ static void run_tiles(int32_t worker) {
     if (t >= pool.tiles) return;
     int32_t start = t * pool.tile, count = pool.range - start < pool.tile ? pool.range - start : pool.tile;
     pool.fn(pool.ctx, start, count, worker);
+    pool.ran[worker]++;
   }
 }
 
@@ -101,6 +103,9 @@ NNW_EXPORT int32_t nnw_pool_stack_top(int32_t w) {
 }
 
 NNW_EXPORT int32_t nnw_pool_jobs(void) { return pool.jobs; }
+
+/* tiles worker w ran in split jobs since the pool started */
+NNW_EXPORT int32_t nnw_pool_tiles(int32_t w) { return w >= 0 && w <= POOL_MAX ? pool.ran[w] : -1; }
 
 NNW_EXPORT int32_t nnw_pool_ready(void) { return LOAD(&pool.ready); }
 
