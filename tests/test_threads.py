@@ -62,10 +62,11 @@ def test_threads_start_and_default_stays_one():
     two.release()
 
 
-def test_matmul_model_same_bits_1_and_2_threads():
+@pytest.mark.parametrize("n", [2, 3])
+def test_matmul_model_same_bits_1_and_n_threads(n):
     model = matmul_model()
     x = np.random.default_rng(1).standard_normal((1, 96, 512)).astype(np.float32)
-    one, two = session(model, 1), session(model, 2)
+    one, two = session(model, 1), session(model, n)
     host = host_of(two)
     jobs = host.call("nnw_pool_jobs")
     a, b = one.run(None, {"x": x})[0], two.run(None, {"x": x})[0]
@@ -101,10 +102,18 @@ def test_zoo_same_bits_1_and_2_threads(name):
     two.release()
 
 
+def _rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def test_create_run_release_cycles_leave_no_threads():
+    """20 cycles with 2 threads (released, or dropped to the finalizer): no helper thread, no host
+    and no shared memory left (the resident size settles: each session touches ~10 MB of its own)."""
     model = matmul_model(layers=1)
     x = np.ones((1, 96, 512), np.float32)
     before = threading.active_count()
+    rss = []
     for i in range(20):
         s = session(model, 2)
         s.run(None, {"x": x})
@@ -112,9 +121,12 @@ def test_create_run_release_cycles_leave_no_threads():
             s.release()
         del s
         gc.collect()   # the finalizer stops the pool of a session not released
+        rss.append(_rss_mb())
     assert threads.live_threads() == 0
     assert threading.active_count() == before
     assert not [k for k in _HOSTS if k.startswith("simd+threads")]
+    print(f"\nresident MB per cycle: {[round(r) for r in rss]}")
+    assert rss[-1] - rss[4] < 20, f"resident size grew {rss[-1] - rss[4]:.1f} MB over 15 cycles: {rss}"
 
 
 def test_helper_that_fails_to_start_falls_back_to_one_thread(monkeypatch):

@@ -19,8 +19,8 @@ import wasmtime
 from wasmtime import _bindings as ffi
 from wasmtime import _ffi
 
-from . import _HOSTS, kernels_wasm_bytes
-from .wasmtime_host import HINTS, WasmtimeHost, _MAX_ARGS
+from . import _HOSTS
+from .wasmtime_host import HINTS, WasmtimeHost, _MAX_ARGS, compiled_module
 
 FILE = "kernels-threads.wasm"
 PAGES_MIN, PAGES_MAX = 64, 65536          # 4 MiB .. 4 GiB (build_kernels.THREADS_MAX_MEMORY)
@@ -51,11 +51,18 @@ class _SharedView:
         return self.shared.data_len()
 
 
-def _engine():
-    config = wasmtime.Config()
-    config.wasm_threads = True
-    config.shared_memory = True
-    return wasmtime.Engine(config)
+_compiled = None   # (engine, module): one per process, shared by every ThreadedHost (both thread-safe)
+
+
+def _engine_module(wasm_bytes):
+    global _compiled
+    if _compiled is None:
+        config = wasmtime.Config()
+        config.wasm_threads = True
+        config.shared_memory = True
+        engine = wasmtime.Engine(config)
+        _compiled = engine, compiled_module(engine, wasm_bytes)   # the disk cache, as kernels.wasm's
+    return _compiled
 
 
 def _instantiate(engine, module, shared):
@@ -68,8 +75,7 @@ def _instantiate(engine, module, shared):
 class ThreadedHost(WasmtimeHost):
     def __init__(self, threads):
         wasm_bytes = kernels_wasm_bytes_threads()
-        self.engine = _engine()
-        self.module = wasmtime.Module(self.engine, wasm_bytes)
+        self.engine, self.module = _engine_module(wasm_bytes)
         self.shared = _SharedMemory(self.engine, wasmtime.MemoryType(
             wasmtime.Limits(PAGES_MIN, PAGES_MAX), shared=True))
         self.lock = threading.RLock()
