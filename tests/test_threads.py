@@ -144,6 +144,19 @@ def test_helper_that_fails_to_start_falls_back_to_one_thread(monkeypatch):
     s.release()
 
 
+def test_no_shared_memory_falls_back_to_one_thread(monkeypatch):
+    def refuse(*_):
+        raise RuntimeError("no shared memory (test)")
+    monkeypatch.setattr(threads, "ThreadedHost", refuse)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = session(matmul_model(layers=1), 2)
+    assert [str(w.message) for w in caught if "thread pool" in str(w.message)] == [
+        "nnwasm: no thread pool (RuntimeError: no shared memory (test)); running on 1 thread"]
+    assert s.get_provider_assignment().kernels_flavour == "simd"
+    s.run(None, {"x": np.ones((1, 96, 512), np.float32)})
+
+
 def test_large_gemm_speedup():
     """One 512x1024x1024 MatMul, 1 and 2 threads interleaved, medians, with the process's CPU time
     over wall time (about 2 when both threads found a core) and the helper's share of the tiles.

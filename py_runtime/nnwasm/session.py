@@ -304,6 +304,8 @@ class InferenceSession:
         if n > 1 and wasm and sys.platform != "emscripten":
             from .host import threads
             key = threads.start_host(n)
+            if key is None:
+                return
             for p in wasm:
                 p.flavour = key
             self._release_threads = weakref.finalize(self, threads.release_host, key)

@@ -164,7 +164,11 @@ def kernels_wasm_bytes_threads():
 def start_host(threads):
     """A new ThreadedHost with `threads` threads (fewer after a failed start), registered in the
     host table under a key of its own: the session's providers use that key as their flavour."""
-    host = ThreadedHost(threads)
+    try:
+        host = ThreadedHost(threads)
+    except (wasmtime.WasmtimeError, RuntimeError, OSError) as e:   # no shared memory / threads here
+        warnings.warn(f"nnwasm: no thread pool ({type(e).__name__}: {e}); running on 1 thread", stacklevel=3)
+        return None
     key = f"simd+threads#{next(_ids)}"
     host.flavour = key
     _HOSTS[key] = host
