@@ -50,6 +50,18 @@ FLAVOURS = {
     "simd": (KERNELS_WASM, ["-msimd128"]),
     "relaxed": (KERNELS_WASM.with_name("kernels-relaxed.wasm"), ["-msimd128", "-mrelaxed-simd"]),
 }
+# `+threads` (docs/architecture.md, "The thread pool"): extra artefacts next to the flavours above, the
+# same C with atomics, importing a shared memory the host creates (env.memory, up to 4 GiB) and
+# exporting __stack_pointer (each helper instance sets its own C stack, threads/pool.c). Debian's
+# wasi-libc has no threads build: --no-check-features links its dlmalloc, sound because only the
+# calling thread's instance allocates.
+THREADS_MAX_MEMORY = 4 << 30
+THREAD_FLAVOURS = {
+    "simd+threads": (KERNELS_WASM.with_name("kernels-threads.wasm"),
+                     ["-msimd128", "-matomics", "-mbulk-memory", "-Wl,--import-memory,--shared-memory",
+                      f"-Wl,--max-memory={THREADS_MAX_MEMORY}", "-Wl,--no-check-features",
+                      "-Wl,--export=__stack_pointer"]),
+}
 GCC_LIB = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden"]
 GCC_TEST = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
 GCC_PORTABLE = ["-O1", "-DNNW_PORTABLE_C"]  # the plain-struct v4 of simd.h, for other compilers
@@ -112,22 +124,24 @@ def wasm_cmd(flavour, files, out, reactor=True):
     """The clang-19 command building `files` into `out` for a flavour (a reactor exporting what
     NNW_EXPORT marks, or a WASI command for the C tests): also for bench/speed's peak loop."""
     clang, _ = llvm19()
-    flags = FLAVOURS[flavour][1]
+    flags = {**FLAVOURS, **THREAD_FLAVOURS}[flavour][1]
     return [clang, *WARN, *CLANG_WASM, *flags, *(LINK_REACTOR if reactor else []), *map(str, files), "-o", str(out)]
 
 
-def check_imports(wasm):
+def check_imports(wasm, allowed=ALLOWED_IMPORTS):
     """The runtime gives kernels.wasm no imports (ALLOWED_IMPORTS): fail the build otherwise."""
     try:
         import wasmtime
     except ImportError:
         print("  (wasmtime not importable here: imports of kernels.wasm not checked)")
         return
-    module = wasmtime.Module.from_file(wasmtime.Engine(), str(wasm))
+    config = wasmtime.Config()
+    config.wasm_threads = config.shared_memory = True
+    module = wasmtime.Module.from_file(wasmtime.Engine(config), str(wasm))
     imports = {(i.module, i.name) for i in module.imports}
-    if imports - ALLOWED_IMPORTS:
-        raise BuildError(f"{wasm.name} imports {sorted(imports - ALLOWED_IMPORTS)}; only "
-                         f"{sorted(ALLOWED_IMPORTS)} is provided by the runtime")
+    if imports - allowed:
+        raise BuildError(f"{wasm.name} imports {sorted(imports - allowed)}; only "
+                         f"{sorted(allowed)} is provided by the runtime")
 
 
 def build_wasm(force):
@@ -136,6 +150,9 @@ def build_wasm(force):
     for flavour, (out, _) in FLAVOURS.items():
         if build(out.name, wasm_cmd(flavour, kernels, out), sources(KERNELS), out, force, env):
             check_imports(out)
+    for flavour, (out, _) in THREAD_FLAVOURS.items():
+        if build(out.name, wasm_cmd(flavour, kernels, out), sources(KERNELS), out, force, env):
+            check_imports(out, {("env", "memory")})
     for flavour in FLAVOURS:   # the C tests on each flavour's code (their tolerances hold for both)
         out = BUILD / "wasm" / ("test_kernels.wasm" if flavour == "simd" else f"test_kernels_{flavour}.wasm")
         cmd = wasm_cmd(flavour, kernels + c_files(TESTS), out, reactor=False)

@@ -104,6 +104,10 @@ extern int32_t nnw_host_hints;
 void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                  const float *b, ptrdiff_t ldb, float *y, ptrdiff_t ldy,
                  const struct nnw_epilogue *ep);
+/* the same, A's rows packed into pbuf (a thread pool worker's, threads/pool.h): the same bits */
+void nnw_gemm_nn_buf(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                     const float *b, ptrdiff_t ldb, float *y, ptrdiff_t ldy,
+                     const struct nnw_epilogue *ep, float *pbuf);
 
 
 /* Keeps clang from unrolling the loop that follows (conv/conv2d_dw*.c, q8/conv2d_dw.c). Cranelift

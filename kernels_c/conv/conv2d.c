@@ -12,6 +12,7 @@
 
 #include "conv2d.h"
 #include "simd.h"
+#include "threads/pool.h"
 
 void nnw_conv2d_decode(const int32_t *a, struct nnw_conv2d *p) {
   p->x = a[NNW_CONV2D_X];
@@ -190,6 +191,27 @@ static void im2col(const struct nnw_conv2d *p, const float *x, int32_t channels,
   }
 }
 
+/* Threads (threads/pool.h): a pointwise conv's GEMM split by output channels in blocks of four
+ * rows of A; each row takes the path one thread gives it (whole blocks of four, then the last
+ * tile's tail rows; the column blocking depends on n and k only): N threads give the bits of one. */
+#define PW_PARALLEL_MACS (1 << 19)
+
+struct pw_job {
+  int32_t mg, ohw, k;
+  const float *a, *x;
+  float *y;
+  struct nnw_epilogue ep;
+};
+
+static void pw_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct pw_job *job = ctx;
+  int32_t r0 = 4 * start, rows = job->mg - r0 < 4 * count ? job->mg - r0 : 4 * count;
+  struct nnw_epilogue e = job->ep;
+  if (e.c != NULL) e.c += r0 * e.c_rs;
+  nnw_gemm_nn_buf(rows, job->ohw, job->k, job->a + (size_t)r0 * job->k, job->k, 1, job->x, job->ohw,
+                  job->y + (size_t)r0 * job->ohw, job->ohw, &e, nnw_pool_pack_buf(worker));
+}
+
 void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
   struct nnw_conv2d p;
   nnw_conv2d_decode(args, &p);
@@ -223,6 +245,12 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
       struct nnw_epilogue ep = {1.0f, 1.0f, p.lo, p.hi, bias ? bias + g * mg : NULL, 1, 0};
       const float *a = wt + (size_t)g * mg * k;
       if (algo == NNW_CONV2D_POINTWISE) {
+        if (nnw_pool_threads() > 1 && mg >= 8 && (uint64_t)mg * ohw * k >= PW_PARALLEL_MACS) {
+          struct pw_job job = {mg, ohw, k, a, xg, yg, ep};
+          int32_t blocks = (mg + 3) / 4, threads = nnw_pool_threads();
+          nnw_parallel_for(blocks, (blocks + 2 * threads - 1) / (2 * threads), pw_task, &job);
+          continue;
+        }
         nnw_gemm_nn(mg, ohw, k, a, k, 1, xg, ohw, yg, ohw, &ep);
         continue;
       }

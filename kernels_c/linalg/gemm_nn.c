@@ -192,27 +192,33 @@ static NNW_ALWAYS_INLINE void tile_column(int32_t k, const float *pa, const floa
   for (int q = 0; q < MR; q++) y[(i + q) * ldy + j] = out[q];
 }
 
-/* row_block for four rows of A packed in nnw_pack_a_buf (n >= 4: narrower goes to tile_scalar) */
+/* row_block for four rows of A packed in pa (n >= 4: narrower goes to tile_scalar) */
 static void row_block_packed(int32_t k, int32_t j0, int32_t j1, const float *b,
                              ptrdiff_t ldb, float *y, ptrdiff_t ldy, int32_t i,
-                             const struct nnw_epilogue *ep) {
+                             const struct nnw_epilogue *ep, const float *pa) {
   int32_t j = j0;
   for (; j + 16 <= j1; j += 16) {
-    tile_wide(0, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
-    tile_wide(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
+    tile_wide(0, k, pa, b, ldb, y, ldy, i, j, ep);
+    tile_wide(1, k, pa, b, ldb, y, ldy, i, j, ep);
   }
-  for (; j + NR <= j1; j += NR) tile_packed(2, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
+  for (; j + NR <= j1; j += NR) tile_packed(2, k, pa, b, ldb, y, ldy, i, j, ep);
   if (j + 4 <= j1) {
-    tile_packed(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
+    tile_packed(1, k, pa, b, ldb, y, ldy, i, j, ep);
     j += 4;
   }
-  if (j + 1 == j1) tile_column(k, nnw_pack_a_buf, b, ldb, y, ldy, i, j, ep);
-  else if (j < j1) tile_packed(1, k, nnw_pack_a_buf, b, ldb, y, ldy, i, j1 - 4, ep); /* overlaps: same values */
+  if (j + 1 == j1) tile_column(k, pa, b, ldb, y, ldy, i, j, ep);
+  else if (j < j1) tile_packed(1, k, pa, b, ldb, y, ldy, i, j1 - 4, ep); /* overlaps: same values */
 }
 
 void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                  const float *b, ptrdiff_t ldb, float *y, ptrdiff_t ldy,
                  const struct nnw_epilogue *epilogue) {
+  nnw_gemm_nn_buf(m, n, k, a, a_rs, a_cs, b, ldb, y, ldy, epilogue, nnw_pack_a_buf);
+}
+
+void nnw_gemm_nn_buf(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                     const float *b, ptrdiff_t ldb, float *y, ptrdiff_t ldy,
+                     const struct nnw_epilogue *epilogue, float *pbuf) {
   /* a local copy: the compiler can keep it in registers, as no store to y may alias it */
   struct nnw_epilogue e = *epilogue;
   const struct nnw_epilogue *ep = &e;
@@ -231,8 +237,8 @@ void nnw_gemm_nn(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs
     int32_t i = 0;
     if (hinted && j1 - j0 >= PACK_MIN_COLS) {
       for (; i + MR <= m; i += MR) {
-        nnw_pack_a(MR, k, a, a_rs, a_cs, i);
-        row_block_packed(k, j0, j1, b, ldb, y, ldy, i, ep);
+        nnw_pack_a_into(pbuf, MR, k, a, a_rs, a_cs, i);
+        row_block_packed(k, j0, j1, b, ldb, y, ldy, i, ep, pbuf);
       }
     }
     for (; i + MR <= m; i += MR) row_block(4, n, k, j0, j1, a, a_rs, a_cs, b, ldb, y, ldy, i, ep);

@@ -10,6 +10,7 @@
 #include "gemm_packed.h"
 #include "pack_a.h"
 #include "simd.h"
+#include "threads/pool.h"
 #include "vmath.h"
 
 #define MR 4
@@ -152,14 +153,14 @@ static NNW_ALWAYS_INLINE void tile_pa(int32_t k, const float *pa, const float *b
 /* rows [0, rows4) (a multiple of 4) against the `full` columns of whole panels: A packed chunk by
  * chunk, each chunk against every panel (a panel still streams from L1 past a chunk's rows) */
 static NNW_ALWAYS_INLINE void packed_rows(int32_t rows4, int32_t full, int32_t k, const float *a, const float *bp,
-                                          float *y, const struct ep *e, int fin) {
+                                          float *y, const struct ep *e, int fin, float *pbuf) {
   int32_t chunk = nnw_pack_a_rows(k);
   for (int32_t c = 0; c < rows4; c += chunk) {
     int32_t rows = rows4 - c < chunk ? rows4 - c : chunk;
-    nnw_pack_a(rows, k, a, k, 1, c);
+    nnw_pack_a_into(pbuf, rows, k, a, k, 1, c);
     const float *b = bp;
     for (int32_t j = 0; j < full; j += NR, b += (size_t)NR * k) {
-      const float *pa = nnw_pack_a_buf;
+      const float *pa = pbuf;
       for (int32_t i = c; i < c + rows; i += MR, pa += (size_t)MR * k) tile_pa(k, pa, b, y, i, j, e, fin);
     }
   }
@@ -223,23 +224,17 @@ NNW_PANELS(residual, 1)
 #define NNW_PACKED(name, fin)                                                                       \
   static __attribute__((noinline)) void packed_##name(int32_t rows4, int32_t full, int32_t k,       \
                                                       const float *a, const float *bp, float *y,    \
-                                                      const struct ep *e) {                         \
-    packed_rows(rows4, full, k, a, bp, y, e, fin);                                                   \
+                                                      const struct ep *e, float *pbuf) {            \
+    packed_rows(rows4, full, k, a, bp, y, e, fin, pbuf);                                             \
   }
 NNW_PACKED(bias, 0)
 NNW_PACKED(residual, 1)
 NNW_PACKED(any, -1)
 #undef NNW_PACKED
 
-void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
-  struct gemm_packed p;
-  gp_decode(args, &p);
-  nnw_gemm_packed_cols(p.m, p.n, p.n, p.k, nnw_f32_at(arena, p.a), nnw_f32_at(arena, p.bp),
-                       nnw_f32_at(arena, p.bias), nnw_f32_at(arena, p.r), nnw_f32_at(arena, p.y), p.act, p.lo, p.hi);
-}
-
-void nnw_gemm_packed_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
-                          const float *bias, const float *r, float *y, int32_t act, float lo, float hi) {
+/* columns [0, cols) of y = act(A B + bias + r), y's rows ldy floats apart, A packed into pbuf */
+static void gemm_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
+                      const float *bias, const float *r, float *y, int32_t act, float lo, float hi, float *pbuf) {
   const struct ep e = {bias, r, ldy, act, lo, hi};
   int32_t i0 = 0; /* rows below i0 are done for every whole panel */
   /* The epilogue's shape is tested where each path is picked, not computed once into a fin: that
@@ -248,9 +243,9 @@ void nnw_gemm_packed_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const
   if ((nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) && nnw_pack_a_rows(k) > 0) {
     i0 = m / MR * MR;
     int32_t full = cols / NR * NR;
-    if (unclamped && act == 0 && e.r == NULL) packed_bias(i0, full, k, a, bp, y, &e);
-    else if (unclamped && act == 0) packed_residual(i0, full, k, a, bp, y, &e);
-    else packed_any(i0, full, k, a, bp, y, &e);
+    if (unclamped && act == 0 && e.r == NULL) packed_bias(i0, full, k, a, bp, y, &e, pbuf);
+    else if (unclamped && act == 0) packed_residual(i0, full, k, a, bp, y, &e, pbuf);
+    else packed_any(i0, full, k, a, bp, y, &e, pbuf);
   }
   if (unclamped && act == 0 && e.r == NULL)
     panels_bias(m, cols, k, a, bp, y, i0, &e);
@@ -258,4 +253,44 @@ void nnw_gemm_packed_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const
     panels_residual(m, cols, k, a, bp, y, i0, &e);
   else
     panels(m, cols, k, a, bp, y, i0, &e, -1);
+}
+
+/* Threads (threads/pool.h): y's columns split into tiles of whole 8-column panels, each tile's
+ * every output computed by gemm_cols exactly as one thread computes it (the row path depends on m
+ * and k only, the tail panel stays the last tile's): N threads give the bits of one. Products
+ * under GEMM_PARALLEL_MACS stay on the caller (waking a helper costs about as much). */
+#define GEMM_PARALLEL_MACS (1 << 19)
+
+struct cols_job {
+  struct gemm_packed p;
+  uint8_t *arena;
+};
+
+static void cols_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct cols_job *job = ctx;
+  const struct gemm_packed *p = &job->p;
+  int32_t j0 = start * NR, cols = p->n - j0 < count * NR ? p->n - j0 : count * NR;
+  const float *bias = nnw_f32_at(job->arena, p->bias), *r = nnw_f32_at(job->arena, p->r);
+  gemm_cols(p->m, cols, p->n, p->k, nnw_f32_at(job->arena, p->a), nnw_f32_at(job->arena, p->bp) + (size_t)j0 * p->k,
+            bias != NULL ? bias + j0 : NULL, r != NULL ? r + j0 : NULL, nnw_f32_at(job->arena, p->y) + j0, p->act,
+            p->lo, p->hi, nnw_pool_pack_buf(worker));
+}
+
+void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
+  struct gemm_packed p;
+  gp_decode(args, &p);
+  int32_t threads = nnw_pool_threads(), npanels = (p.n + NR - 1) / NR;
+  if (threads > 1 && npanels > 1 && (uint64_t)p.m * (uint64_t)p.n * (uint64_t)p.k >= GEMM_PARALLEL_MACS) {
+    struct cols_job job = {p, arena};
+    int32_t tile = (npanels + 2 * threads - 1) / (2 * threads); /* two tiles a thread */
+    nnw_parallel_for(npanels, tile, cols_task, &job);
+    return;
+  }
+  nnw_gemm_packed_cols(p.m, p.n, p.n, p.k, nnw_f32_at(arena, p.a), nnw_f32_at(arena, p.bp),
+                       nnw_f32_at(arena, p.bias), nnw_f32_at(arena, p.r), nnw_f32_at(arena, p.y), p.act, p.lo, p.hi);
+}
+
+void nnw_gemm_packed_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
+                          const float *bias, const float *r, float *y, int32_t act, float lo, float hi) {
+  gemm_cols(m, cols, ldy, k, a, bp, bias, r, y, act, lo, hi, nnw_pack_a_buf);
 }

@@ -7,7 +7,10 @@
 float nnw_pack_a_buf[NNW_PACK_A_FLOATS] __attribute__((aligned(16)));
 
 void nnw_pack_a(int32_t rows, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, int32_t i) {
-  float *dst = nnw_pack_a_buf;
+  nnw_pack_a_into(nnw_pack_a_buf, rows, k, a, a_rs, a_cs, i);
+}
+
+void nnw_pack_a_into(float *dst, int32_t rows, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, int32_t i) {
   for (int32_t r0 = 0; r0 < rows; r0 += 4, dst += (size_t)4 * k) {
     const float *a0 = a + (i + r0) * a_rs, *a1 = a0 + a_rs, *a2 = a1 + a_rs, *a3 = a2 + a_rs;
     int32_t kk = 0;

@@ -19,4 +19,6 @@ static inline int32_t nnw_pack_a_rows(int32_t k) {
 
 /* rows [i, i + rows) of A (rows a multiple of 4, rows * k <= NNW_PACK_A_FLOATS) into the buffer */
 void nnw_pack_a(int32_t rows, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, int32_t i);
+/* the same into another buffer of NNW_PACK_A_FLOATS (a pool helper's, threads/pool.h) */
+void nnw_pack_a_into(float *dst, int32_t rows, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, int32_t i);
 #endif

@@ -12,7 +12,9 @@ A .nnwp plan file (recognised by its magic) gives a PlanSession instead: plan_se
 """
 import gc
 import os
+import sys
 import threading
+import weakref
 from collections import OrderedDict
 
 from . import optimizer, passes, symbolic
@@ -292,6 +294,7 @@ class InferenceSession:
         self._profiler = prof = self._new_profiler()
         t0 = prof and prof.clock()
         self._providers = _resolve_providers(providers, provider_options, self._sess_options)
+        self._start_threads()
         self._fallback_enabled = True
         self._path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
         source = self._take_read(path_or_bytes)
@@ -308,6 +311,27 @@ class InferenceSession:
         self._build(model)
         if prof:
             prof.session("session_initialization", t0)
+
+    def _start_threads(self):
+        """intra_op_num_threads > 1 on the simd flavour in CPython: a kernels.wasm of its own with a
+        thread pool (host/threads.py), stopped by release() or when the session is collected."""
+        self._release_threads = None
+        n = self._sess_options.intra_op_num_threads
+        wasm = [p for p in self._providers if getattr(p, "flavour", None) == "simd"]
+        if n > 1 and wasm and sys.platform != "emscripten":
+            from .host import threads
+            key = threads.start_host(n)
+            if key is None:
+                return
+            for p in wasm:
+                p.flavour = key
+            self._release_threads = weakref.finalize(self, threads.release_host, key)
+
+    def release(self):
+        """Stops the session's helper threads and frees its kernels.wasm (intra_op_num_threads > 1);
+        the session can't run afterwards. Without threads, a no-op."""
+        if self._release_threads is not None:
+            self._release_threads()
 
     def _load(self):
         """The model as loaded, with SessionOptions' initializers and free dimension overrides."""
