@@ -119,6 +119,16 @@ void load_patches(int opcode, const int32_t *base, int n, uint32_t arena_bytes, 
     load_patched(rows[r].what, opcode, base, n, rows[r].arg, rows[r].value, arena_bytes, rows[r].want);
 }
 
+int op_status(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes) {
+  int32_t words[128];
+  int n = op_words(words, opcode, args, n_args);
+  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
+  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
+  if (status == NNW_OK) status = nnw_plan_run(p.bytes, arena);
+  plan_free(&p);
+  return status;
+}
+
 int run_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes) {
   int32_t words[128];
   int n = op_words(words, opcode, args, n_args);

@@ -39,6 +39,10 @@ struct plan plan_build(const int32_t *init, uint32_t init_words, const int32_t *
                        uint32_t weights_bytes);
 void plan_free(struct plan *p);
 
+/* Builds the one-op plan, loads and runs it; returns the load status, or else the run status,
+ * recording no expectation (for run-time refusals such as NNW_BAD_INDEX). */
+int op_status(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes);
+
 /* Builds the one-op plan, loads (expecting NNW_OK) and runs it; returns the load status. */
 int run_op(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes);
 

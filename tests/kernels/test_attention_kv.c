@@ -10,16 +10,6 @@
 #include "harness.h"
 #include "tests.h"
 
-static int load_and_run(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes) {
-  int32_t words[96];
-  int n = op_words(words, opcode, args, n_args);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  if (status == NNW_OK) status = nnw_plan_run(p.bytes, arena);
-  plan_free(&p);
-  return status;
-}
-
 static void put_i32(uint8_t *arena, int32_t off, const int32_t *v, int n) { memcpy(arena + off, v, 4 * (size_t)n); }
 
 /* ---- kv_append ---- */
@@ -40,7 +30,7 @@ static void kv_append_case(int batch, int heads, int p, int s, int d, int t, int
   put_i32(arena, off[2], lens, batch);
   int32_t args[NNW_KV_APPEND_NARGS] = {p ? off[0] : -1, off[1], with_lens ? off[2] : -1, off[3], batch, heads, p, t, s, d,
                                        x_bs, x_rs, x_hs, 0};
-  int status = load_and_run(NNW_OP_KV_APPEND, args, NNW_KV_APPEND_NARGS, arena, ab);
+  int status = op_status(NNW_OP_KV_APPEND, args, NNW_KV_APPEND_NARGS, arena, ab);
   int ok = status == NNW_OK;
   for (int b = 0; ok && b < batch; b++)
     for (int h = 0; h < heads; h++)
@@ -57,7 +47,7 @@ static void kv_append_case(int batch, int heads, int p, int s, int d, int t, int
     lens[batch - 1] = p + 1;
     put_i32(arena, off[2], lens, batch);
     memset(y, 0x55, 4 * yn);
-    status = load_and_run(NNW_OP_KV_APPEND, args, NNW_KV_APPEND_NARGS, arena, ab);
+    status = op_status(NNW_OP_KV_APPEND, args, NNW_KV_APPEND_NARGS, arena, ab);
     int untouched = 1;
     for (size_t i = 0; i < 4 * yn; i++) untouched &= ((uint8_t *)y)[i] == 0x55;
     expect(status == NNW_BAD_INDEX && untouched, "kv_append length %d of %d: status %d", p + 1, p, status);
@@ -94,7 +84,7 @@ static void rope_case(int batch, int s, int heads, int d, int half, int interlea
   int32_t args[NNW_ROPE_NARGS] = {off[0], with_bias ? off[1] : -1, half ? off[2] : -1, half ? off[3] : -1, off[4],
                                   with_pos ? off[5] : -1, off[6], batch, s, heads, d, half, half ? max_pos : 0,
                                   x_bs, x_rs, x_hs, 1, s, interleaved};
-  int status = load_and_run(NNW_OP_ROPE, args, NNW_ROPE_NARGS, arena, ab);
+  int status = op_status(NNW_OP_ROPE, args, NNW_ROPE_NARGS, arena, ab);
   double *want = malloc(8 * xn);
   for (int b = 0; b < batch; b++)
     for (int i = 0; i < s; i++) {
@@ -120,7 +110,7 @@ static void rope_case(int batch, int s, int heads, int d, int half, int interlea
   if (half && !with_pos) { /* a position past the table: NNW_BAD_INDEX */
     lens[0] = max_pos;
     put_i32(arena, off[4], lens, batch);
-    status = load_and_run(NNW_OP_ROPE, args, NNW_ROPE_NARGS, arena, ab);
+    status = op_status(NNW_OP_ROPE, args, NNW_ROPE_NARGS, arena, ab);
     expect(status == NNW_BAD_INDEX, "%s: position %d of %d gives %d", name, max_pos + 1, max_pos, status);
   }
   free(want);
@@ -173,7 +163,7 @@ static void akv_case(const struct akv_case *c) {
       c->masks & 8 ? off[6] : -1, c->causal == 1 ? off[7] : -1, c->sink ? off[8] : -1, off[9], off[10],
       B, H, G, S, T, D, DV, q_bs, q_rs, q_hs, G * T * D, T * D, D, G * T * DV, T * DV, DV, S * H * DV, H * DV, DV,
       S * T, 0, T, T, 0, c->causal, c0, 1 - S, c->window, 0, f32_bits(scale), f32_bits(cap), f32_bits(mv)};
-  int status = load_and_run(NNW_OP_ATTENTION_KV, args, NNW_ATTENTION_KV_NARGS, arena, ab);
+  int status = op_status(NNW_OP_ATTENTION_KV, args, NNW_ATTENTION_KV_NARGS, arena, ab);
   double *want = malloc(8 * yn), *mag = malloc(8 * yn), *p = malloc(8 * (size_t)T);
   for (int b = 0; b < B; b++)
     for (int i = 0; i < S; i++)
@@ -223,7 +213,7 @@ static void akv_case(const struct akv_case *c) {
   if (c->causal == 1) { /* seqlens_k past the cache: NNW_BAD_INDEX */
     lens[0] = T;
     put_i32(arena, off[7], lens, B);
-    status = load_and_run(NNW_OP_ATTENTION_KV, args, NNW_ATTENTION_KV_NARGS, arena, ab);
+    status = op_status(NNW_OP_ATTENTION_KV, args, NNW_ATTENTION_KV_NARGS, arena, ab);
     expect(status == NNW_BAD_INDEX, "%s: seqlens %d of %d gives %d", name, T, T, status);
   }
   free(want);

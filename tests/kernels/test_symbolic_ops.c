@@ -6,17 +6,6 @@
 #include "harness.h"
 #include "tests.h"
 
-/* the status of loading and running a one-op plan, no expectation recorded (bad indices stop runs) */
-static int status_of(int opcode, const int32_t *args, int n_args, uint8_t *arena, uint32_t arena_bytes) {
-  int32_t words[64];
-  int n = op_words(words, opcode, args, n_args);
-  struct plan p = plan_build(NULL, 0, words, (uint32_t)n, arena_bytes, NULL, 0);
-  int status = nnw_plan_load(p.bytes, p.size, arena, arena_bytes, NULL);
-  if (status == NNW_OK) status = nnw_plan_run(p.bytes, arena);
-  plan_free(&p);
-  return status;
-}
-
 static void range_case(int32_t dtype, int32_t n, int32_t start, int32_t delta) {
   int size = dtype == 1 ? 8 : 4;
   uint32_t arena_bytes = 8 + (uint32_t)(n * size);
@@ -73,7 +62,7 @@ static void scatter_case(int32_t k, int32_t rows, int bad) {
   }
   int32_t args[NNW_SCATTER_ND_NARGS] = {off[0], off[1], off[2], 4, rows, k, inner, 1, 1, 1, 1, 1, 1};
   for (int j = 0; j < k; j++) args[NNW_SCATTER_ND_D0 + j] = dims[j];
-  int status = status_of(NNW_OP_SCATTER_ND, args, NNW_SCATTER_ND_NARGS, arena, arena_bytes);
+  int status = op_status(NNW_OP_SCATTER_ND, args, NNW_SCATTER_ND_NARGS, arena, arena_bytes);
   expect(status == (bad ? NNW_BAD_INDEX : NNW_OK) && memcmp(y, want, sizeof want) == 0,
          "scatter_nd k %d rows %d bad %d: status %d", k, rows, bad, status);
   if (!bad) {
