@@ -38,7 +38,7 @@ class WasmRunner:
         self.arena_bytes = arena_bytes
         self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
         self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
-        self._eval = None   # symbolic.compile_values of the arena size, sym words and fills
+        self._eval = None   # symbolic.compile_stores: stores the sym words, returns the arena size and fills
         self._io_eval = self._io_dims = self._io_cache = None   # the same for input and output places (_io)
         self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
         with host.lock:
@@ -200,9 +200,6 @@ class WasmRunner:
     def close(self):
         self._finalizer()
 
-
-def _i32(w):
-    return w - (1 << 32) if w >= (1 << 31) else w
 
 
 def _nbytes(data):

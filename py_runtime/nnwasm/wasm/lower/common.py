@@ -11,6 +11,11 @@ def tensors(node):
     return [n for n in node.inputs if n] + [n for n in node.outputs if n]
 
 
+def consts(node, g):
+    """The node's inputs as TensorData where they are initializers, else None (S.const_ints' view)."""
+    return [g.initializers.get(n) if n else None for n in node.inputs]
+
+
 def f32(check):
     """The check, for a node whose every input and output is float32 (the compute kernels' type)."""
     def wrapped(node, g):

@@ -5,12 +5,8 @@ from ...ops import indexing as ix
 from ...tensor import numel
 from ...ops import shapes as S
 from . import views
+from .common import consts
 from .tables import PAD, axis_table, emit_gather_axes, fits, scalar_tensor, strides
-
-
-def consts(node, g):
-    """The node's inputs as TensorData where they are initializers, else None (S.const_ints' view)."""
-    return [g.initializers.get(n) if n else None for n in node.inputs]
 
 
 def shape(g, name):

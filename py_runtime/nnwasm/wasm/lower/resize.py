@@ -9,7 +9,8 @@ import struct
 from ...dtypes import FLOAT32
 from ...ops import resize as R
 from ...tensor import TensorData, numel
-from .reindex import consts, shape
+from .common import consts
+from .reindex import shape
 from .tables import axis_table, emit_gather_axes, fits, int32_tensor, strides
 
 

@@ -10,6 +10,7 @@ from ...ops import indexing as ix
 from ...ops import shapes as S
 from ...symbolic import Sym
 from ...tensor import SymTensor, numel
+from .common import consts
 from .tables import strides
 
 MAX_RANK = 6   # the transpose kernel's
@@ -19,17 +20,13 @@ def symbolic(node, g):
     """Whether a shape or a constant argument (a Slice's starts) of the node is an expression of dims."""
     if any(isinstance(d, Sym) for n in (node.inputs[0], node.outputs[0]) for d in g.values[n].shape):
         return True
-    return any(isinstance(t, SymTensor) and any(isinstance(v, Sym) for v in t.values) for t in _consts(node, g))
-
-
-def _consts(node, g):
-    return [g.initializers.get(n) if n else None for n in node.inputs]
+    return any(isinstance(t, SymTensor) and any(isinstance(v, Sym) for v in t.values) for t in consts(node, g))
 
 
 def slice_view(node, g):
     """(dims, element strides, element offset) of the Slice as a view of x, or why it is not one."""
     xs = tuple(g.values[node.inputs[0]].shape)
-    starts, ends, axes, steps, known = ix.slice_args(node, _consts(node, g))
+    starts, ends, axes, steps, known = ix.slice_args(node, consts(node, g))
     if not known or starts is None or ends is None:
         return "starts, ends, axes and steps must be constants or expressions of the input dims"
     st = strides(xs)
@@ -52,7 +49,7 @@ def split_views(node, g):
     """[(dims, element strides, element offset)] of each output of a Split, or why not."""
     xs = tuple(g.values[node.inputs[0]].shape)
     a = S.axis(node, node.attr("axis", 0), len(xs))
-    split, known = ix._split_arg(node, _consts(node, g))
+    split, known = ix._split_arg(node, consts(node, g))
     if not known:
         return "split sizes must be constants"
     st, at, out = strides(xs), 0, []
