@@ -9,6 +9,7 @@ import struct
 
 from ...dtypes import BY_NAME
 from ...tensor import TensorData, numel
+from .movement import lower_copy
 from .tables import MAX_RANK, PAD, int32_tensor, scalar_tensor
 
 MAX_ELEMENTS = 1 << 20
@@ -83,8 +84,7 @@ def lower_scatter_nd(node, b):
 def _lower_runtime(node, b):
     data, idx, upd, y = node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]
     ds, ishape, esize = b.shape(data), b.shape(idx), b.dtype(y).size
-    nbytes = b.nbytes(y)
-    b.emit("copy2d", src=b.ref(data), dst=b.ref(y), rows=1, row_bytes=nbytes, src_stride=nbytes, dst_stride=nbytes)
+    lower_copy(node, b)   # y = data (its inputs[0] and outputs[0]), then the scattered rows
     k = ishape[-1]
     rows = numel(ishape[:-1])
     if rows == 0:
