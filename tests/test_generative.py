@@ -153,6 +153,11 @@ def test_bad_past_is_a_clear_error_and_the_session_survives(name, config):
 
 # --- Node: the same generation through web/nnwasm.mjs, run once for all ---------------------------
 
+# run again with preferredOutputLocation "wasm" for their present outputs (generative.test.mjs):
+# a merged decoder (If), GroupQueryAttention, and an encoder-decoder's cross-attention past
+KEPT_IN_NODE = ["llama_merged", "genai_llama_int4", "whisper_merged"]
+
+
 @pytest.fixture(scope="module")
 def node_gen(tmp_path_factory):
     """Runs tests/node/generative.test.mjs over the built models; returns {model: (status, detail, ms,
@@ -166,7 +171,9 @@ def node_gen(tmp_path_factory):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
     spec = tmp_path_factory.mktemp("node_gen") / "genzoo.json"
-    spec.write_text(json.dumps({"dir": str(build_genzoo.genzoo_dir()), "models": names, "record": str(spec.parent)}))
+    kept = [n for n in KEPT_IN_NODE if n in names]
+    spec.write_text(json.dumps({"dir": str(build_genzoo.genzoo_dir()), "models": names, "record": str(spec.parent),
+                                "kept": kept}))
     env = {**os.environ, "NNWASM_GENZOO_SPEC": str(spec), "NNWASM_DIST_URL": (ROOT / "dist" / "web").as_uri() + "/"}
     proc = subprocess.run([node, "--test", "--test-reporter=tap", "tests/node/generative.test.mjs"], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1800)
@@ -175,6 +182,10 @@ def node_gen(tmp_path_factory):
     missing = [n for n in names if n not in results]
     assert not missing, f"generative.test.mjs reported nothing for {missing}:\n{out[-6000:]}"
     times = dict(re.findall(r"^\s*# gen-time (\S+) (\S+)$", out, re.M))
+    for name in kept:   # the present kept in the session's memory, in this thread and the proxy worker
+        for case in (name, f"{name}-proxy"):
+            assert re.search(rf"^\s*# kept-result {re.escape(case)} ok$", out, re.M), \
+                f"generative.test.mjs: {case} with preferredOutputLocation 'wasm' failed:\n{out[-6000:]}"
     return {m: (s, d, times.get(m), spec.parent / f"{m}.json") for m, (s, d) in results.items()}
 
 

@@ -86,8 +86,10 @@ function isOnnxURL(arg) {
 }
 
 function isTensorLike(value) {
-  return value !== null && typeof value === "object" && typeof value.type === "string" &&
-    Array.isArray(value.dims) && value.data !== undefined;
+  if (value === null || typeof value !== "object" || typeof value.type !== "string" || !Array.isArray(value.dims)) return false;
+  // a tensor whose data is elsewhere ("wasm", or a GPU's) throws for .data: the session says why
+  const onCpu = value.location === undefined || value.location === "cpu" || value.location === "cpu-pinned";
+  return !onCpu || value.data !== undefined;
 }
 
 export class InferenceSession {

@@ -1,5 +1,5 @@
 // The protocol between proxy-session.mjs (the calling thread) and proxy-worker.mjs (the worker
-// holding Pyodide and plan sessions), for env.wasm.proxy. A typed union of six requests; each has an id, and the
+// holding Pyodide and plan sessions), for env.wasm.proxy. A typed union of seven requests; each has an id, and the
 // worker answers each with the same type and id and either `out` or `err`, in any order.
 //
 //   type      in (calling thread -> worker)                 out (worker -> calling thread)
@@ -11,28 +11,32 @@
 //              kernelsURLs: string[], enableProfiling}    load); handle is "plan:<n>". No Pyodide boot
 //   "run"     {handle, feeds: WireTensor[], outputNames,   {outputs: WireTensor[]}
 //              loadNumpy}
+//   "tensor"  {key, action: "download" | "dispose"}        {data: Uint8Array} for download (the
+//                                                            worker's copy goes), {} for dispose
 //   "profile" {handle, action: "start" | "end"}            {} for start; {events} for end
 //   "release" {handle}                                     {}
 //
 // err (any type) is {name, message, pythonType?, pythonTraceback?}: the Error the call threw in
 // the worker, rebuilt by errorFromWire with the same name and message as in non-proxy mode.
-// WireTensor is [name, type, dims, data]; data is a typed array, or whatever a tensor of an
-// unsupported type holds, so that the worker reports it exactly as PyodideSession would.
+// WireTensor is [name, type, dims, data, key]; data is a typed array, or whatever a tensor of an
+// unsupported type holds, so that the worker reports it exactly as PyodideSession would; key
+// (else 0) names a tensor of location "wasm" the worker keeps (preferredOutputLocation), data null.
 // loadNumpy travels with every create and run because env.loadNumpy is read at each call.
 
 /**
- * @typedef {[string, string, number[], ArrayBufferView | unknown[]]} WireTensor
+ * @typedef {[string, string, number[], ArrayBufferView | unknown[] | null, number]} WireTensor
  * @typedef {{name: string, message: string, pythonType?: string, pythonTraceback?: string}} WireError
  * @typedef {{type: "init", id: number, in: {config: object}}
  *   | {type: "create", id: number, in: {model: Uint8Array, providers: string[] | null, settings: object, loadNumpy: boolean}}
  *   | {type: "plan", id: number, in: {model: Uint8Array, kernelsURLs: string[], enableProfiling: boolean}}
  *   | {type: "run", id: number, in: {handle: number, feeds: WireTensor[], outputNames: string[] | null, loadNumpy: boolean}}
+ *   | {type: "tensor", id: number, in: {key: number, action: "download" | "dispose"}}
  *   | {type: "profile", id: number, in: {handle: number | string, action: "start" | "end"}}
  *   | {type: "release", id: number, in: {handle: number}}} Request
  * @typedef {{type: Request["type"], id: number, out: object} | {type: Request["type"], id: number, err: WireError}} Answer
  */
 
-export const REQUEST_TYPES = Object.freeze(["init", "create", "plan", "run", "profile", "release"]);
+export const REQUEST_TYPES = Object.freeze(["init", "create", "plan", "run", "tensor", "profile", "release"]);
 
 /** The ArrayBuffers a request's `in` or an answer's `out` hands over rather than copies: model
  * bytes and tensor data. Every one of them must be a fresh buffer only this message refers to. */
@@ -40,6 +44,7 @@ export function transferables(type, payload) {
   let views = [];
   if (type === "create" || type === "plan") views = [payload.model];
   else if (type === "run") views = (payload.feeds ?? payload.outputs).map(([, , , data]) => data);
+  else if (type === "tensor" && payload.data) views = [payload.data];
   const buffers = new Set(); // a buffer listed twice is a DataCloneError
   for (const view of views) {
     if (!ArrayBuffer.isView(view) || !(view.buffer instanceof ArrayBuffer)) continue;

@@ -22,6 +22,21 @@ async function spawn() {
   }
 }
 
+/** Where a "wasm" tensor of a worker's session is (tensor.mjs's `kept`). */
+function keptInWorker(link, key) {
+  return {
+    key,
+    owner: link,
+    download: async () => {
+      const { data } = await link.request("tensor", { key, action: "download" });
+      return data.buffer.byteLength === data.byteLength ? data.buffer : data.slice().buffer;
+    },
+    dispose: () => {
+      if (!link.stopped) link.request("tensor", { key, action: "dispose" }).catch(() => {});
+    },
+  };
+}
+
 /** The one worker and the calls waiting on it. */
 class WorkerLink {
   #worker;              // Promise<Worker>
@@ -167,9 +182,17 @@ export class ProxySession {
 
   /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}. */
   async run(feeds, outputNames) {
-    const wire = feeds.map(([name, t]) => [name, t.type, [...t.dims], ownedBytes(t.data)]);
-    const { outputs } = await this.#link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
-    return Object.fromEntries(outputs.map(([name, type, dims, data]) => [name, new Tensor(type, data, dims)]));
+    const link = this.#link;
+    const wire = [];
+    for (const [name, t] of feeds) {
+      if (t.location === "none") throw new TypeError(`input '${name}': the tensor was disposed`);
+      const kept = Tensor._keptOf(t); // a "wasm" tensor the worker keeps goes by its key
+      if (kept?.owner === link) wire.push([name, t.type, [...t.dims], null, kept.key]);
+      else wire.push([name, t.type, [...t.dims], kept ? new Uint8Array(await kept.download()) : ownedBytes(t.data), 0]);
+    }
+    const { outputs } = await link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
+    return Object.fromEntries(outputs.map(([name, type, dims, data, key]) =>
+      [name, key ? Tensor._kept(type, dims, keptInWorker(link, key)) : new Tensor(type, data, dims)]));
   }
 
   async startProfiling() {

@@ -13,6 +13,14 @@ const port = typeof WorkerGlobalScope !== "undefined" ? self : (await import("no
 
 const sessions = new Map(); // handle -> PyodideSession, or PlanSession under "plan:<n>"
 let plans = 0;
+const kept = new Map(); // key -> a "wasm" Tensor of a session here, which the calling thread holds by key
+let keys = 0;
+
+function keptTensor(key) {
+  const t = kept.get(key);
+  if (t === undefined) throw new Error("nnwasm proxy worker: this tensor's data was disposed");
+  return t;
+}
 
 function sessionFor(handle) {
   const session = sessions.get(handle);
@@ -55,10 +63,29 @@ const HANDLERS = {
 
   async run({ handle, feeds, outputNames, loadNumpy }) {
     env.loadNumpy = loadNumpy;
-    // Both sessions read a feed's type, dims and data only; data arrives as its bytes.
-    const tensors = feeds.map(([name, type, dims, data]) => [name, { type, dims, data }]);
+    // Both sessions read a feed's type, dims and data only; data arrives as its bytes, or as the
+    // key of a tensor kept here.
+    const tensors = feeds.map(([name, type, dims, data, key]) => [name, key ? keptTensor(key) : { type, dims, data }]);
     const out = await sessionFor(handle).run(tensors, outputNames);
-    return { outputs: Object.entries(out).map(([name, t]) => [name, t.type, [...t.dims], t.data]) };
+    return {
+      outputs: Object.entries(out).map(([name, t]) => {
+        if (t.location !== "wasm") return [name, t.type, [...t.dims], t.data, 0];
+        kept.set(++keys, t);
+        return [name, t.type, [...t.dims], null, keys];
+      }),
+    };
+  },
+
+  // a kept tensor's data, downloaded ({data}), or freed
+  async tensor({ key, action }) {
+    const t = keptTensor(key);
+    kept.delete(key);
+    if (action === "download") {
+      const data = await t.getData(true);
+      return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+    }
+    t.dispose();
+    return {};
   },
 
   profile({ handle, action }) {

@@ -66,6 +66,25 @@ function metadata(values) {
   }));
 }
 
+/** Whether preferredOutputLocation (session-options.mjs: null, "wasm", or {name: location}) keeps
+ * output `name` in the session's memory. */
+export function keptOutput(location, name) {
+  return location === "wasm" || (location !== null && typeof location === "object" && location[name] === "wasm");
+}
+
+/** A feed as the bridge takes it: the id of a tensor this runtime keeps, or its bytes (a tensor
+ * kept elsewhere, say by a proxy worker, is downloaded). */
+export async function feedData(tensor, name, owner) {
+  const kept = Tensor._keptOf(tensor);
+  if (kept !== undefined) return kept.owner === owner ? kept.key : new Uint8Array(await kept.download());
+  if (tensor.location === "none") throw new TypeError(`input '${name}': the tensor was disposed`);
+  if (tensor.location !== undefined && tensor.location !== "cpu" && tensor.location !== "cpu-pinned") {
+    throw new TypeError(`input '${name}': a tensor on '${tensor.location}' cannot be fed to nnwasm (it takes CPU ` +
+                        `tensors and its own "wasm" ones)`);
+  }
+  return asBytes(tensor, name);
+}
+
 function asBytes(tensor, name) {
   const data = tensor.data;
   if (!ArrayBuffer.isView(data)) {
@@ -109,10 +128,10 @@ export class PyodideSession {
     // files whose every initializer a plan now holds are closed (their buffers dropped) now
     closeReaders(readers, info.externalPending);
     const open = readers && Object.fromEntries(Object.entries(readers).filter(([l]) => info.externalPending.includes(l)));
-    return new PyodideSession(runtime, info, performance.now() - t0, open);
+    return new PyodideSession(runtime, info, performance.now() - t0, open, settings);
   }
 
-  constructor(runtime, info, createMs, readers = null) {
+  constructor(runtime, info, createMs, readers = null, settings = {}) {
     this.readers = readers; // the external data files still open, closed by release()
     this.runtime = runtime;
     this.bridge = runtime.bridge;
@@ -123,9 +142,12 @@ export class PyodideSession {
     this.providerAssignment = info.assignment.map(([node, opType, provider]) => ({ node, opType, provider }));
     this.kernelsFlavour = info.kernelsFlavour;
     this.timings = { bootMs: runtime.bootMs, createMs };
+    this.preferredOutputLocation = settings.preferredOutputLocation ?? null;
   }
 
-  /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}.
+  /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}:
+   * outputs preferredOutputLocation puts on "wasm" stay in the Python session's memory (a
+   * decoder's present key/values: fed back as the next past, they never cross to JS).
    * (Models with symbolic input dims compile at their first run with each shape, so that is
    * where a need for numpy can show.) */
   async run(feeds, outputNames) {
@@ -134,17 +156,34 @@ export class PyodideSession {
       names.push(name);
       types.push(tensor.type);
       dims.push([...tensor.dims]);
-      buffers.push(asBytes(tensor, name));
+      buffers.push(await feedData(tensor, name, this.runtime));
     }
+    const wanted = outputNames ?? this.outputMetadata.map((m) => m.name);
+    const keep = wanted.filter((name) => keptOutput(this.preferredOutputLocation, name));
     const results = await withNumpyFallback(this.runtime, () =>
-      callPython(this.bridge, this.bridge.run, this.handle, names, types, dims, buffers, outputNames ?? undefined));
+      callPython(this.bridge, this.bridge.run, this.handle, names, types, dims, buffers, outputNames ?? undefined,
+                 keep.length ? keep : undefined));
     if (this.readers && Object.keys(this.readers).length) this.#closeExternalData();
     const out = {};
-    for (const [name, type, shape, buffer] of results) {
+    for (const [name, type, shape, buffer, key] of results) {
+      if (key) {
+        out[name] = Tensor._kept(type, shape, this.#keptData(key));
+        continue;
+      }
       const ctor = typedArrayFor(type);
       out[name] = new Tensor(type, new ctor(buffer), shape);
     }
     return out;
+  }
+
+  #keptData(key) {
+    const runtime = this.runtime;
+    return {
+      key,
+      owner: runtime,
+      download: async () => callPython(runtime.bridge, bridgeFunction(runtime, "kept_read"), key),
+      dispose: () => callPython(runtime.bridge, bridgeFunction(runtime, "kept_dispose"), key),
+    };
   }
 
   // A run may have built plans that now hold the external data's tensors: close what no longer

@@ -4,9 +4,14 @@
 //   freeDimensionOverrides  {dimName: size}: the symbolic dims of the model's inputs fixed at
 //                           create (onnxruntime's add_free_dimension_override_by_name), so
 //                           inputMetadata shows the sizes and feeds of other sizes are refused.
-//   preferredOutputLocation "cpu" or {outputName: "cpu"}: outputs live on the CPU, always ("cpu-
-//                           pinned" too, which is the CPU here). "gpu-buffer" and "ml-tensor" are
-//                           refused: nnwasm has no GPU (onnxruntime-web refuses them without
+//   preferredOutputLocation "cpu", "wasm" or {outputName: location}: "cpu" ("cpu-pinned" too, the
+//                           same here) gives tensors with their data; "wasm" keeps the output in
+//                           the session's memory, as onnxruntime-web's "gpu-buffer" keeps it on
+//                           the GPU: a Tensor of location "wasm" (getData() downloads, dispose()
+//                           frees) that, fed back to the session, crosses no copy (a decoder's
+//                           present key/values as the next step's past). For .onnx sessions; a
+//                           plan file's session gives CPU tensors. "gpu-buffer" and "ml-tensor"
+//                           are refused: nnwasm has no GPU (onnxruntime-web refuses them without
 //                           its webgpu / webnn providers as well).
 //   externalData            [{path, data}]: the files the model's initializers live in, path as
 //                           the model names it, data a URL (a file path in Node), a Uint8Array,
@@ -18,19 +23,19 @@
 
 import { checkExternalData } from "./external-data.mjs";
 
-const CPU_LOCATIONS = ["cpu", "cpu-pinned"];
+const LOCATIONS = ["cpu", "cpu-pinned", "wasm"];
 
 function checkLocation(where, value) {
-  if (CPU_LOCATIONS.includes(value)) return;
+  if (LOCATIONS.includes(value)) return;
   if (typeof value === "string") {
-    throw new Error(`${where}: '${value}' is not supported: nnwasm keeps every output on the CPU ` +
-                    `(use "cpu", or leave preferredOutputLocation unset)`);
+    throw new Error(`${where}: '${value}' is not supported: nnwasm keeps outputs on the CPU ("cpu") or in ` +
+                    `the session's memory ("wasm"); it has no GPU`);
   }
   throw new TypeError(`${where} must be a location string such as "cpu", got ${JSON.stringify(value)}`);
 }
 
 /** The settings the Python session takes: {freeDimensionOverrides: {name: size} | null,
- * externalData: [{path, data}] | null}. */
+ * externalData: [{path, data}] | null, preferredOutputLocation: "wasm" | {name: location} | null}. */
 export function sessionSettings(options) {
   const overrides = options?.freeDimensionOverrides ?? null;
   if (overrides !== null) {
@@ -53,5 +58,7 @@ export function sessionSettings(options) {
   }
   const externalData = checkExternalData(options?.externalData);
   return { freeDimensionOverrides: overrides === null || Object.keys(overrides).length === 0 ? null : { ...overrides },
-           externalData };
+           externalData,
+           preferredOutputLocation: location === "wasm" ? "wasm"
+             : location !== null && typeof location === "object" ? { ...location } : null };
 }

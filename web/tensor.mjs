@@ -1,5 +1,8 @@
 // Tensor with onnxruntime-web's constructor and fields: new Tensor(type, data, dims) or
-// new Tensor(data, dims), then .type .data .dims .size. Data always lives on the CPU.
+// new Tensor(data, dims), then .type .data .dims .size .location. Data lives on the CPU
+// (location "cpu"), or, for outputs a session was asked to keep (preferredOutputLocation "wasm"),
+// in the session's memory (location "wasm", as onnxruntime-web's GPU tensors are "gpu-buffer"):
+// .data throws, getData() downloads, dispose() frees, and feeding it back to a run costs no copy.
 
 // The one table of element types: onnxruntime-web's type name -> typed array holding it.
 // Order matters where two types share an array: inferring a type from data takes the first.
@@ -82,14 +85,83 @@ export class Tensor {
     this.location = "cpu";
   }
 
+  /** Internal (sessions make these): a tensor of location "wasm" whose data stays where `kept`
+   * says: {download(): Promise<ArrayBuffer>, dispose(), key, owner}; owner is what a feed must
+   * come back to (the session's runtime), key names the data there. */
+  static _kept(type, dims, kept) {
+    const t = Object.create(Tensor.prototype);
+    t.dims = checkDims(dims);
+    t.size = t.dims.reduce((a, b) => a * b, 1);
+    t.type = type;
+    t.location = "wasm";
+    Object.defineProperty(t, "data", {
+      configurable: true,
+      enumerable: true,
+      get() {
+        throw new Error(`the data of this ${type} tensor is not on the CPU (location "${this.location}"): ` +
+                        "await tensor.getData() to download it");
+      },
+    });
+    KEPT.set(t, kept);
+    DISPOSER.register(t, kept, t);
+    return t;
+  }
+
+  /** Where a "wasm" tensor's data is kept ({key, owner}), or undefined. */
+  static _keptOf(tensor) {
+    return KEPT.get(tensor);
+  }
+
   /** Same data, other dims (same element count). */
   reshape(dims) {
+    if (this.location !== "cpu") throw new Error(`reshape(): the tensor's data is not on the CPU (location "${this.location}")`);
     return new Tensor(this.type, this.data, dims);
   }
 
-  async getData() {
-    return this.data;
+  /** The data as a typed array. A "wasm" tensor downloads it and becomes a CPU tensor; with
+   * releaseData its session's copy is freed at once (else at dispose() or garbage collection). */
+  async getData(releaseData) {
+    const kept = KEPT.get(this);
+    if (kept === undefined) {
+      if (this.location === "none") throw new Error("getData(): the tensor was disposed");
+      return this.data;
+    }
+    const data = new (typedArrayFor(this.type))(await kept.download());
+    KEPT.delete(this);
+    Object.defineProperty(this, "data", { value: data, writable: true, configurable: true, enumerable: true });
+    this.location = "cpu";
+    if (releaseData) {
+      DISPOSER.unregister(this);
+      kept.dispose();
+    } else {
+      KEPT_CPU.set(this, kept); // still freed by dispose() or the collector
+    }
+    return data;
   }
 
-  dispose() {}
+  /** Frees a "wasm" tensor's data in its session (a CPU tensor: nothing to free). */
+  dispose() {
+    const kept = KEPT.get(this) ?? KEPT_CPU.get(this);
+    if (kept === undefined) return;
+    KEPT.delete(this);
+    KEPT_CPU.delete(this);
+    DISPOSER.unregister(this);
+    if (this.location === "wasm") {
+      Object.defineProperty(this, "data", { value: undefined, writable: true, configurable: true, enumerable: true });
+      this.location = "none";
+    }
+    kept.dispose();
+  }
 }
+
+// "wasm" tensors -> where their data is kept; those downloaded but not released -> the same.
+const KEPT = new WeakMap();
+const KEPT_CPU = new WeakMap();
+// A "wasm" tensor nobody disposed frees its session's copy when it is collected.
+const DISPOSER = new FinalizationRegistry((kept) => {
+  try {
+    kept.dispose();
+  } catch {
+    // its session or worker is gone, and the data with it
+  }
+});

@@ -84,6 +84,11 @@ async function create() {
   for (const [role, r] of Object.entries(meta.roles)) {
     const path = join(cfg.dir, r.file);
     const opts = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
+    // nnwasm keeps the present key/values in its session's memory (fed back by reference), unless
+    // "keep": false (an A/B of that); onnxruntime-web's wasm backend has only CPU outputs
+    if (cfg.runtime === "nnwasm" && role === "decoder" && cfg.keep !== false) {
+      opts.preferredOutputLocation = Object.fromEntries(Object.keys(meta.past_map).map((o) => [o, "wasm"]));
+    }
     if (r.external_data?.length) {
       opts.externalData = r.external_data.map((f) => ({ path: f, data: new Uint8Array(readFileSync(join(dirname(path), f))) }));
     }

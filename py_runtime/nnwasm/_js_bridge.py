@@ -19,6 +19,7 @@ from .errors import InvalidArgument, InvalidModel
 from .onnx_io import external as _external
 from .onnx_io.messages import parse_model_proto
 from .tensor import TensorData
+from .wasm import device
 
 _sessions = {}
 _handles = itertools.count(1)
@@ -157,26 +158,79 @@ def create_session(model, providers, dim_overrides=None, external=None):
     })
 
 
+# Outputs kept in the session's memory (preferredOutputLocation "wasm" in JS): id -> (session
+# handle, TensorData; a wasm/device.py WasmTensor where kernels.wasm computed it). JS holds the id
+# in a Tensor of location "wasm" and feeds it back by id, so a decoder's past never crosses to JS.
+_kept = {}
+_kept_ids = itertools.count(1)
+
+
+def _kept_tensor(key, what):
+    entry = _kept.get(int(key))
+    if entry is None:
+        raise InvalidArgument(f"{what}: this tensor's data was disposed (dispose(), getData(true), or its "
+                              "session's release())")
+    return entry[1]
+
+
 @_reported
-def run(handle, names, types, dims, buffers, output_names):
-    """Feeds as parallel JS arrays; output_names a JS array, or None for all outputs.
-    Returns a JS array of [name, type, dims, ArrayBuffer] in output order."""
+def run(handle, names, types, dims, buffers, output_names, keep=None):
+    """Feeds as parallel JS arrays, a buffer being a Uint8Array or the id of a kept tensor;
+    output_names a JS array, or None for all outputs; keep the output names to keep in the
+    session's memory. Returns a JS array of [name, type, dims, ArrayBuffer or None, kept id or 0]
+    in output order."""
     sess = _session(handle)
     feeds = {}
     for name, web_type, shape, buf in zip(names, types, dims, buffers):
-        feeds[name] = TensorData(_dtype(web_type, name), [int(d) for d in shape], buf.to_bytes())
+        dt, shape = _dtype(web_type, name), [int(d) for d in shape]
+        if isinstance(buf, (int, float)):
+            t = _kept_tensor(buf, f"input '{name}'")
+            if t.dtype != dt or list(t.shape) != shape:
+                raise InvalidArgument(f"input '{name}': the kept tensor is {_web_type(t.dtype)} {list(t.shape)}, "
+                                      f"not {web_type} {shape}")
+            feeds[name] = t
+        else:
+            feeds[name] = TensorData(dt, shape, buf.to_bytes())
     wanted = None if output_names is None else [str(n) for n in output_names] or None
-    results = sess._run_raw(wanted, feeds)
+    kept_names = frozenset() if keep is None else frozenset(str(n) for n in keep)
+    with device.keeping(kept_names):
+        results = sess._run_raw(wanted, feeds)
     out_names = wanted if wanted is not None else [v.name for v in sess.get_outputs()]
     out = []
     for name, t in zip(out_names, results):
         if t.dtype.name == "object":
             raise InvalidArgument(f"output '{name}' is a string tensor, which the JS shim cannot return")
-        data = memoryview(t.data).cast("B")
-        buf = js.Uint8Array.new(data.nbytes)
-        buf.assign(data)
-        out.append([name, _web_type(t.dtype), list(t.shape), buf.buffer])
+        if name in kept_names:
+            key = next(_kept_ids)
+            _kept[key] = (handle, t)
+            out.append([name, _web_type(t.dtype), list(t.shape), None, key])
+            continue
+        out.append([name, _web_type(t.dtype), list(t.shape), _js_bytes(t.data), 0])
     return _to_js(out)
+
+
+def _js_bytes(data):
+    data = memoryview(data).cast("B")
+    buf = js.Uint8Array.new(data.nbytes)
+    buf.assign(data)
+    return buf.buffer
+
+
+@_reported
+def kept_read(key):
+    """A kept tensor's bytes, as a fresh ArrayBuffer (Tensor.getData() of a "wasm" tensor)."""
+    return _js_bytes(_kept_tensor(key, "getData()").data)
+
+
+@_reported
+def kept_dispose(key):
+    """Frees a kept tensor (its kernels.wasm buffer goes with the last reference); unknown ids are fine."""
+    _kept.pop(int(key), None)
+
+
+def kept_count():
+    """How many kept tensors are alive (tests)."""
+    return len(_kept)
 
 
 @_reported
@@ -194,6 +248,8 @@ def end_profiling(handle):
 @_reported
 def release(handle):
     sess = _sessions.pop(handle, None)
+    for key in [k for k, (h, _) in _kept.items() if h == handle]:   # its kept tensors go with it
+        del _kept[key]
     external = getattr(getattr(sess, "_source", None), "external", None)
     if external is not None:   # its plans go now: nothing of them to keep (external.py)
         external.closed = True

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { argmaxLast, generate, medianDecodeMs, packTensors } from "./genzoo-generate.mjs";
+import { PyodideSession } from "../../web/pyodide-session.mjs";
 
 const specPath = process.env.NNWASM_GENZOO_SPEC;
 const spec = specPath ? JSON.parse(readFileSync(specPath, "utf8")) : null;
@@ -58,3 +59,72 @@ for (const name of spec?.models ?? []) {
   });
 }
 assert.ok(!specPath || spec.models.length > 0, "NNWASM_GENZOO_SPEC lists no models");
+
+// preferredOutputLocation "wasm" for the present key/values (spec.kept: model names): the cache
+// stays in the Python session's memory and goes back as the next past by reference, in this
+// thread and through the proxy worker; tokens and logits the same bits as with CPU outputs, the
+// last present downloaded by getData() the same bytes, disposed tensors refused as feeds, and
+// nothing left kept once the sessions are released.
+async function generateWith(meta, where, onStep = () => {}) {
+  const sessions = {};
+  const present = Object.fromEntries(Object.keys(meta.past_map).map((o) => [o, where]));
+  try {
+    for (const [role, r] of Object.entries(meta.roles)) {
+      sessions[role] = await InferenceSession.create(join(spec.dir, r.file), {
+        executionProviders: ["wasm"], ...(role === "decoder" ? { preferredOutputLocation: present } : {}) });
+    }
+    const heads = [];
+    let last = null;
+    const tokens = await generate(meta, sessions, { Tensor, loadBytes, dispose: where === "wasm", onStep: async (step, ms, feeds, outs) => {
+      heads.push(argmaxLast(outs.logits).head);
+      await onStep(step, feeds, outs, sessions.decoder);
+      if (step === meta.steps - 1) {
+        const name = Object.keys(meta.past_map)[0];
+        last = Array.from(outs[name].location === "wasm" ? await outs[name].getData() : outs[name].data);
+      }
+    } });
+    return { tokens, heads, last };
+  } finally {
+    for (const s of Object.values(sessions)) await s.release();
+  }
+}
+
+for (const name of spec?.kept ?? []) {
+  for (const proxy of [false, true]) {
+    test(`genzoo ${name}: present kept in the session's memory${proxy ? " (proxy worker)" : ""}`, async () => {
+      const meta = JSON.parse(readFileSync(join(spec.dir, `${name}.json`), "utf8"));
+      env.wasm.proxy = proxy;
+      try {
+        const cpu = await generateWith(meta, "cpu");
+        let stale = null;
+        const kept = await generateWith(meta, "wasm", async (step, feeds, outs, decoder) => {
+          for (const [o, p] of Object.entries(meta.past_map)) {
+            assert.equal(outs[o].location, "wasm", `${o} at step ${step}`);
+            assert.throws(() => outs[o].data, /not on the CPU/);
+            if (step > 0 && !p.includes(".encoder.")) assert.equal(feeds[p].location, "wasm", `${p} at step ${step}`);
+          }
+          if (step === 1) stale = { ...feeds }; // disposed by the generation after this step
+          if (step === 2) {
+            await assert.rejects(decoder.run(stale), /disposed/);
+            if (!proxy) { // in kernels.wasm's memory (wasm/device.py), not bytes held by Python (empty ones aside)
+              const { pyodide } = await PyodideSession.boot();
+              const kinds = pyodide.runPython("from nnwasm import _js_bridge; from nnwasm.wasm import device; " +
+                "sorted({type(t).__name__ for _, t in _js_bridge._kept.values() if device.nbytes(t)})").toJs();
+              assert.deepEqual(kinds, ["WasmTensor"]);
+            }
+          }
+        });
+        assert.deepEqual(kept.tokens, meta.reference.tokens);
+        assert.deepEqual(kept.heads, cpu.heads); // the same bits
+        assert.deepEqual(kept.last, cpu.last);
+        if (!proxy) {
+          const { pyodide } = await PyodideSession.boot();
+          assert.equal(pyodide.runPython("from nnwasm import _js_bridge; _js_bridge.kept_count()"), 0);
+        }
+        console.log(`kept-result ${name}${proxy ? "-proxy" : ""} ok`);
+      } finally {
+        env.wasm.proxy = false;
+      }
+    });
+  }
+}

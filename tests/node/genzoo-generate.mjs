@@ -24,9 +24,11 @@ export function tensorFromBytes(Tensor, buffer, t) {
  *   Tensor      the runtime's Tensor class
  *   loadBytes   async (file relative to the genzoo) -> ArrayBuffer (the encoder's saved feeds)
  *   onEncoder   (feeds, outputs) after the encoder's run, if any
- *   onStep      (step, ms, feeds, outputs) after every decoder step
+ *   onStep      (step, ms, feeds, outputs) after every decoder step (awaited)
+ *   dispose     dispose() each step's outputs and past the next step does not take (tensors kept
+ *               in the session's memory, preferredOutputLocation "wasm", as transformers.js does)
  */
-export async function generate(meta, sessions, { Tensor, loadBytes, onEncoder = () => {}, onStep = () => {} }) {
+export async function generate(meta, sessions, { Tensor, loadBytes, onEncoder = () => {}, onStep = () => {}, dispose = false }) {
   const dec = meta.roles.decoder, dims = { batch_size: 1, batch: 1, ...meta.dims };
   const ids = (v) => new Tensor("int64", BigInt64Array.from(v, BigInt), [1, v.length]);
   let tokens, encHidden, efeeds;
@@ -61,12 +63,16 @@ export async function generate(meta, sessions, { Tensor, loadBytes, onEncoder = 
     }
     const t0 = performance.now();
     const outs = await sessions.decoder.run(feeds);
-    onStep(step, performance.now() - t0, feeds, outs);
+    await onStep(step, performance.now() - t0, feeds, outs);
     // the cross-attention past (".encoder.") is computed at step 0 only (a merged decoder's
     // cache branch outputs a dummy there, which Optimum and transformers.js ignore)
     const next = {};
     for (const [o, p] of Object.entries(meta.past_map))
       next[p] = past !== null && p.includes(".encoder.") ? past[p] : outs[o];
+    if (dispose) {
+      const keep = new Set(Object.values(next));
+      for (const t of [...Object.values(outs), ...Object.values(past ?? {})]) if (!keep.has(t)) t.dispose();
+    }
     past = next;
     seen += cur.length;
     const { k } = argmaxLast(outs.logits);

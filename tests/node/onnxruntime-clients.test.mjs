@@ -46,11 +46,13 @@ describe("session options (session-options.mjs)", () => {
     assert.throws(() => sessionSettings({ freeDimensionOverrides: [1] }), /must be an object/);
   });
 
-  test("preferredOutputLocation: the CPU, or a clear error", () => {
-    sessionSettings({ preferredOutputLocation: "cpu" });
-    sessionSettings({ preferredOutputLocation: { logits: "cpu", "present.0.key": "cpu-pinned" } });
+  test("preferredOutputLocation: the CPU or the session's memory, or a clear error", () => {
+    assert.equal(sessionSettings({ preferredOutputLocation: "cpu" }).preferredOutputLocation, null);
+    assert.equal(sessionSettings({ preferredOutputLocation: "wasm" }).preferredOutputLocation, "wasm");
+    const where = { logits: "cpu", "present.0.key": "cpu-pinned", "present.0.value": "wasm" };
+    assert.deepEqual(sessionSettings({ preferredOutputLocation: where }).preferredOutputLocation, where);
     assert.throws(() => sessionSettings({ preferredOutputLocation: { "present.0.key": "gpu-buffer" } }),
-                  /'gpu-buffer' is not supported: nnwasm keeps every output on the CPU/);
+                  /'gpu-buffer' is not supported: nnwasm keeps outputs on the CPU \("cpu"\) or in the session's memory/);
     assert.throws(() => sessionSettings({ preferredOutputLocation: 3 }), TypeError);
   });
 

@@ -49,3 +49,40 @@ test("reshape keeps the data", () => {
   assert.deepEqual(r.dims, [2, 2]);
   assert.throws(() => t.reshape([3]), RangeError);
 });
+
+test("a tensor kept in a session's memory (location 'wasm'): getData downloads, dispose frees once", async () => {
+  const calls = [];
+  const kept = {
+    key: 7,
+    owner: "runtime",
+    download: async () => { calls.push("download"); return Float32Array.of(1, 2, 3, 4).buffer; },
+    dispose: () => calls.push("dispose"),
+  };
+  const t = Tensor._kept("float32", [2, 2], kept);
+  assert.equal(t.location, "wasm");
+  assert.equal(t.size, 4);
+  assert.deepEqual(t.dims, [2, 2]);
+  assert.equal(Tensor._keptOf(t), kept);
+  assert.throws(() => t.data, /not on the CPU.*getData/);
+  assert.throws(() => t.reshape([4]), /not on the CPU/);
+  const data = await t.getData();
+  assert.deepEqual(Array.from(data), [1, 2, 3, 4]);
+  assert.equal(t.location, "cpu");
+  assert.equal(t.data, data);
+  assert.equal(Tensor._keptOf(t), undefined); // fed as bytes from now on
+  assert.deepEqual(calls, ["download"]);
+  t.dispose(); // the session's copy still goes
+  t.dispose();
+  assert.deepEqual(calls, ["download", "dispose"]);
+  assert.equal(t.data, data); // a CPU tensor keeps its data
+
+  const u = Tensor._kept("float32", [4], { ...kept, dispose: () => calls.push("dispose u") });
+  await u.getData(true); // released at once
+  assert.deepEqual(calls.slice(-2), ["download", "dispose u"]);
+  const v = Tensor._kept("int64", [0], { ...kept, dispose: () => calls.push("dispose v") });
+  v.dispose();
+  assert.equal(v.location, "none");
+  assert.equal(v.data, undefined);
+  await assert.rejects(v.getData(), /disposed/);
+  assert.deepEqual(calls.slice(-1), ["dispose v"]);
+});
