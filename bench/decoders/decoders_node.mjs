@@ -47,6 +47,14 @@ for (const fn of ["instantiate", "instantiateStreaming"]) {
     return r;
   };
 }
+// nnwasm's Pyodide instantiates kernels.wasm synchronously (WebAssembly.Instance), its memory its own
+const RealInstance = WebAssembly.Instance;
+WebAssembly.Instance = function Instance(module, imports) {
+  const r = new RealInstance(module, imports);
+  for (const e of Object.values(r.exports)) if (e instanceof RealMemory) memories.push(e);
+  return r;
+};
+WebAssembly.Instance.prototype = RealInstance.prototype;
 const wasmBytes = () => [...new Set(memories)].reduce((s, m) => s + m.buffer.byteLength, 0);
 
 const ARRAYS = { float32: Float32Array, float16: Uint16Array, int64: BigInt64Array, int32: Int32Array, bool: Uint8Array, uint8: Uint8Array };
