@@ -12,7 +12,8 @@ import struct
 
 from ..errors import Unsupported
 from ..symbolic import Sym, smax, value
-from ..tensor import SymTensor, numel
+from ..tensor import SymTensor, TensorData, numel
+from .derived import DerivedBytes
 from .opcodes import OPS
 
 MAGIC = 0x50574E4E
@@ -66,11 +67,17 @@ class PlanBuilder:
         self.constants[name] = t
         return Ref(name)
 
-    def derived(self, key, *sources, make):
+    def derived(self, key, *sources, make, like=None):
         """make(), a tensor computed from the initializers `sources` alone (B packed into panels...),
         remembered by the provider across the plans it builds (a session's variants for other input
         shapes, its control-flow bodies), so it is computed once, not once per plan; key names the
-        transform and its parameters."""
+        transform and its parameters. With like=(dtype, shape), what make() returns, and a plan
+        loaded at once (fill_weights), its bytes are made only when the runner fills the arena
+        (derived.py), never held in Python."""
+        if like is not None and self.fill_weights:
+            dtype, shape = like
+            eager = make
+            make = lambda: TensorData(dtype, shape, DerivedBytes(lambda: eager().data, numel(shape) * dtype.size))
         cache = self.derived_cache
         if cache is None:
             return make()

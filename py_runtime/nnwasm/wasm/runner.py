@@ -6,7 +6,6 @@ import weakref
 from collections import namedtuple
 
 from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
-from ..onnx_io.external import ExternalData
 from .. import symbolic
 from . import device
 from ..tensor import TensorData, numel
@@ -47,7 +46,7 @@ class WasmRunner:
         self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
         self._finalizer = weakref.finalize(self, host.release, self._mem)
         for off, data in fills:   # later plans and reads take external data from here
-            if isinstance(data, ExternalData):
+            if hasattr(data, "fill"):
                 data.settle(self, off)
         if sym_words or sym_fills:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
@@ -61,7 +60,7 @@ class WasmRunner:
         try:
             self.arena = self._malloc(arena_bytes)
             for off, data in fills:
-                if isinstance(data, ExternalData):
+                if hasattr(data, "fill"):
                     data.fill(host, self.arena + off)
                 elif _nbytes(data):
                     host.write(self.arena + off, data)
@@ -203,4 +202,4 @@ class WasmRunner:
 
 
 def _nbytes(data):
-    return len(data) if isinstance(data, ExternalData) else memoryview(data).nbytes
+    return len(data) if hasattr(data, "fill") else memoryview(data).nbytes

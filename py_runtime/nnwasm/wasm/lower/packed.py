@@ -3,7 +3,6 @@ here into panels of 8 columns, and the transformer's epilogue folded in: a bias 
 [N], then a Gelu (erf) or Relu/Clip, or else a residual Add of an [M, N] value ready before the
 MatMul. The fused nodes' intermediate values are never written."""
 import math
-from array import array
 
 from ...tensor import TensorData, numel
 from .half import emit_gemm_half, half_panels
@@ -14,15 +13,18 @@ NR = 8
 def pack_b(t, k, n):
     """[K, N] float32 bytes -> [ceil(N/8)][K][8], columns past N zero. Pure Python at C speed (no
     numpy in a page): the floats as 4-byte words, each column a strided slice of them assigned to
-    its strided place in its panel (a loop per (panel, row) took 18 s for a 125M Llama's weights)."""
-    words = array("I", bytes(memoryview(t.data).cast("B")))   # bits moved, never converted
+    its strided place in its panel (a loop per (panel, row) took 18 s for a 125M Llama's weights).
+    Views, not copies, on both sides: the source's bytes and the result are all it holds (a 98 MB
+    lm_head once took four copies of itself at once in Pyodide's heap, which never shrinks)."""
+    data = t.data if isinstance(t.data, (bytes, bytearray, memoryview)) else bytes(t.data)
+    words = memoryview(data).cast("B").cast("I")   # bits moved, never converted
     panels = -(-n // NR)
-    out = array("I", bytes(4 * panels * k * NR))
+    out = memoryview(bytearray(4 * panels * k * NR)).cast("I")
     for j in range(n):
         p, c = divmod(j, NR)
         at = p * k * NR + c
         out[at:at + k * NR:NR] = words[j::n]
-    return TensorData(t.dtype, (panels * k * NR,), out.tobytes())
+    return TensorData(t.dtype, (panels * k * NR,), out.cast("B"))
 
 
 def _only_user(b, name, *types):
@@ -111,6 +113,7 @@ def lower_matmul_packed(node, b, m, n, k):
     cache = b.__dict__.setdefault("packed", {})
     if w not in cache:
         t = b.graph.initializers[w]
-        cache[w] = b.constant(b.derived(("pack_b", k, n), t, make=lambda: pack_b(t, k, n)))
+        cache[w] = b.constant(b.derived(("pack_b", k, n), t, make=lambda: pack_b(t, k, n),
+                                        like=(t.dtype, (-(-n // NR) * k * NR,))))
     b.emit("gemm_packed", a=b.ref(node.inputs[0]), bp=cache[w], bias=b.ref(bias) if bias else None,
            r=b.ref(r) if r else None, y=b.ref(y), m=m, n=n, k=k, act=act, act_min=lo, act_max=hi)

@@ -11,6 +11,7 @@ import math
 import struct
 from array import array
 
+from ... import symbolic
 from ...dtypes import BY_NAME
 from ...host import get_host
 from ...tensor import TensorData, numel
@@ -156,9 +157,22 @@ def _check_matmul_like(node, g, a, b_, a_zp, b_zp, need_const):
     for name in need_const:
         if name and name not in g.initializers:
             return f"'{name}' is not a constant (the requantization is prepared at plan build)"
-    if get_host().call("nnw_q8_gemm_scratch_bytes", a2[-2], a2[-1]) < 0:
+    if _scratch_bytes(get_host(), "nnw_q8_gemm_scratch_bytes", symbolic.value(a2[-2]), symbolic.value(a2[-1])) < 0:
         return "kernels.wasm refuses a GEMM this large"
     return None
+
+
+def _scratch_bytes(host, fn, m, k):
+    """kernels.wasm's scratch size fn(m, k) for the int8 GEMMs, with m (rows: batch x sequence)
+    possibly a symbolic dim: both sizes are affine in m (q8/gemm.c, gemm_pk.c), so a size for
+    every m is two calls at m = 1 and 2, checked at 3, not a plan specialised on m's value."""
+    if not symbolic.is_sym(m):
+        return host.call(fn, m, k)
+    one, two = host.call(fn, 1, k), host.call(fn, 2, k)
+    per_row = two - one
+    if min(one, two) < 0 or host.call(fn, 3, k) != one + 2 * per_row:
+        raise AssertionError(f"{fn} is not affine in m")
+    return m * per_row + (one - per_row)
 
 
 def _emit_gemm(b, a, w, a_zp, b_zp, y, y_dtype, bias=None, bias_s=0, scale=None, scale_s=0,
@@ -168,7 +182,7 @@ def _emit_gemm(b, a, w, a_zp, b_zp, y, y_dtype, bias=None, bias_s=0, scale=None,
     g = b.graph
     b.emit("q8_gemm_ep" if ep else "q8_gemm", **(ep or {}), a=b.ref(a), b=b.ref(w), a_zp=b.ref(a_zp) if a_zp else None,
            b_zp=b.ref(b_zp) if b_zp else None, bias=bias, scale=scale, y=b.ref(y),
-           scratch=b.scratch(b.host.call("nnw_q8_gemm_scratch_bytes", m, k)),
+           scratch=b.scratch(_scratch_bytes(b.host, "nnw_q8_gemm_scratch_bytes", m, k)),
            a_dtype=b.dtype(a).onnx, b_dtype=b.dtype(w).onnx, y_dtype=y_dtype, batch=max(ba, bb), m=m, n=n, k=k,
            a_bs=m * k if ba > 1 else 0, b_bs=k * n if bb > 1 else 0,
            a_zp_rs=0, b_zp_cs=_per_channel(g, b_zp, n) if b_zp else 0,
@@ -247,7 +261,7 @@ def lower_qgemm(node, b):
                         k=k, n=n, b_zp_cs=_per_channel(g, w_zp, n) if w_zp else 0)
         b.emit("q8_gemm_pkq", a=b.ref(a), bp=bp, a_zp=b.ref(a_zp) if a_zp else None,
                bias=b.ref(c) if c else None, scale=b.constant(f32_tensor((len(mult),), mult)), y=b.ref(y),
-               scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", b.shape(a)[0], k)),
+               scratch=b.scratch(_scratch_bytes(b.host, "nnw_q8_gemm_pk_scratch_bytes", b.shape(a)[0], k)),
                a_dtype=b.dtype(a).onnx, y_dtype=b.dtype(y).onnx, m=b.shape(a)[0], n=n, k=k, bias_s=bias_s,
                scale_s=int(len(mult) > 1), y_zp=zp, y_min=lo, y_max=hi)
         return
@@ -315,22 +329,20 @@ def pack_q8_b(t, zps, k, n):
     Pure Python without numpy (Pyodide too), at C speed: columns are strided slices, the int16's
     two bytes come from translate tables, the panel order from strided slice assignments."""
     kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
-    data, signed, tables = bytes(memoryview(t.data).cast("B")), t.dtype.name == "int8", {}
-    pad, lo, hi = bytes(kp - k), [], []
-    for j in range(n4):
-        if j >= n:
-            lo.append(bytes(kp))
-            hi.append(bytes(kp))
-            continue
+    data = t.data if isinstance(t.data, bytes) else bytes(memoryview(t.data).cast("B"))
+    signed, tables, pad = t.dtype.name == "int8", {}, bytes(kp - k)
+    for j in range(n):
         zp = zps[j] if len(zps) > 1 else zps[0]
         if zp not in tables:
             tables[zp] = _zp_tables(signed, zp)
-        col = data[j::n]
-        lo.append(col.translate(tables[zp][0]) + pad)
-        hi.append(col.translate(tables[zp][1]) + pad)
     out = bytearray(2 * n4 * kp)
-    out[0::2], out[1::2] = _panels(lo, kp // 8), _panels(hi, kp // 8)   # little-endian int16
-    return TensorData(I16, (n4 * kp,), bytes(out))
+    # one byte plane at a time (the columns of the other would double what is held at once)
+    for half, plane in ((0, 0), (1, 1)):
+        cols = [data[j::n].translate(tables[zps[j] if len(zps) > 1 else zps[0]][plane]) + pad if j < n else bytes(kp)
+                for j in range(n4)]
+        out[half::2] = _panels(cols, kp // 8)   # little-endian int16: low bytes, then high bytes
+        del cols
+    return TensorData(I16, (n4 * kp,), memoryview(out))
 
 
 def _packable(g, w, w_zp):
@@ -345,7 +357,9 @@ def _packed_b(b, w, w_zp):
     if (w, w_zp) not in cache:
         zps = [int(v) for v in _const_values(b.graph, w_zp)] if w_zp else [0]
         t = b.graph.initializers[w]
-        cache[(w, w_zp)] = b.constant(b.derived(("pack_q8_b", k, n, *zps), t, make=lambda: pack_q8_b(t, zps, k, n)))
+        kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
+        cache[(w, w_zp)] = b.constant(b.derived(("pack_q8_b", k, n, *zps), t, make=lambda: pack_q8_b(t, zps, k, n),
+                                                like=(I16, (n4 * kp,))))
     return cache[(w, w_zp)]
 
 
@@ -355,7 +369,7 @@ def _emit_gemm_pk(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act):
     m = numel(b.shape(a)[:-1])
     b.emit("q8_gemm_pk", a=b.ref(a), bp=_packed_b(b, w, w_zp), a_zp=b.ref(a_zp) if a_zp else None, scale=scale,
            fbias=b.ref(fbias) if fbias else None, r=b.ref(r) if r else None, y=b.ref(y),
-           scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", m, k)), a_dtype=b.dtype(a).onnx,
+           scratch=b.scratch(_scratch_bytes(b.host, "nnw_q8_gemm_pk_scratch_bytes", m, k)), a_dtype=b.dtype(a).onnx,
            m=m, n=n, k=k, scale_s=scale_s, act=act)
 
 

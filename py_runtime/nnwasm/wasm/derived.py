@@ -1,0 +1,63 @@
+"""The bytes of a tensor derived from weights at plan build (B packed into panels, int8 B with its
+zero point subtracted...) for a plan loaded at once (plan.py's fill_weights): computed when the
+runner fills the arena (runner.py) and not kept in Python, so a 125M decoder's 500 MB of packed
+weights never sit in Python's heap (in Pyodide, a heap that never shrinks) beside kernels.wasm's
+copy. Afterwards a live plan holding them serves them (the provider's derived cache hands the
+same tensor to the session's other plans: its control-flow bodies, other variants); when none is
+left they are computed again."""
+import weakref
+
+
+class DerivedBytes:
+    """len(), the buffer protocol and fill(host, ptr), as onnx_io/external.py's ExternalData."""
+    __slots__ = ("make", "length", "homes", "__weakref__")
+
+    def __init__(self, make, length):
+        self.make = make          # () -> bytes-like of `length` bytes
+        self.length = length
+        self.homes = []           # [(weakref to a WasmRunner, arena offset)]: plans holding the bytes
+
+    def __len__(self):
+        return self.length
+
+    def _holder(self):
+        for ref, off in self.homes:
+            runner = ref()
+            if runner is not None and runner._finalizer.alive:
+                return runner, off
+        return None
+
+    def _made(self):
+        data = memoryview(self.make()).cast("B")
+        if data.nbytes != self.length:   # the builder's promise about the size, checked
+            raise AssertionError(f"a derived weight made {data.nbytes} bytes, {self.length} were laid out")
+        return data
+
+    def tobytes(self):
+        home = self._holder()
+        if home is not None:
+            runner, off = home
+            return runner.host.read(runner.arena + off, self.length)
+        return bytes(self._made())
+
+    __bytes__ = tobytes
+
+    def __buffer__(self, flags):
+        return memoryview(self.tobytes())
+
+    def __getitem__(self, index):
+        return self.tobytes()[index]
+
+    def fill(self, host, ptr):
+        """Writes the bytes to kernels.wasm's memory at ptr (host's lock held by the caller)."""
+        home = self._holder()
+        if home is not None and home[0].host is host:
+            runner, off = home
+            host.call("nnw_memmove", ptr, runner.arena + off, self.length)
+            return
+        host.write(ptr, self._made())
+
+    def settle(self, runner, off):
+        """The bytes now live at runner's arena + off."""
+        self.homes = [(r, o) for r, o in self.homes if r() is not None]
+        self.homes.append((weakref.ref(runner), off))
