@@ -33,9 +33,15 @@ def small_heap(monkeypatch):
     def limited(name, *args):
         if name == "nnw_malloc" and state["budget"] is not None and sum(live.values()) + args[0] > state["budget"]:
             return 0
+        if (name == "nnw_realloc" and state["budget"] is not None
+                and sum(live.values()) - live.get(args[0], 0) + args[1] > state["budget"]):
+            return 0
         p = call(name, *args)
         if name == "nnw_malloc" and p:
             live[p] = args[0]
+        elif name == "nnw_realloc" and p:
+            live.pop(args[0], None)
+            live[p & 0xFFFFFFFF] = args[1]
         elif name == "nnw_free":
             live.pop(args[0], None)
         return p
@@ -63,7 +69,8 @@ def test_variants_evicted_when_memory_runs_out(small_heap, monkeypatch):
 
 
 def test_traced_variant_grows_its_arena_within_the_heap(small_heap, monkeypatch):
-    """With tracing, one variant serves every n: its arena grows by half at least, or by exactly
+    """With tracing, one variant serves every n: its arena grows (in place where it can) by half of
+    what is not weights at least, or by exactly
     what the dims need where the heap can't hold more, and a growth the heap can't hold at all is a
     clear error that leaves the session usable."""
     monkeypatch.setattr(session_module, "_SYMBOLIC", True)

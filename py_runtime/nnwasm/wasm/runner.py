@@ -160,15 +160,17 @@ class WasmRunner:
         values = iter(self._eval(dict(symbolic.current_dims()), memoryview(words).cast("i")))
         need = next(values)
         if need > self._cap:
-            cap = max(need, self._cap + self._cap // 2)   # grown by half at least: a decoder's past grows by one
-            try:
-                new = self._malloc(cap)
-            except WasmOutOfMemory:
+            # grown by half of what is not weights at least (a decoder's past grows by one a step;
+            # half of a 500 MB arena of weights would be 250 MB of slack), in place where the
+            # allocator can: a copy needs the old and the new arena at once, and a wasm memory
+            # never shrinks back from that peak
+            cap = max(need, need + (need - self._kept) // 2)
+            new = host.call("nnw_realloc", self.arena, cap) & 0xFFFFFFFF
+            if not new:
                 cap = need
-                new = self._malloc(cap)
-            host.call("nnw_memmove", new, self.arena, self._kept)
-            host.release([self.arena])
-            host.drain()
+                new = host.call("nnw_realloc", self.arena, cap) & 0xFFFFFFFF
+                if not new:
+                    raise WasmOutOfMemory(f"kernels.wasm is out of memory growing an arena to {cap} bytes")
             self.arena, self._cap, self._mem[1] = new, cap, new
         for off, fmt, vs in self.sym_fills:
             host.write(self.arena + off, struct.pack(fmt, *[next(values) for _ in vs]))
