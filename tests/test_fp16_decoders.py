@@ -166,21 +166,26 @@ def test_merged_fp16_decoder_weights_stay_halves():
 
 
 def test_fp16_pass_converts_bodies_and_keeps_the_boundary():
-    """After the pass: no float16 compute left in the branches (only the Casts at their end that
-    keep the If's outputs float16), the past read through one Cast to float32 outside the If."""
+    """After the pass: no float16 compute left in the branches, only the Casts at their end that
+    keep the If's outputs float16 and, in the cache branch, the KV cache in halves: the past's
+    halves concatenated with the new rows cast to float16 (the present), widened once for the
+    attention. Nothing widens the past outside the If."""
     from nnwasm.ir import subgraphs
     m16 = to_fp16(merged_decoder()).SerializeToString()
     sess = nnwasm.InferenceSession(m16, wasm_only_options(), providers=WASM_ONLY)
     g = sess._graph
     (if_node,) = [n for n in g.nodes if n.op_type == "If"]
     assert all(g.values[o].dtype.name == "float16" for o in if_node.outputs)
-    for _, body in subgraphs(if_node):
+    branches = dict(subgraphs(if_node))
+    for attr, body in branches.items():
         half = [n for n in body.nodes if any(body.values.get(o) and body.values[o].dtype.name == "float16"
                                              for o in n.outputs)]
-        assert {n.op_type for n in half} == {"Cast"} and len(half) == 3, [str(n) for n in half]
+        ops = sorted(n.op_type for n in half)
+        assert ops == (["Cast"] * 3 + ["Concat"] * 2 if attr == "then_branch" else ["Cast"] * 3), ops
         assert all(t.dtype.name != "float16" for t in body.initializers.values())
-    casts = [n for n in g.nodes if n.op_type == "Cast"]
-    assert sorted(n.inputs[0] for n in casts) == ["past_key_values.0.key", "past_key_values.0.value"]
+    concats = [n for n in branches["then_branch"].nodes if n.op_type == "Concat"]
+    assert sorted(n.inputs[0] for n in concats) == ["past_key_values.0.key", "past_key_values.0.value"]
+    assert not [n for n in g.nodes if n.op_type == "Cast"]
 
 
 def _loop_model():

@@ -110,6 +110,8 @@ def _convert(ctx):
                              opset=g.opsets.get("", 13)))
     nodes = [_convert_node(n, rename, outputs=True, half=half) for n in g.nodes]
     g.nodes = head + nodes + tail
+    widened = {rename[v.name]: v.name for v in g.inputs if v.dtype == F16}
+    _half_concats(g, widened, {v.name for v in g.outputs})
     for name, vi in list(g.values.items()):
         if vi.dtype == F16 and name not in inputs and name not in outputs:
             g.values[name] = ValueInfo(name, F32, vi.shape, vi.kind)
@@ -176,3 +178,39 @@ def _drop_body_casts(ctx, g, outer=None):
             drop_noop_casts(Context(view, ctx.providers, ctx.level))
             body.nodes = view.nodes
             _drop_body_casts(ctx, body, view)
+
+
+def _half_concats(g, widened, keep):
+    """The KV cache in halves: a Concat of a widened float16 input (the past) and new float32 rows,
+    cast back to float16 for an output (the present), becomes a Concat of the past's halves and the
+    new rows cast to float16, which makes the output; a Cast to float32 of that output gives the
+    old float32 result to its other readers (the attention). Per step the past is then copied as
+    halves and widened once, where it was widened, concatenated in float32 and narrowed again;
+    the present's new rows round to float16 before the attention reads them, as in onnxruntime's
+    float16 compute. `keep`: names read from outside g (its outputs). Bodies are done too."""
+    from .cleanup import names_read
+    producer = {o: n for n in g.nodes for o in n.outputs if o}
+    readers = {}
+    for n in g.nodes:
+        for i in names_read(n):
+            readers[i] = readers.get(i, 0) + 1
+    swap = {}
+    for c in g.nodes:
+        src = producer.get(c.inputs[0]) if c.op_type == "Cast" and c.domain == "" and c.inputs else None
+        if (src is None or c.attr("to") != F16.onnx or src.op_type != "Concat" or src.domain != ""
+                or not any(i in widened for i in src.inputs) or id(src) in swap):
+            continue
+        x, y = src.outputs[0], c.outputs[0]
+        op = g.opsets.get("", 13)
+        casts = [Node("Cast", [i], [f"{i}/nnwasm_f16"], name=f"{i}/nnwasm_f16", attrs={"to": F16.onnx}, opset=op)
+                 for i in src.inputs if i not in widened]
+        ins = [widened.get(i, f"{i}/nnwasm_f16") for i in src.inputs]
+        new = casts + [replace(src, inputs=ins, outputs=[y])]
+        if readers.get(x, 0) > 1 or x in keep:
+            new.append(Node("Cast", [y], [x], name=f"{x}/nnwasm_f32", attrs={"to": F32.onnx}, opset=op))
+        swap[id(src)], swap[id(c)] = new, []
+    if swap:
+        g.nodes = [m for n in g.nodes for m in swap.get(id(n), [n])]
+    for n in g.nodes:
+        for _, body in subgraphs(n):
+            _half_concats(body, widened, {v.name for v in body.outputs})
