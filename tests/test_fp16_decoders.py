@@ -277,24 +277,26 @@ def test_genzoo_fp16_generates_16_steps_on_wasm_alone(name):
 
 
 @pytest.mark.skipif(os.environ.get("NNWASM_ZOO_ALL") != "1", reason="the bench-size Llama: NNWASM_ZOO_ALL=1")
-def test_bench_size_fp16_llama_matches_fp32():
+def test_bench_size_fp16_llama_is_onnxruntimes():
     """The bench's 125M Llama converted to float16 (bench/decoders/bench_fp16.py's twin, in
-    /work/cache or $NNWASM_FP16_LLAMA): 8 greedy steps on WASM alone, the fp32 model's tokens."""
+    /work/cache or $NNWASM_FP16_LLAMA): 16 greedy steps from the 128-token prompt on WASM alone,
+    onnxruntime's float16 tokens (measured: all 64 of the bench's, where the fp32 model's part
+    from them after 41)."""
+    import json
     path = Path(os.environ.get("NNWASM_FP16_LLAMA", "/work/cache/fp16if/llama_optimum_fp16/model.onnx"))
     meta_path = Path(os.environ.get("NNWASM_BENCH_DECODERS_DIR", "/work/cache/decbench/models")) / "llama_optimum_fp32.json"
     if not path.exists() or not meta_path.exists():
         pytest.skip("the bench Llama and its fp16 twin are not built")
     sys.path.insert(0, str(ROOT / "bench" / "decoders"))
-    import json
     from bench_decoders import generate_py
     meta = json.loads(meta_path.read_text())
-    out = {}
-    for key, p in (("fp32", meta_path.parent / meta["roles"]["decoder"]["file"]), ("fp16", path)):
-        sess = nnwasm.InferenceSession(str(p), wasm_only_options(), providers=WASM_ONLY)
-        m = json.loads(meta_path.read_text())
-        for i in m["roles"]["decoder"]["inputs"]:
-            if i["past"]:
-                i["dtype"] = "float16" if key == "fp16" else "float32"
-        out[key] = generate_py(m, {"decoder": sess}, meta_path.parent, 8)["tokens"]
-        assert _providers(sess) == {"WasmExecutionProvider"}
-    assert out["fp16"] == out["fp32"]
+    for i in meta["roles"]["decoder"]["inputs"]:
+        if i["past"]:
+            i["dtype"] = "float16"
+    sess = nnwasm.InferenceSession(str(path), wasm_only_options(), providers=WASM_ONLY)
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = 1
+    ort = onnxruntime.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    ours = generate_py(meta, {"decoder": sess}, meta_path.parent, 16)["tokens"]
+    assert _providers(sess) == {"WasmExecutionProvider"}
+    assert ours == generate_py(meta, {"decoder": ort}, meta_path.parent, 16)["tokens"]
