@@ -8,8 +8,10 @@ Results are within float16 rounding of onnxruntime's; kernels.wasm computes in f
 The bodies of If, Loop and Scan (Optimum's merged fp16 decoders: an If whose branches hold the
 whole decoder) are converted the same way, all through: their initializers, Casts and values,
 their formal inputs and outputs too, and their reads of outer values that became Casts at the
-boundary (a float16 past fed in) read the float32 values instead; an If's output that is a float16
-graph output gets its Cast after the If, like any node's.
+boundary (a float16 past fed in) read the float32 values instead; an If's float16 graph outputs
+stay float16 through Casts at the end of each branch. The KV cache stays in halves
+(_half_concats): the present is the past's halves concatenated with the new rows cast to float16,
+widened once for the attention, rather than the past widened, concatenated and narrowed again.
 
 The rewrite is undone if the graph ran entirely on the session's first provider before and no
 longer does: a graph of data movement only (a float16 Transpose, which kernels.wasm moves as
@@ -135,7 +137,7 @@ def _convert_node(n, rename, outputs=False, half=()):
             attrs[k] = replace(v, template=_convert_body(v.template, rename, cast))
         elif isinstance(v, list) and v and all(isinstance(b, Graph) for b in v):
             attrs[k] = [_convert_body(b, rename) for b in v]
-    if attrs != n.attrs:
+    if any(attrs[k] is not v for k, v in n.attrs.items()):   # (identity: no deep compare of bodies)
         n = replace(n, attrs=attrs)
     ins = [rename.get(i, i) for i in n.inputs]
     outs = [rename.get(o, o) for o in n.outputs] if outputs else n.outputs
