@@ -195,6 +195,37 @@ def genai(precision):
     return build
 
 
+def fp16(build):
+    """An fp32 export converted to float16 as transformers.js's fp16 models are made (Optimum
+    refuses --dtype fp16 on CPU): onnxconverter-common's convert_float_to_float16 with
+    keep_io_types False, so logits, past and present are float16 too; If branches included."""
+    def convert(out):
+        import onnx
+        from onnxconverter_common import float16
+        files = build(out)
+        for f in files.values():
+            m = float16.convert_float_to_float16(onnx.load(str(out / f)), keep_io_types=False)
+            _fix_casts(m.graph)
+            onnx.save(m, str(out / f))
+        return files
+    return convert
+
+
+def _fix_casts(g):
+    """onnxconverter-common retypes a Cast-to-float's output as float16 but leaves the Cast's `to`
+    (onnxruntime then refuses the If): such Casts cast to float16, as transformers.js's converter
+    writes them."""
+    import onnx
+    f16 = {v.name for v in list(g.value_info) + list(g.output)
+           if v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _fix_casts(a.g)
+            if n.op_type == "Cast" and a.name == "to" and a.i == onnx.TensorProto.FLOAT and n.output[0] in f16:
+                a.i = onnx.TensorProto.FLOAT16
+
+
 # name -> (exporter, kind, ops it uses that other helpers are adding, a note)
 GENZOO = {
     "gpt2_merged": (optimum_merged(gpt2_config()), "decoder", "Optimum merged decoder: If on use_cache_branch"),
@@ -211,6 +242,11 @@ GENZOO = {
     "marian_merged": (optimum(marian_config(), "text2text-generation-with-past",
                               {"encoder": "encoder_model.onnx", "decoder": "decoder_model_merged.onnx"}),
                       "encoder-decoder", "Optimum Marian: encoder + merged decoder"),
+    "gpt2_merged_fp16": (fp16(optimum_merged(gpt2_config())), "decoder", "gpt2_merged in float16 (transformers.js's fp16)"),
+    "llama_merged_fp16": (fp16(optimum_merged(llama_config())), "decoder", "llama_merged in float16, fp16 KV cache"),
+    "whisper_merged_fp16": (fp16(optimum(whisper_config(), "automatic-speech-recognition-with-past",
+                                         {"encoder": "encoder_model.onnx", "decoder": "decoder_model_merged.onnx"},
+                                         nb_max_frames=64)), "encoder-decoder", "whisper_merged in float16"),
     "genai_llama_fp32": (genai("fp32"), "decoder", "onnxruntime-genai builder, fp32 cpu: GroupQueryAttention, "
                          "SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization"),
     "genai_llama_int4": (genai("int4"), "decoder", "onnxruntime-genai builder, int4 cpu: + MatMulNBits"),

@@ -78,7 +78,8 @@ def assert_close(out, ref, what):
     assert out.dtype == ref.dtype and out.shape == ref.shape, f"{what}: {out.dtype}{out.shape} vs {ref.dtype}{ref.shape}"
     if out.size:
         scale = max(1.0, float(np.abs(ref).max()))
-        np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-4 * scale, err_msg=what)
+        rtol, atol = (1e-2, 5e-3) if out.dtype == np.float16 else (1e-3, 1e-4)   # float16: its rounding
+        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol * scale, err_msg=what)
 
 
 @pytest.mark.parametrize("name,config", params())

@@ -26,7 +26,8 @@ onnxruntime = pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.browser
 
 RUN_ALL = os.environ.get("NNWASM_ZOO_ALL") == "1"
-PAGE_MODELS = ["gpt2_merged", "llama_merged", "qwen2", "whisper_merged", "genai_llama_fp32", "genai_llama_int4"]
+PAGE_MODELS = ["gpt2_merged", "llama_merged", "qwen2", "whisper_merged", "genai_llama_fp32", "genai_llama_int4",
+               "llama_merged_fp16"]
 # with env.wasm.proxy (sessions in a Web Worker; the empty past, bool and int64 tensors cross
 # postMessage): an If decoder and an encoder-decoder by default
 PROXY_MODELS = ["gpt2_merged", "whisper_merged"]

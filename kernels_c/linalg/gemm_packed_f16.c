@@ -8,9 +8,11 @@
  *           multiply by 2^112 (half.h): A's rows are scaled by 2^112 instead (into scratch), and
  *           (a 2^112) (b 2^-112) is the same real number as a b, so each product rounds to the same
  *           float and the sums are the same bits. Exact while |a| < 2^16 (a 2^112 finite): a row
- *           with a larger finite value takes the full widening. V8 only: Cranelift (the
+ *           with a larger finite value takes the full widening. Cranelift (the
  *           NNW_HINT_SPLAT_BY_SHUFFLE hosts) ran this loop 3.5x slower than the float32 GEMV and
- *           the blocks 1.8x (768 x 768, per-op minima), so wasmtime widens in blocks at any m. */
+ *           the blocks 1.8x (768 x 768, per-op minima): its load-splats of A cost three
+ *           instructions each, so there rows_dup loads four k steps of A at once and splats them
+ *           by shuffles (a row with a larger value widens in blocks). */
 #include <math.h>
 
 #include "gemm_packed.h"
@@ -137,6 +139,67 @@ static NNW_ALWAYS_INLINE void row1_f16(int32_t k, const float *a, const uint16_t
   memcpy(y + j, out, 4 * (size_t)w);
 }
 
+/* rows_f16 (scaled) for the NNW_HINT_SPLAT_BY_SHUFFLE hosts (Cranelift), where each load-splat
+ * of A is three instructions: four k steps of each row loaded as one v128 and their lanes
+ * splatted by a shuffle (pshufd), as gemm_packed.c's tile_pa does. The same products summed in
+ * the same order: the same bits as rows_f16. */
+#define NNW_F16_STEP(t)                                                                             \
+  {                                                                                               \
+    v4 b0, b1;                                                                                    \
+    nnw_half8_bits(bp + (t) * NR, &b0, &b1);                                                      \
+    for (int i = 0; i < mr; i++) {                                                                \
+      v4 av = v4_dup(a4[i], t);                                                                   \
+      acc[i][0] = v4_fmadd(acc[i][0], av, b0);                                                    \
+      acc[i][1] = v4_fmadd(acc[i][1], av, b1);                                                    \
+    }                                                                                             \
+  }
+static NNW_ALWAYS_INLINE void rows_dup(int mr, int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j,
+                                       int32_t w, const struct gemm_packed_f16 *p, const float *bias, const float *r) {
+  v4 acc[3][2];
+  for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = v4_set1(0.0f);
+  int32_t kk = 0;
+  for (; kk + 4 <= k; kk += 4, bp += 4 * NR) {
+    v4 a4[3];
+    for (int i = 0; i < mr; i++) a4[i] = v4_load(a + (size_t)i * k + kk);
+    NNW_F16_STEP(0)
+    NNW_F16_STEP(1)
+    NNW_F16_STEP(2)
+    NNW_F16_STEP(3)
+  }
+  for (; kk < k; kk++, bp += NR) {
+    v4 b0, b1;
+    nnw_half8_bits(bp, &b0, &b1);
+    for (int i = 0; i < mr; i++) {
+      v4 av = v4_load1(a + (size_t)i * k + kk);
+      acc[i][0] = v4_fmadd(acc[i][0], av, b0);
+      acc[i][1] = v4_fmadd(acc[i][1], av, b1);
+    }
+  }
+  float bb[NR] = {0}, rr[NR] = {0}, out[NR];
+  if (bias != NULL) memcpy(bb, bias + j, 4 * (size_t)w);
+  for (int i = 0; i < mr; i++) {
+    const float *ri = NULL;
+    if (r != NULL) {
+      memcpy(rr, r + (size_t)i * p->n + j, 4 * (size_t)w);
+      ri = rr;
+    }
+    v4_store(out, finish(acc[i][0], v4_load(bb), ri, p->act, p->lo, p->hi));
+    v4_store(out + 4, finish(acc[i][1], v4_load(bb + 4), ri != NULL ? ri + 4 : NULL, p->act, p->lo, p->hi));
+    memcpy(y + (size_t)i * p->n + j, out, 4 * (size_t)w);
+  }
+}
+#undef NNW_F16_STEP
+
+static void gemv_dup(int32_t m, int32_t k, const float *a, const uint16_t *bp, float *y,
+                     const struct gemm_packed_f16 *p, const float *bias, const float *r) {
+  for (int32_t j = 0; j < p->n; j += NR, bp += (size_t)NR * k) {
+    int32_t w = p->n - j < NR ? p->n - j : NR;
+    if (m == 1) rows_dup(1, k, a, bp, y, j, w, p, bias, r);
+    else if (m == 2) rows_dup(2, k, a, bp, y, j, w, p, bias, r);
+    else rows_dup(3, k, a, bp, y, j, w, p, bias, r);
+  }
+}
+
 /* every panel for m < 4 rows, mr and scaled constants in each copy: the accumulators stay in
  * registers (a loop over a variable row count kept them in memory: 2x slower) */
 #define NNW_GEMV(name, sc)                                                                          \
@@ -161,7 +224,8 @@ void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
   const uint16_t *bp = (const uint16_t *)(const void *)(arena + p.bp);
   float *y = nnw_f32_at(arena, p.y), *s = nnw_f32_at(arena, p.scratch);
   int32_t m = p.m, n = p.n, k = p.k, panels = (n + NR - 1) / NR;
-  if (m < 4 && !(nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE)) {
+  if (m < 4) {
+    int hinted = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
     size_t len = (size_t)m * k;
     int scaled = 1;
     for (size_t e = 0; e < len; e++) {
@@ -169,9 +233,15 @@ void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
       if (v >= 65536.0f && v != INFINITY) scaled = 0; /* a 2^112 would overflow */
       s[e] = a[e] * NNW_HALF_SCALE;
     }
-    if (scaled) gemv_scaled(m, k, s, bp, y, &p, bias, r);
-    else gemv_full(m, k, a, bp, y, &p, bias, r);
-    return;
+    if (scaled && hinted) {
+      gemv_dup(m, k, s, bp, y, &p, bias, r);
+      return;
+    }
+    if (!hinted) {
+      if (scaled) gemv_scaled(m, k, s, bp, y, &p, bias, r);
+      else gemv_full(m, k, a, bp, y, &p, bias, r);
+      return;
+    }
   }
   for (int32_t q0 = 0; q0 < panels; q0 += p.block) {
     int32_t nq = panels - q0 < p.block ? panels - q0 : p.block, j0 = q0 * NR;

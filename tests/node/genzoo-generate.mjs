@@ -2,14 +2,24 @@
 // onnxruntime's JS API. Plain ES module (no Node API): tests/node/generative.test.mjs runs it in
 // Node, tests/test_generative.py's page in Chromium, each through web/nnwasm.mjs on WASM alone.
 
-export const ARRAYS = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, bool: Uint8Array };
+export const ARRAYS = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, bool: Uint8Array,
+  float16: Uint16Array }; // float16: raw half bits, as onnxruntime-web keeps them
+
+/** A half's bits -> its value (the fp16 models' logits). */
+function halfValue(h) {
+  const e = (h >> 10) & 31, m = h & 1023, s = h & 0x8000 ? -1 : 1;
+  if (e === 31) return m ? NaN : s * Infinity;
+  return s * (e ? (1 + m / 1024) * 2 ** (e - 15) : m * 2 ** -24);
+}
 
 /** The greedy token of the last row of logits [1, S, V], and that row's first 8 values. */
 export function argmaxLast(logits) {
   const [, s, v] = logits.dims, off = (s - 1) * v;
+  const row = logits.type === "float16" ? Array.from(logits.data.subarray(off, off + v), halfValue)
+    : logits.data.subarray(off, off + v);
   let k = 0;
-  for (let j = 1; j < v; j++) if (logits.data[off + j] > logits.data[off + k]) k = j;
-  return { k, head: Array.from(logits.data.subarray(off, off + 8)) };
+  for (let j = 1; j < v; j++) if (row[j] > row[k]) k = j;
+  return { k, head: Array.from(row.slice(0, 8)) };
 }
 
 /** A Tensor from raw little-endian bytes (an ArrayBuffer) and a sidecar entry {dtype, dims}. */
