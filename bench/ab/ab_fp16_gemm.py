@@ -5,7 +5,7 @@ MatMul [M, K] x [K, N] + bias and its float16 form (weights float16, Casts at fl
 onnxconverter-common's keep_io_types writes it). The Casts of x and y are M*(K+N) elements
 against the GEMM's M*K*N multiply-adds (under 0.2 % at M = 1).
 
-    python bench/ab_fp16_gemm.py [--seconds 20] [--shapes 1x768x768,128x768x3072] [--layers 12]
+    python bench/ab/ab_fp16_gemm.py [--seconds 20] [--shapes 1x768x768,128x768x3072] [--layers 12]
 
 --layers L adds, for M = 1 and 128, a chain of L BERT-base FFNs (768 -> 3072 -> 768, distinct
 weights: 18.9 MB of float32 a layer), so that the weights stream from memory as a whole model's
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "py_runtime"))
 from nnwasm.plan_compile import compile_plan  # noqa: E402
 
@@ -84,7 +84,7 @@ def main():
                 path.write_bytes(compile_plan(model(*dims, half) if len(dims) == 3 else chain(*dims, half)))
                 pairs.append(f"{path}@{wasm}")
             print(name if len(dims) == 2 else "M={} K={} N={}".format(*dims), flush=True)
-            subprocess.run([sys.executable, str(ROOT / "bench" / "ab_plans.py"), *pairs, "--seconds",
+            subprocess.run([sys.executable, str(ROOT / "bench" / "ab" / "ab_plans.py"), *pairs, "--seconds",
                             str(args.seconds)], check=True)
 
 
