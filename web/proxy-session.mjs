@@ -150,6 +150,7 @@ export class ProxySession {
     // Resolved here: the worker's own location is not the page's.
     const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL(),
                                               kernelsFlavour: requestedFlavour(env.wasm),
+                                              numThreads: env.wasm?.numThreads,
                                               enableProfiling: Boolean(options.enableProfiling) });
     return new ProxySession(link, info, info.bootMs);
   }
@@ -162,13 +163,15 @@ export class ProxySession {
     this.providers = info.providers;
     this.providerAssignment = info.providerAssignment;
     this.kernelsFlavour = info.kernelsFlavour;
+    this.numThreads = info.numThreads ?? 1; // the worker's pool (threads.mjs), as of the last reply
     this.timings = { bootMs, createMs: info.createMs };
   }
 
   /** feeds: [name, tensor] pairs; outputNames: names or null for all. Resolves to {name: Tensor}. */
   async run(feeds, outputNames) {
     const wire = feeds.map(([name, t]) => [name, t.type, [...t.dims], ownedBytes(t.data)]);
-    const { outputs } = await this.#link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
+    const { outputs, numThreads } = await this.#link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
+    this.numThreads = numThreads ?? 1;
     return Object.fromEntries(outputs.map(([name, type, dims, data]) => [name, new Tensor(type, data, dims)]));
   }
 

@@ -43,22 +43,25 @@ const HANDLERS = {
              createMs: session.timings.createMs };
   },
 
-  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked }) {
+  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked, numThreads }) {
     env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[asked];
+    env.wasm.numThreads = numThreads; // the page's setting: threads run here (threads.mjs), where waiting is allowed
     const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
-    const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour } = session;
+    const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour, numThreads } = session;
     return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment, kernelsFlavour,
-             createMs: session.timings.createMs, bootMs: session.timings.bootMs };
+             numThreads, createMs: session.timings.createMs, bootMs: session.timings.bootMs };
   },
 
   async run({ handle, feeds, outputNames, loadNumpy }) {
     env.loadNumpy = loadNumpy;
     // Both sessions read a feed's type, dims and data only; data arrives as its bytes.
     const tensors = feeds.map(([name, type, dims, data]) => [name, { type, dims, data }]);
-    const out = await sessionFor(handle).run(tensors, outputNames);
-    return { outputs: Object.entries(out).map(([name, t]) => [name, t.type, [...t.dims], t.data]) };
+    const session = sessionFor(handle);
+    const out = await session.run(tensors, outputNames);
+    return { outputs: Object.entries(out).map(([name, t]) => [name, t.type, [...t.dims], t.data]),
+             numThreads: session.numThreads ?? 1 };
   },
 
   profile({ handle, action }) {
