@@ -49,9 +49,9 @@ const HANDLERS = {
     const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
-    const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour, numThreads } = session;
+    const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour } = session;
     return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment, kernelsFlavour,
-             numThreads, createMs: session.timings.createMs, bootMs: session.timings.bootMs };
+             numThreads: session.numThreads, createMs: session.timings.createMs, bootMs: session.timings.bootMs };
   },
 
   async run({ handle, feeds, outputNames, loadNumpy }) {

@@ -114,7 +114,7 @@ let liveWorkers = 0; // helper workers not yet ended (tests count them)
 export const poolStats = { get liveWorkers() { return liveWorkers; }, starts: 0 };
 
 async function newWorker() {
-  const url = new URL("./pool-worker.mjs", import.meta.url);
+  const url = new URL("../web/pool-worker.mjs", import.meta.url); // ../web/: the same from demo/app.bundle.mjs
   if (isNode) {
     const { Worker } = await import("node:worker_threads");
     const worker = new Worker(url);
