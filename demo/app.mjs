@@ -32,6 +32,12 @@ env.wasm.warmUp = !params.has("nowarmup");
 // baseline (bit-identical everywhere), ?relaxed the relaxed one. index.html preloads the same file.
 if (params.has("simd")) env.wasm.relaxedSimd = false;
 else if (params.has("relaxed")) env.wasm.relaxedSimd = true;
+// Threads (web/threads.mjs): ?threads=N, else every core up to 4 when the page is cross-origin
+// isolated (demo/serve.py sends COOP/COEP), which runs kernels-threads.wasm (the simd kernels with
+// atomics). onnxruntime-web's own default would be min(4, ceil(cores / 2)): 1 on a 2-core machine.
+// The helpers start while the plan downloads; runs use them once they are ready.
+env.wasm.numThreads = params.has("threads") ? Number(params.get("threads"))
+  : (self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1);
 if (!params.has("onnx") && !params.has("proxy")) (env.wasm.warmUp ? warmUpKernels() : loadKernels()).catch(() => {});
 
 const $ = (id) => document.getElementById(id);
@@ -132,8 +138,22 @@ function showPath(session, { plan, name }) {
   const flavour = document.createElement("li");
   flavour.id = "kernels-flavour";
   flavour.textContent = `kernels.wasm flavour: ${session.kernelsFlavour ?? "?"}` +
-    ({ relaxed: " (relaxed SIMD: fused multiply-add)", simd: " (SIMD128, bit-identical everywhere)" }[session.kernelsFlavour] ?? "");
-  $("providers").append(flavour);
+    ({ relaxed: " (relaxed SIMD: fused multiply-add)", simd: " (SIMD128, bit-identical everywhere)",
+       "simd+threads": " (SIMD128 with atomics on a shared memory, bit-identical everywhere)" }[session.kernelsFlavour] ?? "");
+  const threads = document.createElement("li");
+  threads.id = "threads";
+  $("providers").append(flavour, threads);
+  showThreads(session);
+}
+
+/** How many threads the last run used (web/threads.mjs: the helpers join once started). */
+function showThreads(session) {
+  const item = $("threads");
+  if (!item) return;
+  const n = session.numThreads ?? 1, asked = env.wasm.numThreads;
+  item.textContent = n > 1 ? `threads: ${n} (Web Workers on a shared memory; the page is cross-origin isolated)`
+    : asked > 1 && self.crossOriginIsolated ? `threads: 1 so far (${asked - 1} helper${asked > 2 ? "s" : ""} starting)`
+    : `threads: 1${self.crossOriginIsolated ? "" : " (the page is not cross-origin isolated)"}`;
 }
 
 /** The model input for an image; throws on a file that is no image. */
@@ -154,6 +174,7 @@ async function run(input) {
   const t1 = performance.now();
   const out = await session.run({ [inputName]: state.input });
   const runMs = performance.now() - t1;
+  showThreads(session);
   state.timings.firstRunMs ??= runMs;
   state.timings.preMs ??= input.ms;
   // The first run also waits for V8 to finish optimising kernels.wasm: "Time 10 runs" shows the steady state.
@@ -246,6 +267,7 @@ async function benchmark() {
     }
     times.sort((a, b) => a - b);
     $("t-run").textContent = `${ms(times[5])} (median of 10; best ${ms(times[0])})`;
+    showThreads(state.session);
     status("Timed 10 runs.");
   } catch (err) {
     showError(err);

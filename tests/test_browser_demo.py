@@ -151,13 +151,19 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
 
     assert page.errors == []
     paths = [urlparse(u).path for u in page.requests]
-    # Chromium has relaxed SIMD: the page preloads and runs kernels-relaxed.wasm (web/flavours.mjs)
-    assert "/demo/assets/efficientnet-lite0.nnwp" in paths and "/dist/web/kernels-relaxed.wasm" in paths, paths
-    expect(page.locator("#kernels-flavour")).to_contain_text("kernels.wasm flavour: relaxed")
+    # The demo server isolates the page (COOP/COEP): the page preloads and runs kernels-threads.wasm
+    # on every core up to 4 (web/threads.mjs), its helpers in Web Workers (pool-worker.mjs)
+    assert "/demo/assets/efficientnet-lite0.nnwp" in paths and "/dist/web/kernels-threads.wasm" in paths, paths
+    expect(page.locator("#kernels-flavour")).to_contain_text("kernels.wasm flavour: simd+threads")
+    cores = min(4, page.evaluate("navigator.hardwareConcurrency"))
+    if cores > 1:
+        expect(page.locator("#threads")).to_contain_text(f"threads: {cores} (Web Workers on a shared memory")
     assert _pyodide_requests(page) == [], "the plan page asked for Python's files"
     assert "/demo/assets/efficientnet-lite0.onnx" not in paths and "/web/proxy-worker.mjs" not in paths, paths
-    assert [p for p in paths if p.endswith(".mjs")] == ["/demo/app.bundle.mjs"], f"not one bundled module: {paths}"
-    assert len(paths) == len(set(paths)), f"a file was fetched twice (a preload missed): {paths}"
+    assert [p for p in paths if p.endswith(".mjs") and p != "/web/pool-worker.mjs"] == ["/demo/app.bundle.mjs"], \
+        f"not one bundled module: {paths}"
+    once = [p for p in paths if p != "/web/pool-worker.mjs"]   # one worker per helper
+    assert len(once) == len(set(once)), f"a file was fetched twice (a preload missed): {paths}"
     _assert_offline(page, demo_server.port)
 
 

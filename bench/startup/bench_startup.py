@@ -34,6 +34,7 @@ from conftest import CHROMIUM_FLAGS  # noqa: E402  (the browser tests' flags: sa
 PAGES = {
     "plan": ("/demo/", "nnwasm, plan file (kernels.wasm, no Python)"),
     "plan-nowarmup": ("/demo/?nowarmup", "nnwasm, plan file, no kernel warm-up"),
+    "plan-1t": ("/demo/?threads=1", "nnwasm, plan file, 1 thread (the default when isolated: all cores up to 4)"),
     "onnx": ("/demo/?onnx", "nnwasm, .onnx through Pyodide"),
     "ort-web": ("/bench/startup/ort-web.html", "onnxruntime-web 1.30, wasm, 1 thread"),
     "ort-web-plain": ("/bench/startup/ort-web-plain.html", "the same, without preloads"),
