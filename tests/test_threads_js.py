@@ -54,6 +54,22 @@ def test_zoo_plans_same_bits_1_and_2_threads_and_cpython(fixtures, node):
     assert split >= 3, "the pool split no GEMM of most models"
 
 
+PYODIDE = ["bert_tiny.case0", "mobilenet_v3_small.case0"]
+
+
+def test_onnx_through_pyodide_same_bits_1_and_2_threads(fixtures):
+    """The .onnx path: Python in Pyodide drives kernels-threads.wasm and the JS pool (Node 20)."""
+    folder, want = fixtures
+    args = ["tests/node/threads-bits.mjs", str(folder)]
+    one, _ = node_json(NODES["node20"], *args, "1", str(KERNELS), "onnx", *PYODIDE)
+    two, _ = node_json(NODES["node20"], *args, "2", str(KERNELS), "onnx", *PYODIDE)
+    for key in PYODIDE:
+        assert one[key]["threads"] == 1 and two[key]["threads"] == 2 and two[key]["flavour"] == "simd+threads", (one, two)
+        assert one[key]["sha256"] == want[key]["sha256"], f"{key}: Pyodide 1 thread differs from CPython's simd"
+        assert two[key]["sha256"] == want[key]["sha256"], f"{key}: Pyodide 2 threads differ from 1 thread"
+        assert two[key]["jobs"] > 0, two
+
+
 def faults(mode):
     out, _ = node_json(NODES["node20"], "tests/node/threads-faults.mjs", str(KERNELS), mode)
     print("\n", out)

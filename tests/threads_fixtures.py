@@ -44,7 +44,7 @@ def build(folder, names):
                 v = np.ascontiguousarray(v)
                 (folder / f"{key}.in{i}.bin").write_bytes(v.tobytes())
                 inputs[k] = {"file": f"{key}.in{i}.bin", "dtype": str(v.dtype), "shape": list(v.shape)}
-            fixtures[key] = {"plan": f"{key}.nnwp", "inputs": inputs,
+            fixtures[key] = {"plan": f"{key}.nnwp", "onnx": str(zoo / meta["file"]), "inputs": inputs,
                              "sha256": {o.name: hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
                                         for o, a in zip(sess.get_outputs(), outs)}}
     (folder / "fixtures.json").write_text(json.dumps(fixtures, indent=1))

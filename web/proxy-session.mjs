@@ -116,7 +116,7 @@ let link = null; // the live worker; null before the first create() and after it
 
 function connect() {
   // the worker's Pyodide and plan sessions load the kernels.wasm flavour asked for here (flavours.mjs)
-  link ??= new WorkerLink({ ...resolveEnv(), kernelsFlavour: requestedFlavour(env.wasm) });
+  link ??= new WorkerLink({ ...resolveEnv(), kernelsFlavour: requestedFlavour(env.wasm), numThreads: env.wasm?.numThreads });
   return link;
 }
 

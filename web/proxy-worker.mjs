@@ -30,6 +30,7 @@ const HANDLERS = {
     env.pyodideSnapshot = config.pyodideSnapshot;
     env.bootTimeoutMs = config.bootTimeoutMs;
     env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[config.kernelsFlavour];
+    env.wasm.numThreads = config.numThreads; // the page's: the pool runs here, under the Python sessions
     const { bootMs, versions } = await boot();
     return { bootMs, versions };
   },

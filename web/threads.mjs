@@ -284,3 +284,31 @@ export class ThreadPool {
 }
 
 ThreadPool.testFailStart = new Set(); // tests: helper ids whose start fails
+
+let pyodidePool = null;
+
+/** The pool under this realm's Python sessions (createThreadedKernels), or null. */
+export function pyodideThreadPool() {
+  return pyodidePool;
+}
+
+/** kernels-threads.wasm from its bytes, synchronously (the Pyodide host asks from Python: the
+ * module is well under Chromium's 8 MB limit for a synchronous compile on a page's thread), on a
+ * new shared memory, with its pool acquired (helpers starting): {exports, memory, pool}; null with
+ * one warning when the memory can't be shared or the module refuses it. */
+export function createThreadedKernels(bytes, threads) {
+  try {
+    const module = new WebAssembly.Module(bytes);
+    const memory = sharedMemory();
+    const instance = new WebAssembly.Instance(module, { env: { memory } });
+    const exports = { ...instance.exports, memory };
+    exports._initialize?.();
+    const pool = new ThreadPool({ exports, memory, module }, threads);
+    pool.acquire();
+    pyodidePool = pool;
+    return { exports, memory, pool };
+  } catch (e) {
+    warn(`no thread pool (${e.name}: ${e.message}); running on 1 thread`);
+    return null;
+  }
+}

@@ -2,14 +2,16 @@
 // and prints one JSON line: {key: {sha256: {output: hex}, threads, jobs}}, the outputs' SHA-256 of
 // a run once the pool is enabled (the first run may go on one thread while the helpers start),
 // the threads it ran on and the split jobs it made (nnw_pool_jobs). argv[2]: the fixtures folder;
-// argv[4]: the folder holding kernels*.wasm.
+// argv[4]: the folder holding kernels*.wasm; argv[5] "onnx": the .onnx models through Pyodide
+// instead (the pool then lives under the Python sessions), argv[6..]: only these keys.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { loadKernels } from "../../web/plan-session.mjs";
+import { pyodideThreadPool } from "../../web/threads.mjs";
 
-const [folder, threads, kernels] = process.argv.slice(2);
+const [folder, threads, kernels, kind, ...only] = process.argv.slice(2);
 env.wasm.numThreads = Number(threads);
 env.wasm.relaxedSimd = false;
 env.wasm.wasmPaths = kernels.endsWith("/") ? kernels : kernels + "/";
@@ -18,7 +20,9 @@ const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array,
 const fixtures = JSON.parse(readFileSync(join(folder, "fixtures.json"), "utf8"));
 const out = {};
 for (const [key, entry] of Object.entries(fixtures)) {
-  const session = await InferenceSession.create(new Uint8Array(readFileSync(join(folder, entry.plan))));
+  if (only.length && !only.includes(key)) continue;
+  const session = kind === "onnx" ? await InferenceSession.create(entry.onnx)
+    : await InferenceSession.create(new Uint8Array(readFileSync(join(folder, entry.plan))));
   const feeds = {};
   for (const [name, v] of Object.entries(entry.inputs)) {
     const bytes = readFileSync(join(folder, v.file));
@@ -29,7 +33,7 @@ for (const [key, entry] of Object.entries(fixtures)) {
     await new Promise((r) => setTimeout(r, 25));
     await session.run(feeds); // enables the pool once its helpers are ready
   }
-  const k = (await loadKernels()).exports;
+  const k = kind === "onnx" ? pyodideThreadPool()?.k.exports ?? {} : (await loadKernels()).exports;
   const jobs = k.nnw_pool_jobs?.() ?? 0;
   const ran = session.numThreads;
   const results = await session.run(feeds);
@@ -37,6 +41,8 @@ for (const [key, entry] of Object.entries(fixtures)) {
   for (const [name, t] of Object.entries(results)) {
     out[key].sha256[name] = createHash("sha256").update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)).digest("hex");
   }
+  out[key].flavour = session.kernelsFlavour;
   await session.release();
 }
 console.log(JSON.stringify(out));
+process.exit(0); // Pyodide keeps Node's loop alive
