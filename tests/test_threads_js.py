@@ -88,6 +88,12 @@ def test_helper_that_fails_to_start_leaves_one_thread_and_one_warning():
                    "warnings": ["nnwasm: a helper failed to start (Error: refused (test)); running on 1 thread"]}
 
 
+def test_memory_that_cannot_be_shared_leaves_one_thread_and_one_warning():
+    out = faults("noshare")["noShare"]
+    assert out == {"threads": 1, "flavour": "simd", "workers": 0,
+                   "warnings": ["nnwasm: no thread pool (RangeError: no shared memory (test)); running on 1 thread"]}
+
+
 def test_100_create_run_release_cycles_in_node():
     out = faults("cycles")["cycles"]
     assert out["ran2"] == 100 and out["workersAfter"] == 0, out   # every cycle ran on 2 threads; no worker left

@@ -1,13 +1,21 @@
 // Faults and cycles of the JS thread pool (web/threads.mjs), for tests/test_threads_js.py; one mode
 // per process (a fault leaves the realm on one thread for good): argv[2] the folder of
 // kernels*.wasm, argv[3] the mode: "trap" (helper 1 traps in a job), "failstart" (helper 1 refuses
-// to start), "cycles" (100 create/run/release with 2 threads). Prints one JSON line.
+// to start), "noshare" (a WebAssembly.Memory that can't be shared), "cycles" (100 create/run/release
+// with 2 threads). Prints one JSON line.
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { loadKernels } from "../../web/plan-session.mjs";
 import { poolStats, ThreadPool } from "../../web/threads.mjs";
 import { execFileSync } from "node:child_process";
 
 const [kernels, mode] = process.argv.slice(2);
+if (mode === "noshare") {
+  const Memory = WebAssembly.Memory;
+  WebAssembly.Memory = function (desc) {
+    if (desc?.shared) throw new RangeError("no shared memory (test)");
+    return new Memory(desc);
+  };
+}
 env.wasm.numThreads = 2;
 env.wasm.relaxedSimd = false;
 env.wasm.wasmPaths = kernels.endsWith("/") ? kernels : kernels + "/";
@@ -54,6 +62,13 @@ if (mode === "trap") {
   const same = Buffer.compare(bytes((await s.run(feeds)).y), want) === 0;
   await sleep(300);
   out.helperTrap = { error, after: { threads: s.numThreads, same, workers: poolStats.liveWorkers } };
+  await s.release();
+} else if (mode === "noshare") {
+  const s = await InferenceSession.create(new Uint8Array(plan));
+  await s.run(feeds);
+  await sleep(300);
+  out.noShare = { threads: s.numThreads, flavour: s.kernelsFlavour, workers: poolStats.liveWorkers,
+                  warnings: warnings.filter((w) => w.includes("thread")) };
   await s.release();
 } else if (mode === "failstart") {
   ThreadPool.testFailStart.add(1);
