@@ -157,7 +157,9 @@ async function instantiateThreaded(source, url, threads) {
     if (!(name in exports)) throw new Error(`nnwasm: ${url} is not kernels-threads.wasm: it exports no ${name}`);
   }
   exports._initialize?.();
-  return { exports, pool: new ThreadPool({ exports, memory, module }, threads) };
+  const pool = new ThreadPool({ exports, memory, module }, threads);
+  pool.startEarly(); // while the plan downloads: ready by its first run if it can be
+  return { exports, pool };
 }
 
 /** A fetch Response to compile while it downloads (served as application/wasm, which

@@ -147,8 +147,20 @@ export class ThreadPool {
     k.exports.nnw_pool_caller_spins(callerMayBlock() ? 0 : 1);
   }
 
+  /** Starts the helpers as soon as kernels.wasm is loaded, before any session (plan-session.mjs:
+   * while the plan downloads, so that they are ready by its first run); the first session's
+   * acquire() takes this over, and without one they stay parked. */
+  startEarly() {
+    this.acquire();
+    this.early = true;
+  }
+
   /** A session of the realm starts: the helpers start unless they run (never awaited by create()). */
   acquire() {
+    if (this.early) {
+      this.early = false; // the first session takes the early start's place
+      return;
+    }
     this.users++;
     if ((this.state === "idle" || this.state === "stopping") && this.threads > 1) this.#start(); // after the stop
   }
