@@ -176,6 +176,7 @@ async function run(input) {
   const runMs = performance.now() - t1;
   showThreads(session);
   state.timings.firstRunMs ??= runMs;
+  state.timings.firstRunThreads ??= session.numThreads ?? 1; // the helpers may still be starting
   state.timings.preMs ??= input.ms;
   // The first run also waits for V8 to finish optimising kernels.wasm: "Time 10 runs" shows the steady state.
   $("t-run").textContent = ms(runMs) + (state.runs++ === 0 ? " (first run)" : "");
