@@ -32,12 +32,12 @@ env.wasm.warmUp = !params.has("nowarmup");
 // baseline (bit-identical everywhere), ?relaxed the relaxed one. index.html preloads the same file.
 if (params.has("simd")) env.wasm.relaxedSimd = false;
 else if (params.has("relaxed")) env.wasm.relaxedSimd = true;
-// Threads (web/threads.mjs): ?threads=N, else every core up to 4 when the page is cross-origin
-// isolated (demo/serve.py sends COOP/COEP), which runs kernels-threads.wasm (the simd kernels with
-// atomics). onnxruntime-web's own default would be min(4, ceil(cores / 2)): 1 on a 2-core machine.
-// The helpers start while the plan downloads; runs use them once they are ready.
-env.wasm.numThreads = params.has("threads") ? Number(params.get("threads"))
-  : (self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1);
+// Threads (web/threads.mjs): ?threads=N, else onnxruntime-web's default, min(4, ceil(cores / 2))
+// when the page is cross-origin isolated (demo/serve.py sends COOP/COEP): 2 threads on 4 cores, 1
+// on 2 (there a second thread shares the cores with the page's own work: docs/threads.md measured a
+// slower first result). More than one runs kernels-threads.wasm (the simd kernels with atomics); the
+// helpers start while the plan downloads and runs use them once they are ready.
+if (params.has("threads")) env.wasm.numThreads = Number(params.get("threads"));
 if (!params.has("onnx") && !params.has("proxy")) (env.wasm.warmUp ? warmUpKernels() : loadKernels()).catch(() => {});
 
 const $ = (id) => document.getElementById(id);
@@ -146,11 +146,17 @@ function showPath(session, { plan, name }) {
   showThreads(session);
 }
 
+/** The threads env.wasm.numThreads asks for (?threads=N, else onnxruntime-web's default). */
+function defaultThreads() {
+  const n = env.wasm.numThreads;
+  return Number.isInteger(n) && n > 0 ? n : Math.min(4, Math.ceil((navigator.hardwareConcurrency || 1) / 2));
+}
+
 /** How many threads the last run used (web/threads.mjs: the helpers join once started). */
 function showThreads(session) {
   const item = $("threads");
   if (!item) return;
-  const n = session.numThreads ?? 1, asked = env.wasm.numThreads;
+  const n = session.numThreads ?? 1, asked = session.kernelsFlavour === "simd+threads" ? defaultThreads() : 1;
   item.textContent = n > 1 ? `threads: ${n} (Web Workers on a shared memory; the page is cross-origin isolated)`
     : asked > 1 && self.crossOriginIsolated ? `threads: 1 so far (${asked - 1} helper${asked > 2 ? "s" : ""} starting)`
     : `threads: 1${self.crossOriginIsolated ? "" : " (the page is not cross-origin isolated)"}`;
