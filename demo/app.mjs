@@ -32,6 +32,12 @@ env.wasm.warmUp = !params.has("nowarmup");
 // baseline (bit-identical everywhere), ?relaxed the relaxed one. index.html preloads the same file.
 if (params.has("simd")) env.wasm.relaxedSimd = false;
 else if (params.has("relaxed")) env.wasm.relaxedSimd = true;
+// Threads (web/threads.mjs): ?threads=N, else onnxruntime-web's default, min(4, ceil(cores / 2))
+// when the page is cross-origin isolated (demo/serve.py sends COOP/COEP): 2 threads on 4 cores, 1
+// on 2 (there a second thread shares the cores with the page's own work: docs/threads.md measured a
+// slower first result). More than one runs kernels-threads.wasm (the simd kernels with atomics); the
+// helpers start while the plan downloads and runs use them once they are ready.
+if (params.has("threads")) env.wasm.numThreads = Number(params.get("threads"));
 if (!params.has("onnx") && !params.has("proxy")) (env.wasm.warmUp ? warmUpKernels() : loadKernels()).catch(() => {});
 
 const $ = (id) => document.getElementById(id);
@@ -132,8 +138,28 @@ function showPath(session, { plan, name }) {
   const flavour = document.createElement("li");
   flavour.id = "kernels-flavour";
   flavour.textContent = `kernels.wasm flavour: ${session.kernelsFlavour ?? "?"}` +
-    ({ relaxed: " (relaxed SIMD: fused multiply-add)", simd: " (SIMD128, bit-identical everywhere)" }[session.kernelsFlavour] ?? "");
-  $("providers").append(flavour);
+    ({ relaxed: " (relaxed SIMD: fused multiply-add)", simd: " (SIMD128, bit-identical everywhere)",
+       "simd+threads": " (SIMD128 with atomics on a shared memory, bit-identical everywhere)" }[session.kernelsFlavour] ?? "");
+  const threads = document.createElement("li");
+  threads.id = "threads";
+  $("providers").append(flavour, threads);
+  showThreads(session);
+}
+
+/** The threads env.wasm.numThreads asks for (?threads=N, else onnxruntime-web's default). */
+function defaultThreads() {
+  const n = env.wasm.numThreads;
+  return Number.isInteger(n) && n > 0 ? n : Math.min(4, Math.ceil((navigator.hardwareConcurrency || 1) / 2));
+}
+
+/** How many threads the last run used (web/threads.mjs: the helpers join once started). */
+function showThreads(session) {
+  const item = $("threads");
+  if (!item) return;
+  const n = session.numThreads ?? 1, asked = session.kernelsFlavour === "simd+threads" ? defaultThreads() : 1;
+  item.textContent = n > 1 ? `threads: ${n} (Web Workers on a shared memory; the page is cross-origin isolated)`
+    : asked > 1 && self.crossOriginIsolated ? `threads: 1 so far (${asked - 1} helper${asked > 2 ? "s" : ""} starting)`
+    : `threads: 1${self.crossOriginIsolated ? "" : " (the page is not cross-origin isolated)"}`;
 }
 
 /** The model input for an image; throws on a file that is no image. */
@@ -154,7 +180,9 @@ async function run(input) {
   const t1 = performance.now();
   const out = await session.run({ [inputName]: state.input });
   const runMs = performance.now() - t1;
+  showThreads(session);
   state.timings.firstRunMs ??= runMs;
+  state.timings.firstRunThreads ??= session.numThreads ?? 1; // the helpers may still be starting
   state.timings.preMs ??= input.ms;
   // The first run also waits for V8 to finish optimising kernels.wasm: "Time 10 runs" shows the steady state.
   $("t-run").textContent = ms(runMs) + (state.runs++ === 0 ? " (first run)" : "");
@@ -246,6 +274,7 @@ async function benchmark() {
     }
     times.sort((a, b) => a - b);
     $("t-run").textContent = `${ms(times[5])} (median of 10; best ${ms(times[0])})`;
+    showThreads(state.session);
     status("Timed 10 runs.");
   } catch (err) {
     showError(err);

@@ -11,7 +11,10 @@
 // auto) when neither is set. Asking for `relaxed` where the engine lacks it runs `simd` with one
 // console warning. Plan files run on either.
 
-export const FLAVOUR_FILES = Object.freeze({ simd: "kernels.wasm", relaxed: "kernels-relaxed.wasm" });
+// "simd+threads": the simd kernels with atomics on a shared memory, for env.wasm.numThreads > 1
+// (threads.mjs); there is no relaxed build with threads yet.
+export const FLAVOUR_FILES = Object.freeze({ simd: "kernels.wasm", relaxed: "kernels-relaxed.wasm",
+                                             "simd+threads": "kernels-threads.wasm" });
 
 // (module (func (result v128)
 //   (i32x4.relaxed_dot_i8x16_i7x16_add_s (i8x16.splat 1) (i8x16.splat 1) (i8x16.splat 1))

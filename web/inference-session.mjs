@@ -106,8 +106,14 @@ export class InferenceSession {
     // boot (once per page) and this session's creation took.
     this.providers = impl.providers;
     this.providerAssignment = impl.providerAssignment;
-    this.kernelsFlavour = impl.kernelsFlavour; // the kernels.wasm flavour: "simd" or "relaxed" (flavours.mjs)
+    this.kernelsFlavour = impl.kernelsFlavour; // the kernels.wasm flavour: "simd", "relaxed", "simd+threads" (flavours.mjs)
     this.timings = impl.timings;
+  }
+
+  /** nnwasm's own: the threads the next run uses (env.wasm.numThreads, threads.mjs): 1 until the
+   * pool's helpers are ready (a proxied session: as of its last run), and without a pool. */
+  get numThreads() {
+    return this.#impl.numThreads ?? 1;
   }
 
   /**

@@ -3,10 +3,11 @@
 // calling conventions as py_runtime/nnwasm/host/ and wasm/runner.py (whose STATUS table this
 // mirrors); feeds are checked with the Python session's wording, so errors read the same.
 import { env, resolveKernelsURL } from "./env.mjs";
-import { flavourURL, resolveFlavour } from "./flavours.mjs";
+import { FLAVOUR_FILES, flavourURL, resolveFlavour } from "./flavours.mjs";
 import { loadBytes, toURL } from "./load-bytes.mjs";
 import { parsePlanFile, weightsLayout } from "./plan-file.mjs";
 import { Trace } from "./profiling.mjs";
+import { resolveNumThreads, sharedMemory, ThreadPool } from "./threads.mjs";
 import { Tensor, typedArrayFor } from "./tensor.mjs";
 
 const STATUS = {
@@ -34,7 +35,7 @@ const pyList = (items) => `[${items.map((v) => (typeof v === "string" ? `'${v}'`
 
 let kernels = null; // promise of the realm's one kernels.wasm instance
 
-/** The realm's kernels.wasm: {exports, url, compileMs, flavour}. Compiled and instantiated once, in
+/** The realm's kernels.wasm: {exports, url, compileMs, flavour, pool}. Compiled and instantiated once, in
  * the flavour env.wasm asks for (flavours.mjs: "relaxed" where the engine has relaxed SIMD, else
  * "simd"; "custom" for a wasmPaths file not named kernels.wasm); a failure is forgotten so a later
  * call (say, after fixing env.wasm.wasmPaths) tries again. */
@@ -89,28 +90,41 @@ async function warmUp(k, state) {
   return runs;
 }
 
-async function instantiateKernels(simdCandidates) {
+async function instantiateKernels(simdCandidates, forceThreads = undefined) {
   const t0 = performance.now();
   let source = null, url = null, flavour = null;
   const failures = [];
+  // env.wasm.numThreads > 1 (threads.mjs) takes kernels-threads.wasm, the simd kernels with atomics
+  const threads = forceThreads ?? resolveNumThreads(env.wasm);
+  if (threads > 1 && env.wasm?.relaxedSimd === true) {
+    console.warn("nnwasm: no relaxed SIMD build with threads; running 'simd+threads' (env.wasm.numThreads > 1)");
+  }
   // the flavour's files first, then (a dist/ built before flavours existed) the simd ones
-  const want = resolveFlavour(env.wasm);
+  const want = threads > 1 ? "simd+threads" : resolveFlavour(env.wasm);
   const candidates = simdCandidates.map((c) => ({ url: flavourURL(toURL(c).href, want), flavour: want }));
   if (want !== "simd") candidates.push(...simdCandidates.map((c) => ({ url: toURL(c).href, flavour: "simd" })));
   for (const candidate of candidates) {
     try {
       source = await kernelsSource(candidate.url);
       url = candidate.url;
-      const ours = /\/kernels(-relaxed)?\.wasm$/.test(new URL(url).pathname); // else a wasmPaths file of the user's
+      const ours = /\/kernels(-relaxed|-threads)?\.wasm$/.test(new URL(url).pathname); // else a wasmPaths file of the user's
       flavour = ours ? candidate.flavour : "custom";
       break;
     } catch (e) {
       failures.push(e.message);
     }
   }
+  if (want === "simd+threads" && flavour !== want && source !== null) {
+    console.warn(`nnwasm: no ${FLAVOUR_FILES[want]} next to kernels.wasm (${failures[0]}); running on 1 thread`);
+  }
   if (source === null) {
     throw new Error(`nnwasm: cannot load kernels.wasm (${failures.join("; ")}); run ` +
                     "`python build_scripts/build_web.py`, or set env.wasm.wasmPaths");
+  }
+  if (flavour === "simd+threads") {
+    const threaded = await instantiateThreaded(source, url, threads);
+    if (threaded !== null) return { ...threaded, url, flavour, compileMs: performance.now() - t0 };
+    return instantiateKernels(simdCandidates.map((c) => toURL(c).href), 1);
   }
   // kernels.wasm imports nothing; an Emscripten build of old imported this one (a no-op here).
   const imports = { env: { emscripten_notify_memory_growth: () => {} } };
@@ -123,7 +137,29 @@ async function instantiateKernels(simdCandidates) {
     if (!(name in exports)) throw new Error(`nnwasm: ${url} is not kernels.wasm: it exports no ${name}`);
   }
   exports._initialize?.();
-  return { exports, url, flavour, compileMs: performance.now() - t0 };
+  return { exports, url, flavour, compileMs: performance.now() - t0, pool: null };
+}
+
+/** kernels-threads.wasm on a new shared memory, with its ThreadPool (helpers not started yet), or
+ * null with one warning when the memory can't be shared or the module refuses it. */
+async function instantiateThreaded(source, url, threads) {
+  let module, memory, instance;
+  try {
+    module = source instanceof Response ? await WebAssembly.compileStreaming(source) : await WebAssembly.compile(source);
+    memory = sharedMemory();
+    instance = await WebAssembly.instantiate(module, { env: { memory } });
+  } catch (e) {
+    console.warn(`nnwasm: no thread pool (${e.name}: ${e.message}); running on 1 thread`);
+    return null;
+  }
+  const exports = { ...instance.exports, memory };
+  for (const name of ["nnw_malloc", "nnw_plan_load", "nnw_plan_run", "nnw_pool_prepare", "nnw_pool_fault"]) {
+    if (!(name in exports)) throw new Error(`nnwasm: ${url} is not kernels-threads.wasm: it exports no ${name}`);
+  }
+  exports._initialize?.();
+  const pool = new ThreadPool({ exports, memory, module }, threads);
+  pool.startEarly(); // while the plan downloads: ready by its first run if it can be
+  return { exports, pool };
 }
 
 /** A fetch Response to compile while it downloads (served as application/wasm, which
@@ -183,7 +219,7 @@ export class PlanSession {
     }
     trace?.session("model_loading_array", t0);
     const t1 = performance.now();
-    const { exports, compileMs, flavour } = await loadKernels(kernelsURLs);
+    const { exports, compileMs, flavour, pool } = await loadKernels(kernelsURLs);
     if (received) parsed.received = received;
     if (!acceptsVersion(exports, parsed.abiVersion)) {
       if (received) exports.nnw_free(received.block);
@@ -191,7 +227,9 @@ export class PlanSession {
                         "is not the loaded kernels.wasm's plan version (recompile the model with this nnwasm)");
     }
     const session = new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 });
-    session.kernelsFlavour = flavour; // which kernels.wasm runs it: "simd", "relaxed" (flavours.mjs)
+    session.kernelsFlavour = flavour; // which kernels.wasm runs it: "simd", "relaxed", "simd+threads" (flavours.mjs)
+    session.pool = pool; // the realm's ThreadPool (threads.mjs) or null
+    pool?.acquire(); // starts the helpers, not awaited: the first runs may go on one thread
     trace?.session("session_initialization", t1);
     session.#trace = trace;
     return session;
@@ -285,7 +323,16 @@ export class PlanSession {
     const t0 = performance.now();
     let memory = new Uint8Array(k.memory.buffer);
     this.inputs.forEach((v, i) => memory.set(data[i], this.arena + v.offset));
-    const status = trace ? this.#runTimed(trace) : k.nnw_plan_run(this.plan, this.arena);
+    const pool = this.pool;
+    pool?.beforeRun();
+    let status;
+    try {
+      status = trace ? this.#runTimed(trace) : k.nnw_plan_run(this.plan, this.arena);
+    } catch (e) {
+      pool?.afterRun(true); // a trap on this thread: the helpers finish the job first
+      throw e;
+    }
+    pool?.afterRun(false); // throws when a helper trapped during the run
     if (status === BAD_INDEX) {
       const op = this.ops[k.nnw_plan_failed_op()];
       throw nnwasmError("InvalidArgument", `index out of range in ${op ? `${op.opType} node '${op.node}'` : "a node"}: ` +
@@ -328,7 +375,16 @@ export class PlanSession {
     return events;
   }
 
+  /** The threads the next run uses (1 until the helpers are ready, and without a pool). */
+  get numThreads() {
+    return this.pool ? this.pool.active : 1;
+  }
+
   release() {
+    if (this.pool) {
+      this.pool.release();
+      this.pool = null;
+    }
     for (const p of this.owned) this.k.nnw_free(p);
     this.owned = [];
     this.plan = this.arena = 0;

@@ -131,7 +131,7 @@ let link = null; // the live worker; null before the first create() and after it
 
 function connect() {
   // the worker's Pyodide and plan sessions load the kernels.wasm flavour asked for here (flavours.mjs)
-  link ??= new WorkerLink({ ...resolveEnv(), kernelsFlavour: requestedFlavour(env.wasm) });
+  link ??= new WorkerLink({ ...resolveEnv(), kernelsFlavour: requestedFlavour(env.wasm), numThreads: env.wasm?.numThreads });
   return link;
 }
 
@@ -165,6 +165,7 @@ export class ProxySession {
     // Resolved here: the worker's own location is not the page's.
     const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL(),
                                               kernelsFlavour: requestedFlavour(env.wasm),
+                                              numThreads: env.wasm?.numThreads,
                                               enableProfiling: Boolean(options.enableProfiling) });
     return new ProxySession(link, info, info.bootMs);
   }
@@ -177,6 +178,7 @@ export class ProxySession {
     this.providers = info.providers;
     this.providerAssignment = info.providerAssignment;
     this.kernelsFlavour = info.kernelsFlavour;
+    this.numThreads = info.numThreads ?? 1; // the worker's pool (threads.mjs), as of the last reply
     this.timings = { bootMs, createMs: info.createMs };
   }
 
@@ -190,7 +192,8 @@ export class ProxySession {
       if (kept?.owner === link) wire.push([name, t.type, [...t.dims], null, kept.key]);
       else wire.push([name, t.type, [...t.dims], kept ? new Uint8Array(await kept.download()) : ownedBytes(t.data), 0]);
     }
-    const { outputs } = await link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
+    const { outputs, numThreads } = await link.request("run", { handle: this.handle, feeds: wire, outputNames, loadNumpy: env.loadNumpy });
+    this.numThreads = numThreads ?? 1;
     return Object.fromEntries(outputs.map(([name, type, dims, data, key]) =>
       [name, key ? Tensor._kept(type, dims, keptInWorker(link, key)) : new Tensor(type, data, dims)]));
   }

@@ -38,6 +38,7 @@ const HANDLERS = {
     env.pyodideSnapshot = config.pyodideSnapshot;
     env.bootTimeoutMs = config.bootTimeoutMs;
     env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[config.kernelsFlavour];
+    env.wasm.numThreads = config.numThreads; // the page's: the pool runs here, under the Python sessions
     const { bootMs, versions } = await boot();
     return { bootMs, versions };
   },
@@ -51,14 +52,15 @@ const HANDLERS = {
              createMs: session.timings.createMs };
   },
 
-  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked }) {
+  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked, numThreads }) {
     env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[asked];
+    env.wasm.numThreads = numThreads; // the page's setting: threads run here (threads.mjs), where waiting is allowed
     const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
     const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour } = session;
     return { handle, inputMetadata, outputMetadata, providers: session.providers, providerAssignment, kernelsFlavour,
-             createMs: session.timings.createMs, bootMs: session.timings.bootMs };
+             numThreads: session.numThreads, createMs: session.timings.createMs, bootMs: session.timings.bootMs };
   },
 
   async run({ handle, feeds, outputNames, loadNumpy }) {
@@ -66,13 +68,15 @@ const HANDLERS = {
     // Both sessions read a feed's type, dims and data only; data arrives as its bytes, or as the
     // key of a tensor kept here.
     const tensors = feeds.map(([name, type, dims, data, key]) => [name, key ? keptTensor(key) : { type, dims, data }]);
-    const out = await sessionFor(handle).run(tensors, outputNames);
+    const session = sessionFor(handle);
+    const out = await session.run(tensors, outputNames);
     return {
       outputs: Object.entries(out).map(([name, t]) => {
         if (t.location !== "wasm") return [name, t.type, [...t.dims], t.data, 0];
         kept.set(++keys, t);
         return [name, t.type, [...t.dims], null, keys];
       }),
+      numThreads: session.numThreads ?? 1,
     };
   },
 

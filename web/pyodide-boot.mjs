@@ -7,6 +7,7 @@
 // docs/startup.md has the time each step takes.
 import { env, resolveEnv } from "./env.mjs";
 import { requestedFlavour } from "./flavours.mjs";
+import { createThreadedKernels, resolveNumThreads } from "./threads.mjs";
 import { IN_NODE, loadBytes, nodePath } from "./load-bytes.mjs";
 
 const BRIDGE_FUNCTIONS = ["create_session", "run", "release", "take_error"];
@@ -231,6 +232,12 @@ async function bootOnce() {
   // the kernels.wasm flavour env.wasm asks for, read by nnwasm.host.flavours (Python resolves it
   // with the same probe)
   pyodide.runPython(`import os\nos.environ["NNWASM_KERNELS_FLAVOUR"] = "${requestedFlavour(env.wasm)}"`);
+  // env.wasm.numThreads > 1 (threads.mjs): the Python sessions' WASM nodes run on kernels-threads.wasm
+  // with the realm's JS thread pool (host/pyodide_host.py asks for it at the first session)
+  const threads = resolveNumThreads(env.wasm);
+  if (threads > 1) {
+    pyodide.registerJsModule("nnwasm_js_threads", { threads, create: (bytes) => createThreadedKernels(bytes, threads) });
+  }
   const module = pyodide.pyimport("nnwasm._js_bridge");
   // Looked up once: every attribute access on a PyProxy makes a new proxy.
   const bridge = Object.fromEntries(BRIDGE_FUNCTIONS.map((name) => [name, module[name].copy()]));

@@ -5,6 +5,7 @@ import { env } from "./env.mjs";
 import { closeReaders, openExternalData } from "./external-data.mjs";
 import { boot } from "./pyodide-boot.mjs";
 import { Tensor, typedArrayFor } from "./tensor.mjs";
+import { pyodideThreadPool } from "./threads.mjs";
 
 /** Calls a bridge function; a Python exception becomes a JS Error with the Python message
  * (not the traceback) and the exception's type name as error.name. */
@@ -201,6 +202,11 @@ export class PyodideSession {
   /** The Python session's trace events (profiling.py), [] when it was not profiling. */
   endProfiling() {
     return JSON.parse(callPython(this.bridge, bridgeFunction(this.runtime, "end_profiling"), this.handle));
+  }
+
+  /** The threads the next run uses: the realm's pool (threads.mjs) on "simd+threads", else 1. */
+  get numThreads() {
+    return this.kernelsFlavour === "simd+threads" ? pyodideThreadPool()?.active ?? 1 : 1;
   }
 
   release() {

@@ -1,6 +1,6 @@
 """Page open -> first result, in headless Chromium: the nnwasm demo on its plan file (/demo/; and
 with --pages plan-nowarmup, /demo/?nowarmup: without the kernel warm-up), the same demo through
-Pyodide (/demo/?onnx), and onnxruntime-web 1.30 (wasm backend, one thread, no proxy;
+Pyodide (/demo/?onnx), with --pages plan-2t the demo on 2 threads, and onnxruntime-web 1.30 (wasm backend, one thread, no proxy;
 bench/startup/ort-web.html, with the demo's preloads; ort-web-plain.html, without them, as
 onnxruntime-web's docs write a page) on the same model, photo and preprocessing; and a floor
 (--pages download download-busy download-photo): a page that only downloads the plan file and reads
@@ -34,6 +34,7 @@ from conftest import CHROMIUM_FLAGS  # noqa: E402  (the browser tests' flags: sa
 PAGES = {
     "plan": ("/demo/", "nnwasm, plan file (kernels.wasm, no Python)"),
     "plan-nowarmup": ("/demo/?nowarmup", "nnwasm, plan file, no kernel warm-up"),
+    "plan-2t": ("/demo/?threads=2", "nnwasm, plan file, 2 threads (kernels-threads.wasm)"),
     "onnx": ("/demo/?onnx", "nnwasm, .onnx through Pyodide"),
     "ort-web": ("/bench/startup/ort-web.html", "onnxruntime-web 1.30, wasm, 1 thread"),
     "ort-web-plain": ("/bench/startup/ort-web-plain.html", "the same, without preloads"),

@@ -13,7 +13,17 @@
  * count, bumps `gen` and notifies; everyone (caller included) takes tiles from the counter with
  * an atomic add until none are left; each helper then decrements `pending`, the last one
  * notifies the caller, which waits in wait32 until pending is 0. No allocation, no lock per op.
- * Only the caller's instance allocates (wasi-libc's dlmalloc has no lock in this build). */
+ * Only the caller's instance allocates (wasi-libc's dlmalloc has no lock in this build).
+ *
+ * Faults: a helper whose instance traps (out of bounds, unreachable) inside a job returns to its
+ * host with the job unfinished. The host's helper wrapper then calls nnw_pool_fault(w) on that
+ * instance: it records the fault, takes the pool down to the caller alone (enabled = 0) and, if the
+ * helper was counted in the job, releases `pending` for it, so the caller never waits on a helper
+ * that will not come. The caller's host reads nnw_pool_faulted() after the run (the outputs are
+ * incomplete: it raises) and stops the pool. A trap on the caller's side leaves the job `busy`:
+ * its host calls nnw_pool_settle(), which waits for the helpers to finish the job's tiles.
+ * A caller that may not block (a browser's main thread: memory.atomic.wait32 traps there) is told
+ * so by nnw_pool_caller_spins(1): it then spins on `pending` (helpers still sleep in wait32). */
 #include "pool.h"
 
 #include <stdlib.h>
@@ -38,6 +48,10 @@ static struct {
   int32_t busy;     /* a job is running (a nested parallel_for runs serially) */
   int32_t prepared; /* helpers whose stacks and buffers exist */
   int32_t jobs;     /* jobs run on more than one thread (tests read it) */
+  int32_t fault;    /* the first helper that trapped (nnw_pool_fault), 0 if none */
+  int32_t spin;     /* the caller spins instead of wait32 (nnw_pool_caller_spins) */
+  int32_t trap_at;  /* tests: worker + 1 whose next tile traps (nnw_pool_test_trap), 0 = none */
+  int32_t in_job[POOL_MAX + 1]; /* helper w is inside a job it is counted in (`pending`) */
   int32_t ran[POOL_MAX + 1]; /* tiles each worker ran in jobs (tests read it) */
   nnw_task_fn fn;
   void *ctx;
@@ -55,6 +69,10 @@ static void run_tiles(int32_t worker) {
   for (;;) {
     int32_t t = ADD(&pool.next, 1) - 1;
     if (t >= pool.tiles) return;
+    if (pool.trap_at == worker + 1) {
+      pool.trap_at = 0;
+      __builtin_trap();
+    }
     int32_t start = t * pool.tile, count = pool.range - start < pool.tile ? pool.range - start : pool.tile;
     pool.fn(pool.ctx, start, count, worker);
     pool.ran[worker]++;
@@ -65,6 +83,13 @@ static void wait_while(int32_t *p, int32_t v) {
   while (LOAD(p) == v) __builtin_wasm_memory_atomic_wait32(p, v, -1);
 }
 static void wake(int32_t *p, uint32_t n) { __builtin_wasm_memory_atomic_notify(p, n); }
+
+/* the caller's wait until every helper left the job: wait32, or a spin where it may not block */
+static void wait_pending(void) {
+  for (int32_t p; (p = LOAD(&pool.pending)) != 0;) {
+    if (!LOAD(&pool.spin)) __builtin_wasm_memory_atomic_wait32(&pool.pending, p, -1);
+  }
+}
 #endif
 
 NNW_EXPORT int32_t nnw_pool_threads(void) { return 1 + LOAD(&pool.enabled); }
@@ -87,6 +112,8 @@ NNW_EXPORT int32_t nnw_pool_prepare(int32_t n) {
     return -1;
   }
   pool.prepared = n;
+  for (int32_t w = 0; w <= POOL_MAX; w++) STORE(&pool.in_job[w], 0);
+  STORE(&pool.fault, 0);
   STORE(&pool.stop, 0);
   STORE(&pool.ready, 0);
   return 0;
@@ -126,7 +153,9 @@ NNW_EXPORT int32_t nnw_worker_loop(int32_t w) {
     wait_while(&pool.gen, seen);
     seen = LOAD(&pool.gen);
     if (LOAD(&pool.stop)) break;
+    STORE(&pool.in_job[w], 1);
     run_tiles(w);
+    STORE(&pool.in_job[w], 0);
     if (ADD(&pool.pending, -1) == 0) wake(&pool.pending, 1);
   }
   ADD(&pool.ready, -1);
@@ -136,6 +165,43 @@ NNW_EXPORT int32_t nnw_worker_loop(int32_t w) {
   return -1;
 #endif
 }
+
+/* called by helper w's host, on w's own instance, after nnw_worker_loop(w) trapped: records the
+ * fault, leaves the caller alone in later jobs, and releases the caller from the job w was in.
+ * 0 once recorded, -1 for a bad w. */
+NNW_EXPORT int32_t nnw_pool_fault(int32_t w) {
+  if (w < 1 || w > pool.prepared) return -1;
+  STORE(&pool.enabled, 0);
+  int32_t none = 0;
+  __atomic_compare_exchange_n(&pool.fault, &none, w, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  ADD(&pool.ready, -1);
+#ifdef NNW_POOL_ATOMICS
+  if (LOAD(&pool.in_job[w])) {
+    STORE(&pool.in_job[w], 0);
+    if (ADD(&pool.pending, -1) == 0) wake(&pool.pending, 1);
+  }
+#endif
+  return 0;
+}
+
+/* the helper that trapped (1..n), 0 if none since the pool was prepared */
+NNW_EXPORT int32_t nnw_pool_faulted(void) { return LOAD(&pool.fault); }
+
+/* after a trap on the caller's side inside a job: waits for the helpers to finish it */
+NNW_EXPORT void nnw_pool_settle(void) {
+#ifdef NNW_POOL_ATOMICS
+  if (pool.busy) {
+    wait_pending();
+    pool.busy = 0;
+  }
+#endif
+}
+
+/* 1: the caller spins instead of blocking in wait32 (hosts whose calling thread may not block) */
+NNW_EXPORT void nnw_pool_caller_spins(int32_t on) { STORE(&pool.spin, on != 0); }
+
+/* tests: worker w's next tile in a split job traps (w = 0: the caller's), -1 disarms */
+NNW_EXPORT void nnw_pool_test_trap(int32_t w) { pool.trap_at = w >= 0 && w <= POOL_MAX ? w + 1 : 0; }
 
 /* wakes every helper to return from nnw_worker_loop; the host joins its threads, then may free */
 NNW_EXPORT void nnw_pool_stop(void) {
@@ -154,6 +220,8 @@ NNW_EXPORT void nnw_pool_release(void) {
   pool.stacks = NULL;
   pool.packs = NULL;
   pool.prepared = 0;
+  STORE(&pool.fault, 0);
+  STORE(&pool.enabled, 0);
 }
 
 void nnw_parallel_for(int32_t range, int32_t tile, nnw_task_fn fn, void *ctx) {
@@ -174,7 +242,7 @@ void nnw_parallel_for(int32_t range, int32_t tile, nnw_task_fn fn, void *ctx) {
     ADD(&pool.gen, 1);
     wake(&pool.gen, (uint32_t)helpers);
     run_tiles(0);
-    for (int32_t p; (p = LOAD(&pool.pending)) != 0;) __builtin_wasm_memory_atomic_wait32(&pool.pending, p, -1);
+    wait_pending();
     pool.busy = 0;
     return;
   }

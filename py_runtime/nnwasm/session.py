@@ -317,8 +317,15 @@ class InferenceSession:
         thread pool (host/threads.py), stopped by release() or when the session is collected."""
         self._release_threads = None
         n = self._sess_options.intra_op_num_threads
+        if sys.platform == "emscripten":   # Pyodide: env.wasm.numThreads and the JS pool (pyodide_host.py)
+            from .host import pyodide_host
+            key = pyodide_host.threaded_key()
+            for p in self._providers:
+                if key and getattr(p, "flavour", None) in ("simd", "relaxed"):
+                    p.flavour = key
+            return
         wasm = [p for p in self._providers if getattr(p, "flavour", None) == "simd"]
-        if n > 1 and wasm and sys.platform != "emscripten":
+        if n > 1 and wasm:
             from .host import threads
             key = threads.start_host(n)
             if key is None:

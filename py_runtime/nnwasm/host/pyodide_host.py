@@ -9,7 +9,10 @@ import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
 from ..errors import KernelError
-from . import HostBase
+from . import _HOSTS, HostBase
+
+THREADS_KEY = "simd+threads"
+_threads_failed = False   # the JS side could not make the threaded kernels.wasm (it warned once)
 
 # The one import an Emscripten build of kernels.wasm had (LLVM 19's imports nothing; offered for
 # old builds). It is told after memory.grow; we take fresh views on every copy anyway, so there is
@@ -63,3 +66,67 @@ class PyodideHost(HostBase):
 
     def read(self, ptr, nbytes):
         return self._view(ptr, nbytes).to_bytes()
+
+
+class ThreadedPyodideHost(PyodideHost):
+    """kernels-threads.wasm on a shared memory with the realm's JS thread pool (web/threads.mjs),
+    made by the JS side (createThreadedKernels): env.wasm.numThreads > 1, as onnxruntime-web (its
+    SessionOptions.intraOpNumThreads is not read). A plan run enables the pool's helpers once they
+    are ready (the first runs may go on one thread) and raises KernelError when a helper trapped
+    during it (the pool then stops: one thread from there on)."""
+
+    def __init__(self, made, wasm_bytes_len):
+        HostBase.__init__(self)
+        self.wasm_bytes_len = wasm_bytes_len
+        self._exports = made.exports
+        self._memory = made.memory
+        self._pool = made.pool
+        self._funcs = {}
+
+    def call(self, name, *args):
+        if not name.startswith("nnw_plan_run"):
+            return super().call(name, *args)
+        pool = self._pool
+        pool.beforeRun()
+        try:
+            result = super().call(name, *args)
+        except KernelError:
+            self._after(True)
+            raise
+        self._after(False)
+        return result
+
+    def _after(self, trapped):
+        try:
+            self._pool.afterRun(trapped)
+        except JsException as e:   # a helper trapped during the run
+            raise KernelError(str(e.message if hasattr(e, "message") else e)) from None
+
+    @property
+    def threads(self):
+        return int(self._pool.active)
+
+
+def threaded_key():
+    """The host key of the realm's threaded kernels.wasm when env.wasm.numThreads > 1 (pyodide-boot.mjs
+    registered `nnwasm_js_threads`), made at the first call; None otherwise or when the JS side
+    could not make it (it warned once)."""
+    if THREADS_KEY in _HOSTS:
+        return THREADS_KEY
+    try:
+        import nnwasm_js_threads
+    except ImportError:
+        return None
+    global _threads_failed
+    if _threads_failed:
+        return None
+    from importlib import resources
+    data = resources.files("nnwasm").joinpath("kernels-threads.wasm").read_bytes()
+    made = nnwasm_js_threads.create(to_js(data))
+    if made is None:
+        _threads_failed = True
+        return None
+    host = ThreadedPyodideHost(made, len(data))
+    host.flavour = THREADS_KEY
+    _HOSTS[THREADS_KEY] = host
+    return THREADS_KEY

@@ -8,6 +8,12 @@ registered under a key get_host() knows; release_host(key) (InferenceSession.rel
 session's finalizer) stops and joins the helpers and closes the memory. A helper that fails to
 start (no threads in this wasmtime, a refused instantiation, a timeout) leaves one thread: the
 pool is stopped, one warning says why, and the session runs on the caller alone.
+
+Faults (pool.c's protocol): a helper whose instance traps inside a job calls nnw_pool_fault(w) on
+its own instance from the wrapper here, which releases the caller from the job; the caller's run
+then raises KernelError naming the helper and its trap (the outputs are incomplete), the pool is
+stopped and the session goes on with one thread. A trap on the caller's side settles the job
+(nnw_pool_settle: the helpers finish their tiles) before the KernelError goes up.
 """
 import ctypes
 import itertools
@@ -19,6 +25,7 @@ import wasmtime
 from wasmtime import _bindings as ffi
 from wasmtime import _ffi
 
+from ..errors import KernelError
 from . import _HOSTS
 from .wasmtime_host import HINTS, WasmtimeHost, _MAX_ARGS, compiled_module
 
@@ -92,7 +99,7 @@ class ThreadedHost(WasmtimeHost):
         self.flavour = "simd+threads"
         self._funcs["_initialize"](self.store)
         self.call("nnw_set_host_hints", HINTS)
-        self.threads, self._helpers, self._errors = 1, [], []
+        self.threads, self._helpers, self._errors, self._faults = 1, [], [], []
         if threads > 1:
             self._start(threads - 1)
 
@@ -125,9 +132,33 @@ class ThreadedHost(WasmtimeHost):
             if top <= 0:
                 raise RuntimeError("no stack for the helper")
             exports["__stack_pointer"].set_value(store, wasmtime.Val.i32(top))
-            exports["nnw_worker_loop"](store, w)
         except Exception as e:   # reported to _start (which falls back to 1 thread), never raised
             self._errors.append(f"{type(e).__name__}: {e}")
+            return
+        try:
+            exports["nnw_worker_loop"](store, w)
+        except Exception as e:   # a trap in a job: release the caller (pool.c), report at its run's end
+            self._faults.append(f"helper {w}: {type(e).__name__}: {str(e).splitlines()[0]}")
+            exports["nnw_pool_fault"](store, w)
+
+    def call(self, name, *args):
+        if not name.startswith("nnw_plan_run") or not self._helpers:
+            return super().call(name, *args)
+        try:
+            result = super().call(name, *args)
+        except KernelError:
+            super().call("nnw_pool_settle")   # the caller trapped mid-job: let the helpers finish it
+            raise
+        if super().call("nnw_pool_faulted"):
+            for _ in range(1000):   # the wrapper appends its message right before nnw_pool_fault
+                if self._faults:
+                    break
+                time.sleep(0.001)
+            why = self._faults[0] if self._faults else "a helper thread"
+            self._stop()
+            raise KernelError(f"kernels.wasm trapped in a thread-pool helper ({why}) during {name}: "
+                              "the run's outputs are incomplete; the session goes on with 1 thread")
+        return result
 
     def _stop(self):
         self.call("nnw_pool_stop")
