@@ -1,0 +1,185 @@
+"""A KV cache kept in kernels.wasm's memory is read and written in place (wasm/region.py): bound to
+the "wasm" device with IOBinding and fed back, a decoder's past is neither copied into the arena
+nor its present out of it. Generation that way gives the very bits of plain runs, and a step
+moves only the new token's feeds and the logits between the host and the plans."""
+import gc
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nnwasm
+from nnwasm.host import get_host
+from nnwasm.wasm import device
+from nnwasm.wasm.region import RegionTensor
+from nnwasm.wasm.runner import WasmRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "build_scripts"))
+import build_genzoo  # noqa: E402
+
+MODELS = ["gpt2", "gpt2_merged", "llama_merged", "qwen2", "genai_llama_fp32", "genai_llama_int4", "whisper_merged"]
+
+
+def sidecar(name):
+    meta = build_genzoo.load_sidecar(name)
+    if meta is None:
+        pytest.skip(f"the genzoo's {name} is not built in {build_genzoo.genzoo_dir()}: run `make genzoo`")
+    return meta
+
+
+def sessions(meta):
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    return {role: nnwasm.InferenceSession(str(build_genzoo.genzoo_dir() / r["file"]), so)
+            for role, r in meta["roles"].items()}
+
+
+def plain(sess):
+    def run(role, feeds):
+        s = sess[role]
+        return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+    return run
+
+
+def bound(sess, meta):
+    """run(role, feeds) through IOBinding: the decoder's presents on the "wasm" device, fed back as
+    OrtValues (generate() passes them on as the next step's past)."""
+    presents = set(meta["past_map"])
+
+    def run(role, feeds):
+        s = sess[role]
+        b = s.io_binding()
+        for k, v in feeds.items():
+            if isinstance(v, nnwasm.OrtValue):
+                b.bind_ortvalue_input(k, v)
+            else:
+                b.bind_cpu_input(k, v)
+        names = [o.name for o in s.get_outputs()]
+        for o in names:
+            b.bind_output(o, "wasm" if role == "decoder" and o in presents else "cpu")
+        s.run_with_iobinding(b)
+        return {o: (v if o in presents and role == "decoder" else v.numpy())
+                for o, v in zip(names, b.get_outputs())}
+    return run
+
+
+def host_numpy(outs):
+    return {k: v.numpy() if isinstance(v, nnwasm.OrtValue) else v for k, v in outs.items()}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_generation_with_the_cache_in_place_is_bit_identical(name):
+    meta = sidecar(name)
+    want_steps = []
+    want = build_genzoo.generate(meta, plain(sessions(meta)), on_step=lambda k, f, o: want_steps.append(o))
+    got_steps = []
+    got = build_genzoo.generate(meta, bound(sessions(meta), meta),
+                                on_step=lambda k, f, o: got_steps.append(host_numpy(o)))
+    assert got == want == meta["reference"]["tokens"]
+    for step, (g, w) in enumerate(zip(got_steps, want_steps)):
+        for k in w:
+            if ".encoder." in k and step:   # a merged decoder's dummy cross-attention present
+                continue
+            np.testing.assert_array_equal(g[k], w[k], err_msg=f"{name} step {step} {k}")
+
+
+@pytest.mark.parametrize("name", ["llama_merged", "genai_llama_fp32"])
+def test_a_step_moves_no_past(name, monkeypatch):
+    """From the second step on, the past comes from the region and the present stays there: no
+    nnw_memmove but an allocation's growth (by half at least, so a few steps in many), host
+    writes only the new token's feeds, host reads only the logits."""
+    meta = sidecar(name)
+    sess = sessions(meta)
+    host = get_host()
+    moved = {"memmove": 0, "write": 0, "read": 0}
+    call, write, read = host.call, host.write, host.read
+    plans = set()   # the runners' op words, rewritten per step (the new dims): not tensor bytes
+
+    growing = []
+    realloc = WasmRunner._realloc
+
+    def counting_realloc(self, *args):
+        growing.append(1)
+        try:
+            return realloc(self, *args)
+        finally:
+            growing.pop()
+    monkeypatch.setattr(WasmRunner, "_realloc", counting_realloc)
+
+    def counting_call(fn, *args):
+        if fn == "nnw_memmove" and not growing:
+            moved["memmove"] += args[2]
+        return call(fn, *args)
+    monkeypatch.setattr(host, "call", counting_call)
+    def counting_write(p, d):
+        if p not in plans:
+            moved["write"] += memoryview(d).nbytes
+        return write(p, d)
+    monkeypatch.setattr(host, "write", counting_write)
+    monkeypatch.setattr(host, "read", lambda p, n: moved.__setitem__("read", moved["read"] + n) or read(p, n))
+    run = bound(sess, meta)
+    per_step = []
+
+    def step(role, feeds):
+        plans.update(r.plan for r in gc.get_objects() if isinstance(r, WasmRunner))
+        for k in moved:
+            moved[k] = 0
+        outs = run(role, feeds)
+        past = sum(v._value.nbytes for k, v in feeds.items() if isinstance(v, nnwasm.OrtValue))
+        host_in = sum(v.nbytes for v in feeds.values() if isinstance(v, np.ndarray))
+        per_step.append((dict(moved), past, host_in, outs["logits"].nbytes))
+        return outs
+    build_genzoo.generate(meta, step, steps=8)
+    for k, (m, past, host_in, logits) in enumerate(per_step[2:], 2):
+        assert past > 0
+        assert m["memmove"] == 0, (k, m)
+        # the feeds, and the few words of data the plans compute from the dims (sym_fills)
+        assert host_in <= m["write"] <= host_in + 64, (k, m, host_in)
+        assert m["read"] == logits, (k, m, logits)
+
+
+def test_region_tensors_follow_growth_and_survive_the_session():
+    """Many steps grow the region (the allocation moves; kept tensors follow); a kept tensor reads
+    as its exact bytes after its session is gone."""
+    meta = sidecar("gpt2")
+    sess = sessions(meta)
+    run = bound(sess, meta)
+    seen = []
+    build_genzoo.generate(meta, run, steps=12, on_step=lambda k, f, o: seen.append(o))
+    last = seen[-1]
+    kept = {k: v for k, v in last.items() if isinstance(v, nnwasm.OrtValue)}
+    assert kept and all(isinstance(v._value, RegionTensor) for v in kept.values())
+    before = {k: v.numpy().copy() for k, v in kept.items()}
+    runners = {id(v._value._runner): v._value._runner for v in kept.values()}
+    for r in runners.values():
+        r.close()
+    for k, v in kept.items():
+        np.testing.assert_array_equal(v.numpy(), before[k])
+        assert v._value.ptr and isinstance(v._value, device.WasmTensor)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "genai_llama_fp32"])
+def test_a_wrong_length_cache_fed_back_is_refused_and_the_session_survives(name):
+    meta = sidecar(name)
+    sess = sessions(meta)
+    run = bound(sess, meta)
+    feeds_seen, outs_seen = [], []
+    build_genzoo.generate(meta, lambda role, feeds: feeds_seen.append(dict(feeds)) or run(role, feeds), steps=3,
+                          on_step=lambda k, f, o: outs_seen.append(o))
+    feeds = feeds_seen[2]
+    past = [n for n in feeds if n.startswith("past_key_values")]
+    # one layer's cache from an earlier step (one token shorter) with the others of this one
+    stale = feeds_seen[1][past[0]]
+    with pytest.raises(nnwasm.InvalidArgument, match=r"node '[^']+'|'" + past[0] + "'"):
+        run("decoder", {**feeds, past[0]: stale})
+    # the whole cache fed back a step late: longer than the attention mask says (GroupQueryAttention
+    # takes a past longer than seqlens_k, as onnxruntime does: a buffer shared with present)
+    if not name.startswith("genai"):
+        late = {p: outs_seen[2][o] for o, p in meta["past_map"].items()}
+        with pytest.raises(nnwasm.InvalidArgument, match=r"node '[^']+'"):
+            run("decoder", {**feeds, **late})
+    got = host_numpy(run("decoder", feeds))
+    want = plain(sessions(meta))("decoder", host_numpy(feeds))
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
