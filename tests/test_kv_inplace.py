@@ -183,3 +183,58 @@ def test_a_wrong_length_cache_fed_back_is_refused_and_the_session_survives(name)
     want = plain(sessions(meta))("decoder", host_numpy(feeds))
     for k in want:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+@pytest.mark.parametrize("name", ["genai_llama_fp32", "genai_llama_int4"])
+def test_a_shared_past_present_buffer_grows_in_place(name, monkeypatch):
+    """onnxruntime-genai's way (GroupQueryAttention's past_present_share_buffer): the past is a
+    max-length buffer, the present bound to the same OrtValue, the attention mask giving the real
+    length. From step 1 on, each present is the past's very buffer with the new row written in
+    it: no memmove, no new buffer; outputs are the bits of plain runs on host arrays (onnxruntime's
+    semantics: a present as long as the past, rows past the length untouched)."""
+    meta = sidecar(name)
+    sess = sessions(meta)["decoder"]
+    ref = sessions(meta)["decoder"]
+    ins = {i.name: i for i in sess.get_inputs()}
+    outs = [o.name for o in sess.get_outputs()]
+    pk = [k for k in ins if k.startswith("past_key_values")]
+    heads, size, max_len = ins[pk[0]].shape[1], meta["dims"]["kv_cache_dim"], 16
+    tokens = list(build_genzoo.PROMPT)
+    host_past = {k: np.zeros((1, heads, max_len, size), np.float32) for k in pk}
+    bound_past = dict(host_past)
+    host = get_host()
+    call = host.call
+    moved = []
+    monkeypatch.setattr(host, "call", lambda fn, *a: (fn == "nnw_memmove" and moved.append(a[2])) or call(fn, *a))
+    for step in range(6):
+        ids = tokens if step == 0 else tokens[-1:]
+        feeds = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, len(tokens)), np.int64)}
+        want = dict(zip(outs, ref.run(None, {**feeds, **host_past})))
+        b = sess.io_binding()
+        for k, v in feeds.items():
+            b.bind_cpu_input(k, v)
+        for k in pk:
+            present = k.replace("past_key_values", "present")
+            if step == 0:
+                b.bind_cpu_input(k, bound_past[k])
+                b.bind_output(present, "wasm")
+            else:
+                b.bind_ortvalue_input(k, bound_past[k])
+                b.bind_ortvalue_output(present, bound_past[k])
+        b.bind_output("logits")
+        moved.clear()
+        sess.run_with_iobinding(b)
+        got = dict(zip([*[k.replace("past_key_values", "present") for k in pk], "logits"], b.get_outputs()))
+        np.testing.assert_array_equal(got["logits"].numpy(), want["logits"], err_msg=f"step {step}")
+        for k in pk:
+            present = k.replace("past_key_values", "present")
+            assert got[present].device_name() == "wasm"
+            if step:
+                assert got[present] is bound_past[k]
+                assert isinstance(got[present]._value, RegionTensor)
+            np.testing.assert_array_equal(got[present].numpy(), want[present], err_msg=f"step {step} {present}")
+            bound_past[k] = got[present]
+        if step >= 2:
+            assert moved == [], (step, moved)
+        host_past = {k: want[k.replace("past_key_values", "present")] for k in pk}
+        tokens.append(int(want["logits"][0, -1].argmax()))

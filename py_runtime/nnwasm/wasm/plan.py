@@ -56,6 +56,10 @@ class PlanBuilder:
         # kernels.wasm's memory is read and written where it is.
         self.place_io = False
         self.placed = {}
+        # {output: input} a lowering's op may write over in place (kv_append of a shared past/present
+        # buffer: it reads the input only where it writes the output); kept by finish() for placed
+        # pairs whose input no other op reads, the runner aliasing them when asked (wasm/region.py)
+        self.in_place = {}
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
@@ -194,6 +198,13 @@ class PlanBuilder:
             where[name] = base + off
         for name, var in placed.items():
             where[name] = Sym.var(var)
+        reads = {}
+        for _, args in self.ops:
+            for v in args.values():
+                if isinstance(v, Ref):
+                    reads[v.name] = reads.get(v.name, 0) + 1
+        self.in_place = {o: i for o, i in self.in_place.items()
+                         if o in placed and i in placed and i in self.inputs and o in self.outputs and reads.get(i) == 1}
         arena = base + end
         if arena > max_arena:
             raise Unsupported(f"this WASM partition needs {arena} bytes of memory (weights and activations); "

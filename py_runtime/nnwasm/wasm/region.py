@@ -82,6 +82,21 @@ class RegionTensor(WasmTensor):
         """This tensor's block start if it lives in `region`, else None."""
         return self._cell[1] if self._cell[0] is region and not self._cell[3] else None
 
+    def move_to(self, runner, start):
+        """Moves the bytes to block `start` of runner's region (from a buffer of its own or another
+        region's block, which is freed): a shared past/present buffer first bound in another plan."""
+        region, old, host, own = self._cell
+        src = self.ptr
+        if self.nbytes:
+            host.call("nnw_memmove", runner.arena + runner._region.base + start, src, self.nbytes)
+        if own:
+            host.release([own])
+        else:
+            region.free(old)
+            region.tensors.pop(old, None)
+        self._runner, self._cell[:] = runner, [runner._region, start, host, 0]
+        runner._region.tensors[start] = self
+
     def evict(self, malloc):
         """Moves the bytes to a buffer of their own (malloc(n) -> ptr); the block is freed."""
         ptr = malloc(self.nbytes)

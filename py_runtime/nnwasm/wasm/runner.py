@@ -31,7 +31,7 @@ class WasmRunner:
     are written again too. Input sizes and output shapes may be Syms too."""
 
     def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
-                 fills=(), placed=None):
+                 fills=(), placed=None, in_place=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         # the bytes the plan loads: its words and its weights, held or filled
@@ -44,6 +44,7 @@ class WasmRunner:
         self._cap = symbolic.value(arena_bytes)   # the plan's part of the allocation; the region follows
         # placed: {io name: dim name} of inputs and outputs bound per run to the device region
         self.placed, self._region, self._bound = placed or {}, None, None
+        self.in_place = in_place or {}   # {output: input} kv_append may write over (PlanBuilder.in_place)
         if self.placed:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
             self._place_initial(plan)
@@ -123,7 +124,7 @@ class WasmRunner:
             got = device.nbytes(env[name])
             if got != nbytes:
                 raise KernelError(f"'{name}' has {got} bytes, the plan expects {nbytes}")
-        keep, placed = device.kept(), self.placed
+        keep, placed, targets = device.kept(), self.placed, device.into()
         with host.lock:   # inputs, run and outputs of this arena must not interleave with another thread's
             host.drain()
             blocks, temps = self._place(env, inputs, outputs) if placed else ({}, set())
@@ -153,12 +154,24 @@ class WasmRunner:
                 outs = []
                 for name, off, dt, shape in outputs:
                     n = dt.size * numel(shape)
+                    target = targets.get(name)
                     if name in placed:
-                        if name in keep:   # written in place: the block becomes the tensor's
+                        if target is not None and name not in temps:   # written in place, into target
+                            env[name] = target
+                            continue
+                        if name in keep and target is None:   # written in place: the block becomes the tensor's
                             temps.discard(name)
                             env[name] = RegionTensor(self, blocks[name], dt, shape)
                             continue
                         off = self._region.base + blocks[name]
+                    if target is not None:   # bound to a wasm OrtValue: copied there
+                        if target.dtype != dt or target.shape != tuple(shape):
+                            raise InvalidArgument(f"output '{name}' is {dt.ort_type} {list(shape)}, the OrtValue "
+                                                  f"bound for it is {target.dtype.ort_type} {list(target.shape)}")
+                        if n:
+                            host.call("nnw_memmove", target.ptr, arena + off, n)
+                        env[name] = target
+                        continue
                     if name in keep:   # stays in kernels.wasm's memory (IOBinding to the "wasm" device)
                         ptr = self._malloc(n)
                         if n:
@@ -181,6 +194,16 @@ class WasmRunner:
         region grown if they do not fit, the plan's words rewritten if the dims or blocks changed."""
         region = self._region
         region.collect()
+        targets = device.into()
+        for name, _, dt, shape in outputs:   # a shared buffer from another plan's region comes here once
+            t, src = targets.get(name), self.in_place.get(name)
+            if (isinstance(t, RegionTensor) and src is not None and env.get(src) is t and t.in_region(region) is None
+                    and name in self.placed and t.nbytes == dt.size * numel(shape)):
+                start = region.alloc(t.nbytes)
+                if start is None:
+                    self._realloc(self._cap, max(region.used() + t.nbytes + ALIGN, region.size + region.size // 2))
+                    start = region.alloc(t.nbytes)
+                t.move_to(self, start)
         blocks, temps, need = {}, set(), []
         for name, _, nbytes in inputs:
             if name in self.placed:
@@ -190,7 +213,15 @@ class WasmRunner:
                     need.append((name, nbytes))
                 else:
                     blocks[name] = start
-        need += [(name, dt.size * numel(shape)) for name, _, dt, shape in outputs if name in self.placed]
+        for name, _, dt, shape in outputs:
+            if name not in self.placed:
+                continue
+            t, src = targets.get(name), self.in_place.get(name)
+            start = t.in_region(region) if isinstance(t, RegionTensor) else None
+            if start is not None and src is not None and env.get(src) is t and t.nbytes == dt.size * numel(shape):
+                blocks[name] = start   # the past's buffer is the present's: it grows in place
+            else:
+                need.append((name, dt.size * numel(shape)))
         for attempt in range(2):
             for name, n in need:
                 start = region.alloc(n)
