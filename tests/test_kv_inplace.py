@@ -238,3 +238,52 @@ def test_a_shared_past_present_buffer_grows_in_place(name, monkeypatch):
             assert moved == [], (step, moved)
         host_past = {k: want[k.replace("past_key_values", "present")] for k in pk}
         tokens.append(int(want["logits"][0, -1].argmax()))
+
+
+def test_the_shared_buffer_agrees_with_onnxruntimes():
+    """The same shared-buffer generation in onnxruntime (its IOBinding, past and present bound to one
+    OrtValue: GroupQueryAttention's past_present_share_buffer) gives the same tokens and close
+    logits and caches."""
+    ort = pytest.importorskip("onnxruntime")
+    meta = sidecar("genai_llama_fp32")
+    path = str(build_genzoo.genzoo_dir() / meta["roles"]["decoder"]["file"])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    theirs = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    ours = sessions(meta)["decoder"]
+    pk = [i.name for i in ours.get_inputs() if i.name.startswith("past_key_values")]
+    heads = [i for i in ours.get_inputs() if i.name == pk[0]][0].shape[1]
+    shape = (1, heads, 16, meta["dims"]["kv_cache_dim"])
+    t_past = {k: ort.OrtValue.ortvalue_from_numpy(np.zeros(shape, np.float32)) for k in pk}
+    o_past = {k: np.zeros(shape, np.float32) for k in pk}
+    tokens = list(build_genzoo.PROMPT)
+    for step in range(5):
+        ids = tokens if step == 0 else tokens[-1:]
+        feeds = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, len(tokens)), np.int64)}
+        tb, ob = theirs.io_binding(), ours.io_binding()
+        for k, v in feeds.items():
+            tb.bind_cpu_input(k, v)
+            ob.bind_cpu_input(k, v)
+        for k in pk:
+            present = k.replace("past_key_values", "present")
+            tb.bind_ortvalue_input(k, t_past[k])
+            tb.bind_ortvalue_output(present, t_past[k])
+            if step == 0:
+                ob.bind_cpu_input(k, o_past[k])
+                ob.bind_output(present, "wasm")
+            else:
+                ob.bind_ortvalue_input(k, o_past[k])
+                ob.bind_ortvalue_output(present, o_past[k])
+        tb.bind_output("logits")
+        ob.bind_output("logits")
+        theirs.run_with_iobinding(tb)
+        ours.run_with_iobinding(ob)
+        t_logits = tb.get_outputs()[-1].numpy()
+        got = dict(zip([*[k.replace("past_key_values", "present") for k in pk], "logits"], ob.get_outputs()))
+        np.testing.assert_allclose(got["logits"].numpy(), t_logits, rtol=1e-3, atol=1e-4, err_msg=f"step {step}")
+        for k in pk:
+            o_past[k] = got[k.replace("past_key_values", "present")]
+            np.testing.assert_allclose(o_past[k].numpy(), t_past[k].numpy(), rtol=1e-3, atol=1e-4,
+                                       err_msg=f"step {step} {k}")
+        assert int(got["logits"].numpy()[0, -1].argmax()) == int(t_logits[0, -1].argmax())
+        tokens.append(int(t_logits[0, -1].argmax()))

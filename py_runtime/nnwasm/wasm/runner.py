@@ -201,7 +201,7 @@ class WasmRunner:
                     and name in self.placed and t.nbytes == dt.size * numel(shape)):
                 start = region.alloc(t.nbytes)
                 if start is None:
-                    self._realloc(self._cap, max(region.used() + t.nbytes + ALIGN, region.size + region.size // 2))
+                    self._realloc(self._cap, 2 * max(region.used() + t.nbytes + ALIGN, region.size))
                     start = region.alloc(t.nbytes)
                 t.move_to(self, start)
         blocks, temps, need = {}, set(), []
@@ -236,8 +236,9 @@ class WasmRunner:
             temps.clear()
             if attempt:
                 raise KernelError("kernels.wasm's device region could not place this run's inputs and outputs")
+            # doubled: a move copies the weights too (the kept prefix), so it must be rare as the cache grows
             more = region.used() + sum(max(ALIGN, -(-n // ALIGN) * ALIGN) for _, n in need)
-            self._realloc(self._cap, max(more, region.size + region.size // 2))
+            self._realloc(self._cap, 2 * max(more, region.size))
         key = (symbolic.current_dims(), region.base, region.size, tuple(sorted(blocks.items())))
         if key != self._bound:
             try:
