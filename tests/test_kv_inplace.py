@@ -287,3 +287,43 @@ def test_the_shared_buffer_agrees_with_onnxruntimes():
                                        err_msg=f"step {step} {k}")
         assert int(got["logits"].numpy()[0, -1].argmax()) == int(t_logits[0, -1].argmax())
         tokens.append(int(t_logits[0, -1].argmax()))
+
+
+def test_a_shared_buffer_of_the_wrong_shape_is_refused_and_the_session_survives():
+    """A present bound to a wasm OrtValue that is not of its shape (a cache of another length) is an
+    error naming the output, nothing written; the session then runs the good binding."""
+    meta = sidecar("genai_llama_fp32")
+    sess = sessions(meta)["decoder"]
+    pk = [i.name for i in sess.get_inputs() if i.name.startswith("past_key_values")]
+    heads = [i for i in sess.get_inputs() if i.name == pk[0]][0].shape[1]
+    size, prompt = meta["dims"]["kv_cache_dim"], list(build_genzoo.PROMPT)
+
+    def step(past, ids, total, into=None):
+        b = sess.io_binding()
+        b.bind_cpu_input("input_ids", np.array([ids], np.int64))
+        b.bind_cpu_input("attention_mask", np.ones((1, total), np.int64))
+        for k in pk:
+            present = k.replace("past_key_values", "present")
+            if isinstance(past[k], nnwasm.OrtValue):
+                b.bind_ortvalue_input(k, past[k])
+            else:
+                b.bind_cpu_input(k, past[k])
+            if into is None:
+                b.bind_output(present, "wasm")
+            else:
+                b.bind_ortvalue_output(present, into[k])
+        b.bind_output("logits")
+        sess.run_with_iobinding(b)
+        return dict(zip([*pk, "logits"], b.get_outputs()))
+    short = step({k: np.zeros((1, heads, 0, size), np.float32) for k in pk}, prompt, len(prompt))   # length 5
+    full = step({k: np.zeros((1, heads, 16, size), np.float32) for k in pk}, prompt, len(prompt))   # length 16
+    before = full[pk[0]].numpy().copy()
+    with pytest.raises(nnwasm.InvalidArgument, match="present.0.key"):
+        step({k: full[k] for k in pk}, [7], len(prompt) + 1, into={k: short[k] for k in pk})
+    np.testing.assert_array_equal(full[pk[0]].numpy(), before)
+    got = step({k: full[k] for k in pk}, [7], len(prompt) + 1, into={k: full[k] for k in pk})
+    want = dict(zip([o.name for o in sess.get_outputs()],
+                    sess.run(None, {"input_ids": np.array([[7]], np.int64),
+                                    "attention_mask": np.ones((1, len(prompt) + 1), np.int64),
+                                    **{k: v for k, v in zip(pk, [before] + [full[k].numpy() for k in pk[1:]])}})))
+    np.testing.assert_array_equal(got["logits"].numpy(), want["logits"])
