@@ -50,7 +50,9 @@ int nnw_validate_kv_append(const int32_t *v, uint32_t arena_bytes) {
   NNW_TRY(nnw_check_tensor(x, x_bytes, arena_bytes, 0, 1));
   NNW_TRY(nnw_check_typed(lens, (uint64_t)batch, NNW_I32, arena_bytes, 1));
   NNW_TRY(nnw_check_tensor(y, y_bytes, arena_bytes, 0, 1));
-  NNW_TRY(nnw_check_apart(past, p_bytes, y, y_bytes, 0));
+  /* past == y (same offset, p == t): the cache grows in place (GroupQueryAttention's shared
+   * past/present buffer), only the new rows are written */
+  NNW_TRY(nnw_check_apart(past, p_bytes, y, y_bytes, p == t));
   NNW_TRY(nnw_check_apart(x, x_bytes, y, y_bytes, 0));
   return nnw_check_apart(lens, nnw_mul((uint64_t)batch, 4), y, y_bytes, 0);
 }
@@ -61,6 +63,7 @@ void nnw_run_kv_append(const int32_t *v, uint8_t *arena) {
   ptrdiff_t x_bs = v[NNW_KV_APPEND_X_BS], x_rs = v[NNW_KV_APPEND_X_RS], x_hs = v[NNW_KV_APPEND_X_HS];
   const float *past = nnw_f32_at(arena, v[NNW_KV_APPEND_PAST]), *x = nnw_f32_at(arena, v[NNW_KV_APPEND_X]);
   float *y = nnw_f32_at(arena, v[NNW_KV_APPEND_Y]);
+  int shared = past == y;   /* the validator let them meet only as the same [batch, heads, t, d] */
   for (int32_t b = 0; b < batch; b++) {   /* every length checked before y is written */
     int64_t n = lens < 0 ? p : (int64_t)lens_at(arena, lens, b) + v[NNW_KV_APPEND_LENS_ADD];
     if (n < 0 || n > p || n + s > t) {
@@ -73,9 +76,9 @@ void nnw_run_kv_append(const int32_t *v, uint8_t *arena) {
     size_t n = lens < 0 ? (size_t)p : (size_t)((int64_t)lens_at(arena, lens, b) + v[NNW_KV_APPEND_LENS_ADD]);
     for (int32_t h = 0; h < heads; h++) {
       float *dst = y + ((size_t)b * heads + h) * (size_t)t * d;
-      if (n) memcpy(dst, past + ((size_t)b * heads + h) * (size_t)p * d, n * row);
+      if (n && !shared) memcpy(dst, past + ((size_t)b * heads + h) * (size_t)p * d, n * row);
       for (int32_t i = 0; i < s; i++) memcpy(dst + (n + i) * d, x + b * x_bs + i * x_rs + h * x_hs, row);
-      memset(dst + (n + s) * d, 0, ((size_t)t - n - s) * row);
+      if (!shared) memset(dst + (n + s) * d, 0, ((size_t)t - n - s) * row);
     }
   }
 }

@@ -10,7 +10,7 @@ from .errors import InvalidArgument
 from .ortvalue import OrtValue, _check_device, _dims, _writable, element_dtype
 from .tensor import TensorData
 from .user_tensor import Tensor, numpy_or_none
-from .wasm.device import DEVICE, keeping
+from .wasm.device import DEVICE, keeping, writing_into
 
 
 class IOBinding:
@@ -113,13 +113,26 @@ class IOBinding:
         if not self._outputs:
             raise InvalidArgument("run_with_iobinding: no outputs are bound (bind_output(name) for each wanted)")
         names = list(self._outputs)
-        with keeping(n for n, dest in self._outputs.items() if dest == DEVICE):
+        # OrtValues on the "wasm" device bound as outputs are written into (in place where the plan
+        # can: a past/present buffer shared as onnxruntime-genai binds it, wasm/region.py)
+        into = {n: d._value for n, d in self._outputs.items() if isinstance(d, OrtValue) and d.device_name() == DEVICE}
+        with keeping(n for n, dest in self._outputs.items() if dest == DEVICE or n in into), writing_into(into):
             outs = session.run_with_ort_values(names, dict(self._inputs), run_options)
         results = []
         for name, got in zip(names, outs):
             dest = self._outputs[name]
             if dest is None or dest == DEVICE:
                 results.append(got)
+                continue
+            if name in into and got._value is not dest._value:   # computed elsewhere (the numpy provider)
+                g, d = got._td(), dest._value
+                if g.dtype != d.dtype or tuple(g.shape) != tuple(d.shape):
+                    raise InvalidArgument(f"run_with_iobinding: output '{name}' is {g.dtype.ort_type} {list(g.shape)}, "
+                                          f"the value bound for it is {d.dtype.ort_type} {list(d.shape)}")
+                with d.host.lock:
+                    d.host.write(d.ptr, g.data)
+            if name in into:
+                results.append(dest)
                 continue
             g, d = got._td(), dest._td()
             if g.dtype != d.dtype or tuple(g.shape) != tuple(d.shape):

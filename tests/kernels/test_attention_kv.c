@@ -55,6 +55,48 @@ static void kv_append_case(int batch, int heads, int p, int s, int d, int t, int
   free(arena);
 }
 
+/* A shared past/present buffer (past == y, p == t, GroupQueryAttention's past_present_share_buffer):
+ * only the s new rows at each batch's length are written, every other byte stays; a present that
+ * overlaps the past any other way is refused. */
+static void kv_append_shared_case(int batch, int heads, int t, int s, int d) {
+  size_t yn = (size_t)batch * heads * t * d, xn = (size_t)batch * s * heads * d;
+  /* a free row after y, so a present shifted by one row overlaps the past and nothing else */
+  int32_t y_off = 0, x_off = (int32_t)(4 * (yn + d)), l_off = x_off + (int32_t)(4 * xn);
+  uint32_t ab = (uint32_t)l_off + 16;
+  uint8_t *arena = arena_new(ab);
+  float *y = at(arena, y_off), *x = at(arena, x_off);
+  fill_random(y, yn, -1, 1);
+  fill_random(x, xn, -1, 1);
+  float *before = malloc(4 * yn);
+  memcpy(before, y, 4 * yn);
+  int32_t lens[4];
+  for (int b = 0; b < batch; b++) lens[b] = (int32_t)(rng_u32() % (unsigned)(t - s + 1));
+  put_i32(arena, l_off, lens, batch);
+  int32_t args[NNW_KV_APPEND_NARGS] = {y_off, x_off, l_off, y_off, batch, heads, t, t, s, d,
+                                       s * heads * d, heads * d, d, 0};
+  int status = op_status(NNW_OP_KV_APPEND, args, NNW_KV_APPEND_NARGS, arena, ab);
+  int ok = status == NNW_OK;
+  for (int b = 0; ok && b < batch; b++)
+    for (int h = 0; h < heads; h++)
+      for (int j = 0; j < t; j++)
+        for (int c = 0; c < d; c++) {
+          size_t i = (((size_t)b * heads + h) * t + j) * d + c;
+          float want = j >= lens[b] && j < lens[b] + s ? x[(size_t)b * s * heads * d + (size_t)(j - lens[b]) * heads * d + h * d + c]
+                                                       : before[i];
+          if (memcmp(&want, &y[i], 4)) ok = 0;
+        }
+  expect(ok, "kv_append shared b%d h%d t%d s%d d%d: status %d or wrong bytes", batch, heads, t, s, d, status);
+  args[NNW_KV_APPEND_P] = t - 1; /* the same offset, but a shorter past: not the same tensor */
+  expect(op_status(NNW_OP_KV_APPEND, args, NNW_KV_APPEND_NARGS, arena, ab) == NNW_BAD_ARGS,
+         "kv_append past == y with p != t accepted");
+  args[NNW_KV_APPEND_P] = t;
+  args[NNW_KV_APPEND_Y] = y_off + 4 * d; /* overlapping, one row apart */
+  expect(op_status(NNW_OP_KV_APPEND, args, NNW_KV_APPEND_NARGS, arena, ab) == NNW_BAD_ARGS,
+         "kv_append y overlapping past one row apart accepted");
+  free(before);
+  free(arena);
+}
+
 /* ---- rope ---- */
 
 static void rope_case(int batch, int s, int heads, int d, int half, int interleaved, int with_bias, int with_pos) {
@@ -300,6 +342,8 @@ void test_attention_kv(void) {
     kv_append_case(2, 1, 9, 3, 5, 12, 1, order);
     kv_append_case(1, 2, 4, 1, 4, 5, 0, order);
   }
+  kv_append_shared_case(2, 2, 7, 1, 8);
+  kv_append_shared_case(1, 3, 9, 3, 4);
   for (int il = 0; il < 2; il++) {
     rope_case(2, 3, 2, 16, 8, il, 0, 0);
     rope_case(1, 1, 3, 10, 4, il, 1, 1);

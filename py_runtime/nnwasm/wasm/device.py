@@ -56,3 +56,21 @@ def keeping(names):
         yield
     finally:
         _state.keep = saved
+
+
+def into():
+    """{output name: WasmTensor} the runs under `writing_into` write into (this thread)."""
+    return getattr(_state, "into", {})
+
+
+@contextlib.contextmanager
+def writing_into(targets):
+    """Outputs named in `targets` {name: WasmTensor} are written into that tensor (of their type and
+    shape): IOBinding.bind_ortvalue_output with an OrtValue on the "wasm" device. A runner writes
+    there in place when it can (a shared past/present buffer, wasm/region.py), else copies there."""
+    saved = into()
+    _state.into = {**saved, **targets}
+    try:
+        yield
+    finally:
+        _state.into = saved

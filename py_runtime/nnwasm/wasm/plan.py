@@ -11,7 +11,7 @@ import numbers
 import struct
 
 from ..errors import Unsupported
-from ..symbolic import Sym, smax, value
+from ..symbolic import Binding, Sym, current_dims, smax, value
 from ..tensor import SymTensor, TensorData, numel
 from .derived import DerivedBytes
 from .opcodes import OPS
@@ -51,6 +51,16 @@ class PlanBuilder:
         # onnx_io/external.py, its file): the plan is then its op words, and no copy of the weights
         # is made on the way. False (plan files): the weights go into the plan.
         self.fill_weights = False
+        # True: inputs and outputs of symbolic size (a decoder's past and present) get no arena
+        # place; their offsets are dims of their own, `placed` {name: dim name}, which the runner
+        # binds per run to blocks of its device region (wasm/region.py), so a cache kept in
+        # kernels.wasm's memory is read and written where it is.
+        self.place_io = False
+        self.placed = {}
+        # {output: input} a lowering's op may write over in place (kv_append of a shared past/present
+        # buffer: it reads the input only where it writes the output); kept by finish() for placed
+        # pairs whose input no other op reads, the runner aliasing them when asked (wasm/region.py)
+        self.in_place = {}
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
@@ -139,8 +149,14 @@ class PlanBuilder:
         unread = {}   # name -> weight placed after the blob, written by the runner (fill_weights)
         live = {}   # name -> [first op, last op, nbytes]
         last = len(self.ops)
+        if self.place_io:
+            both = set(self.inputs) & set(self.outputs)
+            self.placed = {n: f"@io{k}" for k, n in enumerate(dict.fromkeys(self.inputs + self.outputs))
+                           if n not in both and n not in inits and isinstance(self.nbytes(n), Sym)}
+        placed = self.placed
         for name in self.inputs:
-            live[name] = [-1, -1, self.nbytes(name)]
+            if name not in placed:
+                live[name] = [-1, -1, self.nbytes(name)]
         for k, (_, args) in enumerate(self.init_ops + self.ops):
             k -= len(self.init_ops)
             for v in args.values():
@@ -164,12 +180,13 @@ class PlanBuilder:
                             blob += t.data
                         blob += bytes(_align(len(blob)) - len(blob))
                     continue
-                if v.name in self.persistent:
+                if v.name in self.persistent or v.name in placed:
                     continue
                 size = v.nbytes if v.nbytes is not None else self.nbytes(v.name)
                 span = live.setdefault(v.name, [k, k, size])
                 span[1] = k
-        for name in self.outputs:   # an empty output no op writes (lower/empty.py) still gets its place
+        # an empty output no op writes (lower/empty.py) still gets its place
+        for name in (n for n in self.outputs if n not in placed):
             live.setdefault(name, [last, last, self.nbytes(name)])[1] = last
         for name, size in self.persistent.items():
             live[name] = [-1, last, size]
@@ -186,6 +203,15 @@ class PlanBuilder:
         where = dict(weights)
         for name, off in offsets.items():
             where[name] = base + off
+        for name, var in placed.items():
+            where[name] = Sym.var(var)
+        reads = {}
+        for _, args in self.ops:
+            for v in args.values():
+                if isinstance(v, Ref):
+                    reads[v.name] = reads.get(v.name, 0) + 1
+        self.in_place = {o: i for o, i in self.in_place.items()
+                         if o in placed and i in placed and i in self.inputs and o in self.outputs and reads.get(i) == 1}
         arena = base + end
         if arena > max_arena:
             raise Unsupported(f"this WASM partition needs {arena} bytes of memory (weights and activations); "
@@ -199,7 +225,11 @@ class PlanBuilder:
         words = header + init_words + words
         # words that are expressions of symbolic dims (symbolic.py), evaluated again for each run's dims
         self.sym_words = [(i, w) for i, w in enumerate(words) if isinstance(w, Sym)]
-        plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(value(w)) for w in words]))
+        if placed:   # packed with the placed offsets at 0; the runner writes their words before loading
+            with Binding({**dict(current_dims() or ()), **{v: 0 for v in placed.values()}}):
+                plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(value(w)) for w in words]))
+        else:
+            plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(value(w)) for w in words]))
         plan += bytes(weights_at - len(plan))
         plan += blob
         io = {n: where[n] for n in self.inputs + self.outputs}

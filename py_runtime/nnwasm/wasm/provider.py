@@ -74,18 +74,18 @@ class WasmExecutionProvider:
 
     def compile_plan(self, nodes, graph, inputs, outputs):
         """One plan for straight-line nodes that all lower to plan ops, loaded into kernels.wasm."""
-        b, plan, arena, io, ops = self.build_plan(nodes, graph, inputs, outputs, fill_weights=True)
-        ins = [(n, io[n], b.nbytes(n)) for n in inputs]
-        outs = [(n, io[n], b.dtype(n), b.shape(n)) for n in outputs]
+        b, plan, arena, io, ops = self.build_plan(nodes, graph, inputs, outputs, fill_weights=True, place_io=True)
+        ins = [(n, 0 if n in b.placed else io[n], b.nbytes(n)) for n in inputs]
+        outs = [(n, 0 if n in b.placed else io[n], b.dtype(n), b.shape(n)) for n in outputs]
         return WasmRunner(b.host, plan, arena, ins, outs, ops, b.sym_words, b.kept_bytes, sym_fills=b.sym_fills,
-                          fills=b.fills)
+                          fills=b.fills, placed=b.placed, in_place=b.in_place)
 
-    def build_plan(self, nodes, graph, inputs, outputs, fill_weights=False):
+    def build_plan(self, nodes, graph, inputs, outputs, fill_weights=False, place_io=False):
         """(builder, plan bytes, arena bytes, {value: arena offset}, [PlanOp] of the run ops): the
         plan alone, not loaded; plan files (planfile.py) are written from it. fill_weights:
         see PlanBuilder."""
         b = PlanBuilder(graph, inputs, outputs)
-        b.fill_weights = fill_weights
+        b.fill_weights, b.place_io = fill_weights, place_io
         b.host = get_host(self.flavour)   # lowerings may run kernels.wasm to fold constants
         b.derived_cache = self.derived
         b.users = graph.consumers()

@@ -8,6 +8,7 @@ from collections import namedtuple
 from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
 from .. import symbolic
 from . import device
+from .region import ALIGN, Region, RegionTensor
 from ..tensor import TensorData, numel
 
 STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
@@ -29,7 +30,7 @@ class WasmRunner:
     are written again too. Input sizes and output shapes may be Syms too."""
 
     def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
-                 fills=()):
+                 fills=(), placed=None, in_place=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         # the bytes the plan loads: its words and its weights, held or filled
@@ -39,7 +40,13 @@ class WasmRunner:
         self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
         self._eval = None   # symbolic.compile_stores: stores the sym words, returns the arena size and fills
         self._io_eval = self._io_dims = self._io_cache = None   # the same for input and output places (_io)
-        self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
+        self._cap = symbolic.value(arena_bytes)   # the plan's part of the allocation; the region follows
+        # placed: {io name: dim name} of inputs and outputs bound per run to the device region
+        self.placed, self._region, self._bound = placed or {}, None, None
+        self.in_place = in_place or {}   # {output: input} kv_append may write over (PlanBuilder.in_place)
+        if self.placed:
+            self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
+            self._place_initial(plan)
         with host.lock:
             host.drain()
             self._load(plan, fills)
@@ -48,14 +55,14 @@ class WasmRunner:
         for off, data in fills:   # later plans and reads take external data from here
             if hasattr(data, "fill"):
                 data.settle(self, off)
-        if sym_words or sym_fills:
+        if (sym_words or sym_fills) and not self.placed:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
 
     def _load(self, plan, fills):
         """fills: [(arena offset, bytes-like)], weights the plan does not hold (plan.py), written
         into the arena from where they are before nnw_plan_load (whose init ops may read them);
         external data (onnx_io/external.py) fills itself from its file."""
-        host, arena_bytes = self.host, self._cap
+        host, arena_bytes = self.host, self._total()
         self.arena = full = status_at = 0
         try:
             self.arena = self._malloc(arena_bytes)
@@ -116,71 +123,214 @@ class WasmRunner:
             got = device.nbytes(env[name])
             if got != nbytes:
                 raise KernelError(f"'{name}' has {got} bytes, the plan expects {nbytes}")
-        keep = device.kept()
+        keep, placed, targets = device.kept(), self.placed, device.into()
         with host.lock:   # inputs, run and outputs of this arena must not interleave with another thread's
             host.drain()
-            if (self.sym_words or self.sym_fills) and symbolic.current_dims() != self._dims:
+            blocks, temps = self._place(env, inputs, outputs) if placed else ({}, set())
+            if not placed and (self.sym_words or self.sym_fills) and symbolic.current_dims() != self._dims:
                 self._rebind()
-            arena = self.arena
-            for name, off, _ in inputs:
-                t = env[name]
-                if isinstance(t, device.WasmTensor) and t.host is host:   # on the device: no host copy
-                    if t.nbytes:
-                        host.call("nnw_memmove", arena + off, t.ptr, t.nbytes)
-                else:
-                    host.write(arena + off, t.data)
-            status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
-            if status == BAD_INDEX:
-                k = host.call("nnw_plan_failed_op")
-                node = f"{self.ops[k].op_type} node '{self.ops[k].node}'" if 0 <= k < len(self.ops) else "a node"
-                raise InvalidArgument(f"index out of range in {node}: an index or length input (indices, an "
-                                      "attention's seqlens_k, positions or masks) holds a value outside its range")
-            if status:
-                raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
-            outs = []
-            for name, off, dt, shape in outputs:
-                n = dt.size * numel(shape)
-                if name in keep:   # stays in kernels.wasm's memory (IOBinding to the "wasm" device)
-                    ptr = self._malloc(n)
-                    if n:
-                        host.call("nnw_memmove", ptr, arena + off, n)
-                    env[name] = device.WasmTensor(host, ptr, dt, shape)
-                else:
-                    outs.append((name, dt, shape, host.read(arena + off, n)))
+            try:
+                arena = self.arena
+                for name, off, _ in inputs:
+                    if name in placed:
+                        if name not in temps:
+                            continue   # a RegionTensor of this region: read where it is
+                        off = self._region.base + blocks[name]
+                    t = env[name]
+                    if isinstance(t, device.WasmTensor) and t.host is host:   # on the device: no host copy
+                        if t.nbytes:
+                            host.call("nnw_memmove", arena + off, t.ptr, t.nbytes)
+                    else:
+                        host.write(arena + off, t.data)
+                status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
+                if status == BAD_INDEX:
+                    k = host.call("nnw_plan_failed_op")
+                    node = f"{self.ops[k].op_type} node '{self.ops[k].node}'" if 0 <= k < len(self.ops) else "a node"
+                    raise InvalidArgument(f"index out of range in {node}: an index or length input (indices, an "
+                                          "attention's seqlens_k, positions or masks) holds a value outside its range")
+                if status:
+                    raise KernelError(f"kernels.wasm failed running a plan: {STATUS.get(status, status)}")
+                outs = []
+                for name, off, dt, shape in outputs:
+                    n = dt.size * numel(shape)
+                    target = targets.get(name)
+                    if name in placed:
+                        if target is not None and name not in temps:   # written in place, into target
+                            env[name] = target
+                            continue
+                        if name in keep and target is None:   # written in place: the block becomes the tensor's
+                            temps.discard(name)
+                            env[name] = RegionTensor(self, blocks[name], dt, shape)
+                            continue
+                        off = self._region.base + blocks[name]
+                    if target is not None:   # bound to a wasm OrtValue: copied there
+                        if target.dtype != dt or target.shape != tuple(shape):
+                            raise InvalidArgument(f"output '{name}' is {dt.ort_type} {list(shape)}, the OrtValue "
+                                                  f"bound for it is {target.dtype.ort_type} {list(target.shape)}")
+                        if n:
+                            host.call("nnw_memmove", target.ptr, arena + off, n)
+                        env[name] = target
+                        continue
+                    if name in keep:   # stays in kernels.wasm's memory (IOBinding to the "wasm" device)
+                        ptr = self._malloc(n)
+                        if n:
+                            host.call("nnw_memmove", ptr, arena + off, n)
+                        env[name] = device.WasmTensor(host, ptr, dt, shape)
+                    else:
+                        outs.append((name, dt, shape, host.read(arena + off, n)))
+            finally:
+                for name in temps:
+                    self._region.free(blocks[name])
         for name, dt, shape, data in outs:
             env[name] = TensorData(dt, shape, data)
 
-    def _rebind(self):
-        """The plan's symbolic words for the dims bound now; a larger arena if they need one."""
-        host = self.host
+    def _total(self):
+        """Bytes of the allocation: the plan's arena, then the device region."""
+        return self._cap + (self._region.size if self._region is not None else 0)
+
+    def _place(self, env, inputs, outputs):
+        """({placed name: block start}, names whose block is this run's only) for this run, the
+        region grown if they do not fit, the plan's words rewritten if the dims or blocks changed."""
+        region = self._region
+        region.collect()
+        targets = device.into()
+        for name, _, dt, shape in outputs:   # a shared buffer from another plan's region comes here once
+            t, src = targets.get(name), self.in_place.get(name)
+            if (isinstance(t, RegionTensor) and src is not None and env.get(src) is t and t.in_region(region) is None
+                    and name in self.placed and t.nbytes == dt.size * numel(shape)):
+                start = region.alloc(t.nbytes)
+                if start is None:
+                    self._realloc(self._cap, 2 * max(region.used() + t.nbytes + ALIGN, region.size))
+                    start = region.alloc(t.nbytes)
+                t.move_to(self, start)
+        blocks, temps, need = {}, set(), []
+        for name, _, nbytes in inputs:
+            if name in self.placed:
+                t = env[name]
+                start = t.in_region(region) if isinstance(t, RegionTensor) else None
+                if start is None:
+                    need.append((name, nbytes))
+                else:
+                    blocks[name] = start
+        for name, _, dt, shape in outputs:
+            if name not in self.placed:
+                continue
+            t, src = targets.get(name), self.in_place.get(name)
+            start = t.in_region(region) if isinstance(t, RegionTensor) else None
+            if start is not None and src is not None and env.get(src) is t and t.nbytes == dt.size * numel(shape):
+                blocks[name] = start   # the past's buffer is the present's: it grows in place
+            else:
+                need.append((name, dt.size * numel(shape)))
+        for attempt in range(2):
+            for name, n in need:
+                start = region.alloc(n)
+                if start is None:
+                    break
+                blocks[name] = start
+                temps.add(name)
+            else:
+                break
+            for name in temps:
+                region.free(blocks.pop(name))
+            temps.clear()
+            if attempt:
+                raise KernelError("kernels.wasm's device region could not place this run's inputs and outputs")
+            # doubled: a move copies the weights too (the kept prefix), so it must be rare as the cache grows
+            more = region.used() + sum(max(ALIGN, -(-n // ALIGN) * ALIGN) for _, n in need)
+            self._realloc(self._cap, 2 * max(more, region.size))
+        key = (symbolic.current_dims(), region.base, region.size, tuple(sorted(blocks.items())))
+        if key != self._bound:
+            try:
+                self._rebind(blocks)
+            except BaseException:
+                for name in temps:
+                    region.free(blocks[name])
+                raise
+            self._bound = (symbolic.current_dims(), region.base, region.size, key[3])
+        return blocks, temps
+
+    def _place_initial(self, plan):
+        """Before the load: a region with room for twice this binding's placed inputs and outputs,
+        their words and the allocation's size written into the plan, so nnw_plan_load checks them."""
+        self._region = region = Region()
+        sizes = [(n, nb) for n, _, nb in self.inputs if n in self.placed]
+        sizes += [(n, dt.size * numel(shape)) for n, _, dt, shape in self.outputs if n in self.placed]
+        sizes = [(n, symbolic.value(nb)) for n, nb in sizes]
+        region.base, region.size = self._cap, 2 * sum(max(ALIGN, -(-n // ALIGN) * ALIGN) for _, n in sizes)
+        blocks = {n: region.alloc(nb) for n, nb in sizes}
+        values = self._store(blocks)
+        need = next(values)
+        if need > self._cap:
+            raise KernelError(f"the plan needs {need} bytes of arena, it was laid out in {self._cap}")
+        struct.pack_into("<i", self._words, 8, self._total())
+        plan[:len(self._words)] = self._words
+        for start in blocks.values():
+            region.free(start)
+
+    def _store(self, blocks=None):
+        """Evaluates the plan's symbolic words into self._words for the dims bound now (and the
+        placed io at blocks {name: region start}); an iterator over the arena bytes needed, then
+        the fills' values."""
         if self._eval is None:   # the words stored, the arena size and fills returned, by one compiled function
             exprs = [self.arena_bytes] + [v for _, _, vs in self.sym_fills for v in vs]
             self._eval = symbolic.compile_stores(self.sym_words, exprs)
-        words = self._words
-        values = iter(self._eval(dict(symbolic.current_dims()), memoryview(words).cast("i")))
+        dims = dict(symbolic.current_dims() or ())
+        if blocks is not None:
+            dims.update((self.placed[n], self._region.base + s) for n, s in blocks.items())
+        return iter(self._eval(dims, memoryview(self._words).cast("i")))
+
+    def _realloc(self, cap, region_bytes=0):
+        """The allocation made cap + region_bytes, in place where the allocator can (nnw_realloc: a
+        copy needs the old and the new block at once, and a wasm memory never shrinks back from
+        that peak); the kept prefix (weights, init ops' buffers) stays, the region's blocks move
+        to the new cap."""
+        host, region = self.host, self._region
+        total = cap + region_bytes
+        if total >= 1 << 31:
+            raise WasmOutOfMemory(f"kernels.wasm's arena would need {total} bytes (over 2 GiB)")
+        old_total = self._cap + (region.size if region is not None else 0)
+        if total < old_total:
+            raise AssertionError("an allocation only grows")
+        new = host.call("nnw_realloc", self.arena, total) & 0xFFFFFFFF
+        if not new:
+            raise WasmOutOfMemory(f"kernels.wasm is out of memory growing an arena to {total} bytes")
+        if region is not None:
+            used = region.used()
+            if used and region.base != cap:
+                host.call("nnw_memmove", new + cap, new + region.base, used)
+            region.base, region.size = cap, region_bytes
+        self.arena, self._cap, self._mem[1] = new, cap, new
+
+    def _rebind(self, blocks=None):
+        """The plan's symbolic words for the dims bound now (and placed io at blocks); a larger
+        arena if they need one."""
+        host = self.host
+        values = self._store(blocks)
         need = next(values)
         if need > self._cap:
+            rsize = self._region.size if self._region is not None else 0
             # grown by half of what is not weights at least (a decoder's past grows by one a step;
-            # half of a 500 MB arena of weights would be 250 MB of slack), in place where the
-            # allocator can: a copy needs the old and the new arena at once, and a wasm memory
-            # never shrinks back from that peak
+            # half of a 500 MB arena of weights would be 250 MB of slack)
             cap = max(need, need + (need - self._kept) // 2)
-            new = host.call("nnw_realloc", self.arena, cap) & 0xFFFFFFFF
-            if not new:
-                cap = need
-                new = host.call("nnw_realloc", self.arena, cap) & 0xFFFFFFFF
-                if not new:
-                    raise WasmOutOfMemory(f"kernels.wasm is out of memory growing an arena to {cap} bytes")
-            self.arena, self._cap, self._mem[1] = new, cap, new
+            try:
+                self._realloc(cap, rsize)
+            except WasmOutOfMemory:
+                self._realloc(need, rsize)
+            if blocks is not None:   # the region moved with the arena: its offsets again
+                values = self._store(blocks)
+                next(values)
+        words = self._words
         for off, fmt, vs in self.sym_fills:
             host.write(self.arena + off, struct.pack(fmt, *[next(values) for _ in vs]))
+        if self._region is not None:
+            struct.pack_into("<i", words, 8, self._total())
         host.write(self.plan, words)
         status_at = self._malloc(4)
         try:
-            status = host.call("nnw_plan_check", self.plan, len(words), self._cap, status_at)
+            status = host.call("nnw_plan_check", self.plan, len(words), self._total(), status_at)
             if status:
                 bad = struct.unpack("<i", host.read(status_at, 4))[0]
-                self._dims = None   # nothing runs on these words
+                self._dims = self._bound = None   # nothing runs on these words
                 raise KernelError(f"kernels.wasm refused the plan's words for the input dims "
                                   f"{dict(symbolic.current_dims())}: {STATUS.get(status, status)} (op {bad})")
         finally:
@@ -199,6 +349,10 @@ class WasmRunner:
         return 0
 
     def close(self):
+        if self._region is not None:   # tensors kept in the region move to buffers of their own
+            with self.host.lock:
+                for t in list(self._region.tensors.values()):
+                    t.evict(self._malloc)
         self._finalizer()
 
 

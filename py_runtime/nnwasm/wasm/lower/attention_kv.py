@@ -175,6 +175,8 @@ def lower_gqa(node, b):
     past_k = b.ref(pk) if p and not first else None
     past_v = b.ref(pv) if p and not first else None
     p_used = p if past_k is not None else 0
+    if past_k is not None:   # a past fed back in the present's buffer grows in place (runner.py)
+        b.in_place.update({node.outputs[1]: pk, node.outputs[2]: pv})
     kc, kcs = _append(b, past_k, p_used, kx, ks, b.ref(node.outputs[1]), batch, hkv, t, s, d, lens, lens_add)
     vc, vcs = _append(b, past_v, p_used, vx, vs, b.ref(node.outputs[2]), batch, hkv, t, s, d, lens, lens_add)
     kw = dict(causal=1, lens=lens, lens_add=lens_add, c0=0, window=node.attr("local_window_size", -1),
