@@ -30,7 +30,7 @@ from .partition import assign, partition
 from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
 from .tensor import SymTensor, TensorData
-from . import shape_values, values
+from . import memory_limit, shape_values, values
 
 _PLAN_CACHE_SIZE = 8
 # Trace variants with symbolic dims (symbolic.py), so a decoder's every past length reuses one
@@ -144,9 +144,12 @@ def _resolve_providers(providers, provider_options, sess_options):
         names, options = [names[k] for k in keep], [options[k] for k in keep]
     chosen = [PROVIDERS[n](o) for n, o in zip(names, options)]
     flavour = flavours.resolve(flavours.requested(sess_options))   # the kernels.wasm it runs on
+    budget = memory_limit.budget(sess_options)   # session.memory_limit_bytes, shared by its plans
     for p in chosen:
         if hasattr(p, "flavour"):
             p.flavour = flavour
+        if hasattr(p, "budget"):
+            p.budget = budget
     return chosen
 
 
@@ -218,6 +221,19 @@ class _RunWatch:
 
 def _zero():
     return 0
+
+
+def _feed_bytes(t):
+    """A feed's bytes from its type and shape (a sequence: its tensors'), without reading them."""
+    if isinstance(t, (list, tuple)):
+        return sum(map(_feed_bytes, t))
+    shape, dtype = getattr(t, "shape", None), getattr(t, "dtype", None)
+    if shape is None or dtype is None:
+        return 0
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n * max(getattr(dtype, "size", 0) or 0, 1)
 
 
 class _Prepared:
@@ -583,6 +599,8 @@ class InferenceSession:
         prof = watch or self._profiler
         t0 = prof and prof.clock()
         names = self._check_output_names(output_names)
+        memory_limit.check_feeds(next((p.budget for p in self._providers if getattr(p, "budget", None)), None),
+                                 feeds, _feed_bytes)
         shapes = {}
         for arg, vi in zip(self._inputs, self._graph.inputs):
             t = feeds[arg.name]
@@ -605,8 +623,8 @@ class InferenceSession:
                             watch.check()   # between partitions
                         runner.run(env, prof)
                     break
-                except WasmOutOfMemory:   # a traced variant's arena grown for these dims
-                    if not self._drop_other_variant(prepared):
+                except WasmOutOfMemory as e:   # a traced variant's arena grown for these dims
+                    if e.hopeless or not self._drop_other_variant(prepared):
                         raise
             if prof:
                 prof.session("model_run", t0)
@@ -678,8 +696,8 @@ class InferenceSession:
         while True:
             try:
                 return _Prepared(graph, self._providers)
-            except WasmOutOfMemory:
-                if not self._drop_other_variant(None):
+            except WasmOutOfMemory as e:
+                if e.hopeless or not self._drop_other_variant(None):
                     raise
 
     def _drop_other_variant(self, keep):

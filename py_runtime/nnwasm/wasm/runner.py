@@ -5,7 +5,7 @@ import struct
 import weakref
 from collections import namedtuple
 
-from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
+from ..errors import InvalidArgument, KernelError, MemoryLimitExceeded, WasmOutOfMemory
 from ..onnx_io.external import ExternalData
 from .. import symbolic
 from . import device
@@ -27,11 +27,14 @@ class WasmRunner:
     run with other dims than the last, those words are evaluated and written again, checked by
     nnw_plan_check, and the arena grows (keeping its first kept_bytes: weights and init ops'
     buffers) if the dims need more; sym_fills, weights whose values are expressions of the dims,
-    are written again too. Input sizes and output shapes may be Syms too."""
+    are written again too. Input sizes and output shapes may be Syms too.
+    budget: the session's memory_limit.Budget (None: no limit), asked before the arena is allocated
+    or grown, so a plan or a run's dims past the limit are refused before anything is copied."""
 
     def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
-                 fills=()):
+                 fills=(), budget=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
+        self.budget = budget
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         # the bytes the plan loads: its words and its weights, held or filled
         self.plan_bytes = len(plan) + sum(_nbytes(data) for _, data in fills)
@@ -41,6 +44,10 @@ class WasmRunner:
         self._eval = None   # symbolic.compile_stores: stores the sym words, returns the arena size and fills
         self._io_eval = self._io_dims = self._io_cache = None   # the same for input and output places (_io)
         self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
+        head = struct.unpack_from("<8i", plan)
+        self._words_bytes = 4 * (8 + head[5] + head[6])   # the op words kept in memory (_load)
+        if budget is not None:
+            budget.charge(self, self.held_bytes(), self._what())
         with host.lock:
             host.drain()
             self._load(plan, fills)
@@ -87,10 +94,21 @@ class WasmRunner:
             host.release([full, status_at])
 
     def _malloc(self, n):
+        if n >= 1 << 32:   # an i32 argument: more would wrap (wasmtime's raw call truncates silently)
+            raise WasmOutOfMemory(f"kernels.wasm can't allocate {n} bytes: wasm32 addresses 4 GiB", hopeless=True)
         p = self.host.call("nnw_malloc", max(n, 1)) & 0xFFFFFFFF   # an i32 result: addresses past 2 GB read negative
-        if not p:
-            raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes")
+        if not p:   # memory.grow failed: the engine's, the page's or the process's limit
+            raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes (its linear memory could not "
+                                  "grow); nothing was run and the session stays usable")
         return p
+
+    def held_bytes(self):
+        """What this plan holds in kernels.wasm's memory: its op words and its arena."""
+        return self._words_bytes + self._cap
+
+    def _what(self):
+        first = self.ops[0].node if self.ops else "no ops"
+        return f"the WASM plan of {len(self.ops or ())} ops from {first}"
 
     def _io(self):
         """(inputs, outputs) with their offsets, sizes and shapes as ints for the dims bound now:
@@ -161,7 +179,19 @@ class WasmRunner:
         values = iter(self._eval(dict(symbolic.current_dims()), memoryview(words).cast("i")))
         need = next(values)
         if need > self._cap:
-            cap = max(need, self._cap + self._cap // 2)   # grown by half at least: a decoder's past grows by one
+            from .provider import MAX_ARENA_BYTES
+            what = f"{self._what()}, for the input dims {dict(symbolic.current_dims())}"
+            if need > MAX_ARENA_BYTES:   # (a variant's guards refuse such dims first: plan.finish's check)
+                raise WasmOutOfMemory(f"{what}, needs an arena of {need} bytes; kernels.wasm addresses at most "
+                                      f"{MAX_ARENA_BYTES}", hopeless=True)
+            # grown by half at least: a decoder's past grows by one
+            cap = min(max(need, self._cap + self._cap // 2), MAX_ARENA_BYTES)
+            if self.budget is not None:   # before anything is allocated or written
+                try:
+                    self.budget.charge(self, self._words_bytes + cap, what)
+                except MemoryLimitExceeded:
+                    cap = need
+                    self.budget.charge(self, self._words_bytes + cap, what)
             try:
                 new = self._malloc(cap)
             except WasmOutOfMemory:

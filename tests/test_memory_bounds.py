@@ -1,0 +1,147 @@
+"""Bounded memory (issue 18, item 3; py_runtime/nnwasm/memory_limit.py): `session.memory_limit_bytes`
+refuses a plan past it at creation with the bytes it needs, a run whose symbolic dims need more
+before anything is copied (and the next run with small dims works), and feeds past it before any
+copy; a plan past what wasm32 addresses is refused at creation; a memory.grow that fails (a
+wasmtime store limited to 64 MiB) is a clear WasmOutOfMemory and the session runs again after."""
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+
+import nnwasm
+from nnwasm import host as hosts
+from nnwasm.errors import MemoryLimitExceeded, WasmOutOfMemory
+
+KEY = "session.memory_limit_bytes"
+
+
+def _outer_model(n="N", layers=3):
+    """x [n] -> the outer product x x^T, then `layers` more [n, n] values alive together, summed:
+    an arena of about (layers + 1) * 4 n^2 bytes for 4 n bytes of feed."""
+    nodes = [h.make_node("Unsqueeze", ["x", "a1"], ["c"]), h.make_node("Unsqueeze", ["x", "a0"], ["r"]),
+             h.make_node("Mul", ["c", "r"], ["m0"])]
+    for k in range(1, layers + 1):
+        nodes.append(h.make_node("Add" if k % 2 else "Mul", [f"m{k - 1}", "m0"], [f"m{k}"]))
+    nodes.append(h.make_node("ReduceSum", [f"m{layers}"], ["z"], keepdims=0))
+    g = h.make_graph(nodes, "outer", [h.make_tensor_value_info("x", T.FLOAT, [n])],
+                     [h.make_tensor_value_info("z", T.FLOAT, [])],
+                     [h.make_tensor("a1", T.INT64, [1], [1]), h.make_tensor("a0", T.INT64, [1], [0])])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString()
+
+
+def _expected(x, layers=3):
+    m0 = np.outer(x, x)
+    m = m0
+    for k in range(1, layers + 1):
+        m = m + m0 if k % 2 else m * m0
+    return m.sum(dtype=np.float64)
+
+
+def _options(limit=None):
+    so = nnwasm.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")   # WASM alone: kernels.wasm's memory
+    if limit is not None:
+        so.add_session_config_entry(KEY, str(limit))
+    return so
+
+
+def _run(sess, n, seed=0, layers=3):
+    x = np.random.default_rng(seed + n).uniform(-1, 1, n).astype(np.float32)
+    (z,) = sess.run(None, {"x": x})
+    np.testing.assert_allclose(z, _expected(x, layers), rtol=1e-3, atol=1e-3 * n)
+    return z
+
+
+class _CountWrites:
+    """Counts the host's writes into kernels.wasm's memory (the copies of feeds and weights)."""
+
+    def __init__(self, monkeypatch):
+        self.n = 0
+        host = hosts.get_host()
+        real = host.write
+
+        def write(ptr, data):
+            self.n += 1
+            return real(ptr, data)
+        monkeypatch.setattr(host, "write", write)
+
+
+@pytest.mark.parametrize("value", ["", "0", "-5", "1e9", " 100", "lots"])
+def test_the_limit_is_checked_when_set(value):
+    so = nnwasm.SessionOptions()
+    with pytest.raises(nnwasm.InvalidArgument, match=KEY):
+        so.add_session_config_entry(KEY, value)
+
+
+def test_a_plan_past_the_limit_is_refused_at_creation_with_its_bytes():
+    model = _outer_model(n=200)   # static: the plan is built at creation
+    with pytest.raises(MemoryLimitExceeded, match=r"needs (\d+) bytes .* memory limit of 100000 bytes") as e:
+        nnwasm.InferenceSession(model, _options(100_000))
+    need = int(e.value.args[0].split("needs ")[1].split(" ")[0])
+    assert 2 * 4 * 200 * 200 <= need < 6 * 4 * 200 * 200   # a few [200, 200] values alive at once
+    sess = nnwasm.InferenceSession(model, _options(need))   # exactly what it said it needs
+    _run(sess, 200)
+
+
+def test_a_plan_past_wasm32_is_refused_at_creation_with_its_bytes():
+    """Four live [14000, 14000] float32 values: 3.1 GB, past kernels.wasm's 2 GiB - 16 MiB arena."""
+    with pytest.raises(nnwasm.NnwasmError, match=r"needs \d{10} bytes .*kernels.wasm addresses at most"):
+        nnwasm.InferenceSession(_outer_model(n=14000), _options())
+
+
+def test_symbolic_dims_past_the_limit_are_refused_before_any_copy(monkeypatch):
+    limit = 4 << 20
+    sess = nnwasm.InferenceSession(_outer_model(), _options(limit))
+    for n in (64, 100):   # traced once, reused (the arena grows per run)
+        _run(sess, n)
+    writes = _CountWrites(monkeypatch)
+    with pytest.raises(MemoryLimitExceeded, match=rf"needs \d+ bytes .*memory limit of {limit} bytes"):
+        sess.run(None, {"x": np.ones(600, np.float32)})   # ~5.8 MB of arena for 2.4 KB of feed
+    assert writes.n == 0, "a refused run copied into kernels.wasm"
+    for n in (90, 120, 64):   # the session runs on, its variant kept
+        _run(sess, n)
+    assert len(sess._traced_variants) == 1
+
+
+def test_feeds_past_the_limit_are_refused_before_any_copy(monkeypatch):
+    sess = nnwasm.InferenceSession(_outer_model(layers=1), _options(1 << 20))
+    _run(sess, 10, layers=1)
+    writes = _CountWrites(monkeypatch)
+    with pytest.raises(MemoryLimitExceeded, match=r"the feeds hold 4000000 bytes \('x': 4000000\).*refused before any copy"):
+        sess.run(None, {"x": np.ones(1_000_000, np.float32)})
+    assert writes.n == 0
+
+
+def test_variants_share_the_limit():
+    """Two concrete variants (NNWASM_SYMBOLIC off through the session's trace limit) past the limit
+    together: the older is dropped, the run succeeds, and the limit holds for what is left."""
+    limit = 3 << 20
+    sess = nnwasm.InferenceSession(_outer_model(), _options(limit))
+    budget = sess._providers[0].budget
+    for n in (200, 300, 200, 330, 250):
+        _run(sess, n)
+        assert budget.used() <= limit
+
+
+@pytest.fixture
+def small_host(monkeypatch):
+    """A kernels.wasm whose memory may not grow past 64 MiB (a wasmtime store limit): memory.grow
+    fails inside nnw_malloc, as in a page out of memory."""
+    from nnwasm.host.wasmtime_host import WasmtimeHost
+    host = WasmtimeHost(hosts.kernels_wasm_bytes("simd"))
+    host.store.set_limits(memory_size=64 << 20)
+    monkeypatch.setattr(hosts, "_HOST", host)
+    yield host
+    host.close()
+
+
+def test_a_failed_memory_grow_is_a_clear_error_and_the_session_runs_on(small_host):
+    sess = nnwasm.InferenceSession(_outer_model(), _options())
+    _run(sess, 100)
+    with pytest.raises(WasmOutOfMemory, match=r"out of memory allocating \d+ bytes \(its linear memory could not grow\)"):
+        sess.run(None, {"x": np.ones(2500, np.float32)})   # ~100 MB of arena
+    for n in (150, 100):
+        _run(sess, n)
+    with pytest.raises(WasmOutOfMemory, match="could not grow"):   # at creation too
+        nnwasm.InferenceSession(_outer_model(n=2500), _options())
+    _run(nnwasm.InferenceSession(_outer_model(n=120), _options()), 120)
