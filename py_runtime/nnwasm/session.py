@@ -20,7 +20,7 @@ from collections import OrderedDict
 from . import optimizer, passes, symbolic
 from .host import flavours
 from .errors import (InvalidArgument, InvalidModel, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated,
-                     Unsupported, WasmOutOfMemory)
+                     SessionClosed, Unsupported, WasmOutOfMemory)
 from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model, read_model_file
 from .options import RunOptions, SessionOptions
@@ -289,6 +289,7 @@ class InferenceSession:
     # to a function importing plan_session.py at the first plan file (an ONNX session in Pyodide
     # never compiles it).
     _plan_session_class = None
+    _released = False
 
     def __new__(cls, path_or_bytes=None, *args, **kwargs):
         data = _read_once(path_or_bytes)
@@ -347,7 +348,8 @@ class InferenceSession:
         """Stops the session's helper threads and frees its kernels.wasm (intra_op_num_threads > 1);
         the session can't run afterwards. Without threads, a no-op."""
         if self._release_threads is not None:
-            self._release_threads()
+            self._released = True   # checked by _run before it touches the freed kernels.wasm
+            self._release_threads()   # waits for a run holding the host's lock
 
     def _load(self):
         """The model as loaded, with SessionOptions' initializers and free dimension overrides."""
@@ -595,6 +597,8 @@ class InferenceSession:
 
     def _run(self, output_names, feeds, run_options=None):
         """Every run, once its feed names are checked."""
+        if self._released:
+            raise SessionClosed("this session was released (InferenceSession.release()): it can't run any more")
         watch = self._watch(run_options)
         prof = watch or self._profiler
         t0 = prof and prof.clock()

@@ -71,7 +71,7 @@ class WasmtimeHost(HostBase):
 
     def call(self, name, *args):
         if self.closed:
-            raise KernelError("kernels.wasm host is closed (the interpreter is exiting)")
+            raise KernelError("kernels.wasm host is closed (its session was released, or the interpreter is exiting)")
         with self.lock:
             raw = self._raw
             for i, a in enumerate(args):
@@ -90,6 +90,8 @@ class WasmtimeHost(HostBase):
         return ctypes.addressof(self.memory.data_ptr(self.store).contents)
 
     def _check(self, ptr, n):
+        if self.closed:
+            raise KernelError("kernels.wasm host is closed (its session was released, or the interpreter is exiting)")
         if ptr < 0 or n < 0 or ptr + n > self.memory.data_len(self.store):
             raise KernelError(f"copy of {n} bytes at {ptr} is outside kernels.wasm memory")
 

@@ -42,7 +42,7 @@ class WasmRunner:
         self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
         self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
         self._eval = None   # symbolic.compile_stores: stores the sym words, returns the arena size and fills
-        self._io_eval = self._io_dims = self._io_cache = None   # the same for input and output places (_io)
+        self._io_eval = self._io_cache = None   # the same for input and output places (_io)
         self._cap = symbolic.value(arena_bytes)   # the arena's allocated bytes
         head = struct.unpack_from("<8i", plan)
         self._words_bytes = 4 * (8 + head[5] + head[6])   # the op words kept in memory (_load)
@@ -117,16 +117,18 @@ class WasmRunner:
         dims = symbolic.current_dims()
         if not dims:
             return self.inputs, self.outputs
-        if self._io_dims != dims:
-            if self._io_eval is None:
-                exprs = [x for _, off, n in self.inputs for x in (off, n)]
-                exprs += [x for _, off, _, shape in self.outputs for x in (off, *shape)]
-                self._io_eval = symbolic.compile_values(exprs)
-            vals = iter(self._io_eval(dict(dims)))
-            ins = [(name, next(vals), next(vals)) for name, _, _ in self.inputs]
-            outs = [(name, next(vals), dt, tuple(next(vals) for _ in shape)) for name, _, dt, shape in self.outputs]
-            self._io_cache, self._io_dims = (ins, outs), dims
-        return self._io_cache
+        cached = self._io_cache   # (dims, places): one attribute, read once, as threads share the runner
+        if cached is not None and cached[0] == dims:
+            return cached[1]
+        if self._io_eval is None:
+            exprs = [x for _, off, n in self.inputs for x in (off, n)]
+            exprs += [x for _, off, _, shape in self.outputs for x in (off, *shape)]
+            self._io_eval = symbolic.compile_values(exprs)
+        vals = iter(self._io_eval(dict(dims)))
+        ins = [(name, next(vals), next(vals)) for name, _, _ in self.inputs]
+        outs = [(name, next(vals), dt, tuple(next(vals) for _ in shape)) for name, _, dt, shape in self.outputs]
+        self._io_cache = (dims, (ins, outs))
+        return ins, outs
 
     def run(self, env, prof=None):
         host = self.host
