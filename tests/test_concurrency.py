@@ -12,7 +12,7 @@ import pytest
 
 import nnwasm
 from conftest import ROOT
-from test_memory_bounds import _expected, _outer_model
+from test_memory_bounds import _expected, _outer_model, bounds_dir, node_bounds  # noqa: F401 (a fixture)
 
 THREADS = 4
 RUNS = 30
@@ -76,10 +76,8 @@ def test_release_during_a_run_waits_for_it():
 
 
 @pytest.mark.node
-def test_node_concurrency():
-    """tests/node/concurrency.mjs: concurrent run() calls on one session (a plan file and an .onnx
-    through Pyodide) give each its own answer; release() while runs are pending waits for them."""
-    proc = subprocess.run(["node", str(ROOT / "tests" / "node" / "concurrency.mjs")], capture_output=True, text=True,
-                          timeout=600, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    print(proc.stdout)
+def test_node_concurrency(bounds_dir):
+    """tests/node/bounds.mjs concurrency: concurrent run() calls on one session (a plan file, eight
+    plan sessions at once, an .onnx with symbolic dims through Pyodide) give each its own answer;
+    release() while runs are pending waits for them, and run() rejects after it."""
+    node_bounds(bounds_dir, "concurrency")

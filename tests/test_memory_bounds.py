@@ -145,3 +145,44 @@ def test_a_failed_memory_grow_is_a_clear_error_and_the_session_runs_on(small_hos
     with pytest.raises(WasmOutOfMemory, match="could not grow"):   # at creation too
         nnwasm.InferenceSession(_outer_model(n=2500), _options())
     _run(nnwasm.InferenceSession(_outer_model(n=120), _options()), 120)
+
+
+@pytest.fixture(scope="module")
+def bounds_dir(tmp_path_factory):
+    """tests/node/bounds.mjs's files: the symbolic model and plan files of it for three sizes."""
+    d = tmp_path_factory.mktemp("bounds")
+    model = _outer_model()
+    (d / "outer.onnx").write_bytes(model)
+    for n in (64, 200, 2500):
+        (d / f"outer-{n}.nnwp").write_bytes(nnwasm.compile_plan(model, {"x": (n,)}))
+    return d
+
+
+def node_bounds(bounds_dir, what, *node_flags):
+    """Runs `node [flags] tests/node/bounds.mjs what` on dist/web (build_scripts/build_web.py)."""
+    import os
+    import shutil
+    import subprocess
+    from conftest import ROOT
+    node = shutil.which("node")
+    assert node, "Node.js is not installed"
+    env = {**os.environ, "NNWASM_BOUNDS_DIR": str(bounds_dir)}
+    proc = subprocess.run([node, *node_flags, str(ROOT / "tests" / "node" / "bounds.mjs"), what], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    assert f"{what}: ok" in proc.stdout, proc.stdout
+    print(proc.stdout)
+
+
+@pytest.mark.node
+def test_node_memory_limit(bounds_dir):
+    """memoryLimitBytes (and onnxruntime-web's extra form) on a plan file and on an .onnx with
+    symbolic dims through Pyodide: refused at create / before the run's copies, usable after."""
+    node_bounds(bounds_dir, "limit")
+
+
+@pytest.mark.node
+def test_node_failed_memory_grow(bounds_dir):
+    """V8 limited to 64 MiB per wasm memory: a plan needing ~100 MB fails with WasmOutOfMemory
+    saying the memory could not grow; the session already made and a new small one run on."""
+    node_bounds(bounds_dir, "grow", "--wasm-max-mem-pages=1024")

@@ -150,7 +150,8 @@ export class ProxySession {
     // Resolved here: the worker's own location is not the page's.
     const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL(),
                                               kernelsFlavour: requestedFlavour(env.wasm),
-                                              enableProfiling: Boolean(options.enableProfiling) });
+                                              enableProfiling: Boolean(options.enableProfiling),
+                                              memoryLimitBytes: options.memoryLimitBytes ?? null });
     return new ProxySession(link, info, info.bootMs);
   }
 

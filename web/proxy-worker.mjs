@@ -43,9 +43,9 @@ const HANDLERS = {
              createMs: session.timings.createMs };
   },
 
-  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked }) {
+  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked, memoryLimitBytes }) {
     env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[asked];
-    const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
+    const session = await PlanSession.create(model, kernelsURLs, { enableProfiling, memoryLimitBytes });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
     const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour } = session;
