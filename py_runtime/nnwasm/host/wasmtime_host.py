@@ -28,7 +28,7 @@ _MAX_ARGS = 16
 HINT_SPLAT_BY_SHUFFLE = 1   # A packed k-major, lanes by pshufd, in the GEMMs
 HINT_HOISTS_LOADS = 2       # small blocks: depthwise kernel rows kept rolled
 HINTS = HINT_SPLAT_BY_SHUFFLE | HINT_HOISTS_LOADS
-COPY_PIECE = 16 << 20       # write(): read-only buffers go through ctypes this much at a time
+COPY_PIECE = 1 << 20        # write(): read-only buffers go through ctypes this much at a time
 
 
 class WasmtimeHost(HostBase):

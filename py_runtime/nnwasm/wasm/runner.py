@@ -51,7 +51,8 @@ class WasmRunner:
         with host.lock:
             host.drain()
             self._load(plan, fills)
-        self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
+        # freed by the finalizer; the arena may be replaced (_rebind); one block holds both (_load)
+        self._mem = [self.plan] if self._one_block else [self.plan, self.arena]
         self._finalizer = weakref.finalize(self, host.release, self._mem)
         for off, data in fills:   # later plans and reads take external data from here
             if isinstance(data, ExternalData):
@@ -62,33 +63,55 @@ class WasmRunner:
     def _load(self, plan, fills):
         """fills: [(arena offset, bytes-like)], weights the plan does not hold (plan.py), written
         into the arena from where they are before nnw_plan_load (whose init ops may read them);
-        external data (onnx_io/external.py) fills itself from its file."""
+        external data (onnx_io/external.py) fills itself from its file.
+        A plan that holds its weights (a plan file's) and has no symbolic words is loaded as the JS
+        plan session does (web/plan-session.mjs): one block, the op words first and the arena right
+        after them, where the plan's weights are written straight to where nnw_plan_load keeps them
+        (its memmove then moves nothing): no second copy of the weights in kernels.wasm's memory,
+        which never shrinks (bench/memory/peak_memory.py)."""
         host, arena_bytes = self.host, self._cap
-        self.arena = full = status_at = 0
+        head = struct.unpack_from("<8i", plan)
+        weights_bytes, weights_at = head[3], head[4]
+        self.arena = full = status_at = block = 0
+        one_block = (weights_bytes >= 1 << 16 and not self.sym_words and not self.sym_fills and weights_at % 16 == 0
+                     and 4 * (8 + head[5] + head[6]) <= weights_at and weights_at + weights_bytes <= len(plan)
+                     and weights_bytes <= arena_bytes)
+        self._one_block = one_block
         try:
-            self.arena = self._malloc(arena_bytes)
+            if one_block:
+                block = self._malloc(weights_at + arena_bytes)   # 16-aligned (malloc's), so the arena is too
+                full, self.arena = block, block + weights_at
+                host.write(block, memoryview(plan)[:weights_at])
+                host.write(self.arena, memoryview(plan)[weights_at:weights_at + weights_bytes])
+                plan_len = weights_at + weights_bytes
+            else:
+                self.arena = self._malloc(arena_bytes)
             for off, data in fills:
                 if isinstance(data, ExternalData):
                     data.fill(host, self.arena + off)
                 elif _nbytes(data):
                     host.write(self.arena + off, data)
-            full = self._malloc(len(plan))
+            if not one_block:
+                full = self._malloc(len(plan))
+                host.write(full, plan)
+                plan_len = len(plan)
             status_at = self._malloc(4)
-            host.write(full, plan)
-            status = host.call("nnw_plan_load", full, len(plan), self.arena, arena_bytes, status_at)
+            status = host.call("nnw_plan_load", full, plan_len, self.arena, arena_bytes, status_at)
             if status:
                 bad = struct.unpack("<i", host.read(status_at, 4))[0]
-                n_init = struct.unpack_from("<8i", plan)[5]
+                n_init = head[5]
                 which = (f", {self.ops[bad - n_init].node} ({self.ops[bad - n_init].kernel})"
                          if 0 <= bad - n_init < len(self.ops or ()) else "")
                 raise KernelError(f"kernels.wasm refused the plan: {STATUS.get(status, status)} (op {bad}{which})")
+            if one_block:   # the op words stay where they are, before the arena
+                self.plan, full = block, 0
+                return
             # The weights now live in the arena; keep only the header and op words.
-            head = struct.unpack_from("<8i", plan)
             ops_end = 4 * (8 + head[5] + head[6])
             self.plan = self._malloc(ops_end)
             host.write(self.plan, memoryview(plan)[:ops_end])
         except BaseException:
-            host.release([self.arena])
+            host.release([block] if block else [self.arena])
             raise
         finally:
             host.release([full, status_at])
