@@ -82,3 +82,50 @@ def test_eight_sessions_in_one_page(page, server):
     page.wait_for_function("window.__result !== undefined", timeout=180_000)
     assert page.evaluate("window.__result") == "ok"
     assert errors == [], json.dumps(errors)
+
+
+GROW_PAGE = """<!doctype html><meta charset="utf-8"><title>memory.grow fails</title>
+<script type="module">
+import { InferenceSession, Tensor } from "/web/nnwasm.mjs";
+async function main() {
+  const small = await InferenceSession.create("/web/__bounds/outer-64.nnwp");
+  const run = (s) => s.run({ x: new Tensor("float32", new Float32Array(64).fill(1), [64]) }).then((o) => o.z.data[0]);
+  const before = await run(small);
+  let error = null;
+  try {
+    await InferenceSession.create("/web/__bounds/outer-2500.nnwp");
+  } catch (e) {
+    error = `${e.name}: ${e.message}`;
+  }
+  const after = await run(small);
+  const again = await InferenceSession.create("/web/__bounds/outer-64.nnwp");
+  return { before, after, again: await run(again), error };
+}
+main().then((r) => (window.__result = r), (e) => (window.__result = { failed: `${e.name}: ${e.message}` }));
+</script>"""
+
+
+def test_a_failed_memory_grow_in_a_page(browser_type, browser_type_launch_args, server):
+    """Chromium with V8 limited to 64 MiB per wasm memory (--js-flags): a plan file needing ~100 MB
+    is refused with WasmOutOfMemory saying memory could not grow; the page's other session and a
+    new one run on, with the same answer (64 ones: 64^2 * ((1+1)*1+1) = 12288)."""
+    args = {**browser_type_launch_args, "args": [*browser_type_launch_args["args"], "--js-flags=--wasm-max-mem-pages=1024"]}
+    browser = browser_type.launch(**args)
+    try:
+        page = browser.new_page()
+        model = _outer_model()
+        base = f"http://127.0.0.1:{server.port}/web/"
+        page.route(base + "__grow.html", lambda route: route.fulfill(body=GROW_PAGE, content_type="text/html"))
+        for n in (64, 2500):
+            data = nnwasm.compile_plan(model, {"x": (n,)})
+            page.route(base + f"__bounds/outer-{n}.nnwp",
+                       (lambda d: lambda route: route.fulfill(body=d, content_type="application/octet-stream"))(data))
+        page.goto(base + "__grow.html")
+        page.wait_for_function("window.__result !== undefined", timeout=120_000)
+        r = page.evaluate("window.__result")
+    finally:
+        browser.close()
+    assert "failed" not in r, r
+    assert r["before"] == r["after"] == r["again"] == 64 * 64 * 3
+    assert r["error"] and r["error"].startswith("WasmOutOfMemory: kernels.wasm is out of memory allocating"), r
+    assert "could not grow" in r["error"]

@@ -188,6 +188,13 @@ def test_node_failed_memory_grow(bounds_dir):
     node_bounds(bounds_dir, "grow", "--wasm-max-mem-pages=1024")
 
 
+@pytest.mark.node
+def test_node_failed_memory_grow_through_pyodide(bounds_dir):
+    """The .onnx through Pyodide, V8 limited to 256 MiB per wasm memory: a run whose dims need a
+    ~400 MB arena is WasmOutOfMemory saying the memory could not grow; smaller dims run on."""
+    node_bounds(bounds_dir, "growOnnx", "--wasm-max-mem-pages=4096")
+
+
 # Peak memory of create + the first run (bench/memory/peak_memory.py): at most 1.2x what the
 # session must hold (the weights, as the caller has them, plus its plans' arenas) on models large
 # enough that the engine's fixed costs (its compiled code for the kernels a run uses: ~3-10 MB)

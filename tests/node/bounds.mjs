@@ -9,6 +9,7 @@
 //   node --wasm-max-mem-pages=1024 tests/node/bounds.mjs grow
 //                                            a memory.grow that fails (64 MiB here) is a clear
 //                                            WasmOutOfMemory; the other sessions and later ones work
+//   node --wasm-max-mem-pages=4096 tests/node/bounds.mjs growOnnx   the same through Pyodide
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -114,6 +115,17 @@ async function grow() {
   console.log("grow: ok");
 }
 
+// The .onnx through Pyodide (--wasm-max-mem-pages=4096: 256 MiB, Pyodide's heap included): a run
+// whose dims need a ~400 MB arena fails to grow kernels.wasm's memory; smaller dims run on.
+async function growOnnx() {
+  const onnx = await InferenceSession.create(file("outer.onnx"));
+  for (const n of [100, 150]) await check(onnx, feed(n), `onnx n = ${n}`);
+  await rejectsWith(onnx.run({ x: new Tensor("float32", feed(5000), [5000]) }), "WasmOutOfMemory",
+    /out of memory allocating \d+ bytes \(its linear memory could not grow\)/);
+  for (const n of [120, 100]) await check(onnx, feed(n), `onnx n = ${n} after the failed grow`);
+  console.log("growOnnx: ok");
+}
+
 const what = process.argv[2];
-await ({ concurrency, limit, grow })[what]();
+await ({ concurrency, limit, grow, growOnnx })[what]();
 process.exit(0); // Pyodide's timers would keep Node alive
