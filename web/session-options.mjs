@@ -69,7 +69,8 @@ export function memoryLimit(options) {
 }
 
 /** The settings the Python session takes: {freeDimensionOverrides: {name: size} | null,
- * externalData: [{path, data}] | null}. */
+ * externalData: [{path, data}] | null}, plus config ({key: value}: onnxruntime-web's extra and
+ * memoryLimitBytes as session config entries) and memoryLimitBytes when given. */
 export function sessionSettings(options) {
   const overrides = options?.freeDimensionOverrides ?? null;
   if (overrides !== null) {
@@ -94,6 +95,9 @@ export function sessionSettings(options) {
   const config = configEntries(options?.extra);
   const limit = memoryLimit(options);
   if (limit !== null) config[MEMORY_LIMIT_KEY] = String(limit);
-  return { freeDimensionOverrides: overrides === null || Object.keys(overrides).length === 0 ? null : { ...overrides },
-           externalData, config: Object.keys(config).length ? config : null, memoryLimitBytes: limit };
+  const settings = { freeDimensionOverrides: overrides === null || Object.keys(overrides).length === 0 ? null : { ...overrides },
+                     externalData };
+  if (Object.keys(config).length) settings.config = config; // only when given: {} stays the settings of old
+  if (limit !== null) settings.memoryLimitBytes = limit;
+  return settings;
 }
