@@ -217,3 +217,45 @@ def test_peak_memory_of_create_and_first_run(host, tmp_path):
               f"+ arenas {r['arenas'] / 1e6:.1f} MB: {r['ratio']:.2f}")
         assert r["weights"] + r["arenas"] > 20e6
         assert r["ratio"] <= PEAK_RATIO[host], r
+
+
+def test_a_refused_plan_file_frees_its_block_once(monkeypatch):
+    """A plan file loaded as one block (words, then the arena holding its weights: runner._load)
+    that nnw_plan_load refuses (an op's offset past the arena, the checksum made good) is a
+    KernelError; its block is freed once, so the good plan loads and runs after it, many times."""
+    import struct
+    import zlib
+    from nnwasm import planfile
+    import onnx
+    from onnx import numpy_helper
+    weights = (np.arange(70_000, dtype=np.float32) / 7e4).reshape(200, 350)   # 280 KB: the one-block path
+    m = onnx.load_from_string(_outer_model(n=200))
+    m.graph.initializer.append(numpy_helper.from_array(weights, "w"))
+    m.graph.node.insert(0, onnx.helper.make_node("MatMul", ["x", "w"], ["xw"]))
+    m.graph.output.append(onnx.helper.make_tensor_value_info("xw", onnx.TensorProto.FLOAT, [350]))
+    good = nnwasm.compile_plan(m.SerializeToString())
+    pf = planfile.read(good)
+    plan_at = good.find(bytes(pf.plan[:32]))
+    assert struct.unpack_from("<8i", good, plan_at)[3] >= 1 << 16
+    bad = bytearray(good)
+    n_init = struct.unpack_from("<8i", good, plan_at)[5]
+    first_op = plan_at + 4 * (8 + n_init)
+    for k in range(2, 6):   # the first op's argument words: offsets far past the arena
+        struct.pack_into("<i", bad, first_op + 4 * k, 0x7FFFFF00)
+    head = list(planfile.HEADER.unpack_from(bad))
+    head[6] = zlib.crc32(memoryview(bad)[planfile.HEADER.size:]) & 0xFFFFFFFF
+    planfile.HEADER.pack_into(bad, 0, *head)
+    host = hosts.get_host()
+    released, real = [], host.release
+    monkeypatch.setattr(host, "release", lambda ptrs: (released.extend(p for p in ptrs if p), real(ptrs)))
+    for _ in range(3):
+        with pytest.raises(nnwasm.KernelError, match="refused the plan"):
+            nnwasm.InferenceSession(bytes(bad))
+        assert len(released) == len(set(released)), "a pointer was freed twice"
+        released.clear()
+    for _ in range(3):
+        sess = nnwasm.InferenceSession(good)
+        x = np.random.default_rng(1).uniform(-1, 1, 200).astype(np.float32)
+        z, xw = sess.run(None, {"x": x})
+        np.testing.assert_allclose(xw, x @ weights, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(z, _expected(x), rtol=1e-3)

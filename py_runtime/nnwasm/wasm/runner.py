@@ -111,6 +111,8 @@ class WasmRunner:
             self.plan = self._malloc(ops_end)
             host.write(self.plan, memoryview(plan)[:ops_end])
         except BaseException:
+            if block:
+                full = 0   # (the block: freed once, here)
             host.release([block] if block else [self.arena])
             raise
         finally:
@@ -122,7 +124,7 @@ class WasmRunner:
         p = self.host.call("nnw_malloc", max(n, 1)) & 0xFFFFFFFF   # an i32 result: addresses past 2 GB read negative
         if not p:   # memory.grow failed: the engine's, the page's or the process's limit
             raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes (its linear memory could not "
-                                  "grow); nothing was run and the session stays usable")
+                                  "grow: the engine's, the page's or the process's limit)")
         return p
 
     def held_bytes(self):
