@@ -160,7 +160,7 @@ function malloc(k, n) {
   const p = k.nnw_malloc(Math.max(n, 1)) >>> 0; // an i32 result: addresses past 2 GB read negative
   if (!p) {  // memory.grow failed: the engine's, the page's or the process's limit
     throw nnwasmError("WasmOutOfMemory", `kernels.wasm is out of memory allocating ${n} bytes (its linear memory could ` +
-                      "not grow); nothing was run and the other sessions stay usable");
+                      "not grow: the engine's, the page's or the process's limit)");
   }
   return p;
 }
