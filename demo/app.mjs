@@ -102,7 +102,7 @@ function showPredictions(probs) {
     return item;
   }));
   $("top1").textContent = state.labels[top[0][1]];
-  $("photo").alt = `The photo being classified: ${state.labels[top[0][1]]}, ${(top[0][0] * 100).toFixed(0)}%`;
+  $("photo").setAttribute("aria-label", `The photo being classified: ${state.labels[top[0][1]]}, ${(top[0][0] * 100).toFixed(0)}%`);
   if (state.firstResultMs === null) {
     mark("first-result");
     state.firstResultMs = performance.now(); // since the navigation started
@@ -214,20 +214,24 @@ async function exclusive(work) {
 }
 
 function classify(blob) {
-  const url = URL.createObjectURL(blob);
   return exclusive(async () => {
-    try {
-      status("Classifying…");
-      const input = await prepare(blob); // before showing it: a file that is no image changes nothing
-      if ($("photo").src.startsWith("blob:")) URL.revokeObjectURL($("photo").src);
-      $("photo").src = url;
-      await run(input);
-      status("Done. Drop another image, or choose a file.");
-    } catch (err) {
-      if ($("photo").src !== url) URL.revokeObjectURL(url);
-      throw err;
-    }
+    status("Classifying…");
+    const input = await prepare(blob); // before showing it: a file that is no image changes nothing
+    await showPhoto(blob);
+    await run(input);
+    status("Done. Drop another image, or choose a file.");
   });
+}
+
+/** Draws the photo on the page's canvas: an <img> would need a blob: URL, which a strict
+ * Content-Security-Policy (img-src 'self') refuses. */
+async function showPhoto(blob) {
+  const bitmap = await createImageBitmap(blob);
+  const canvas = $("photo");
+  [canvas.width, canvas.height] = [bitmap.width, bitmap.height];
+  canvas.getContext("2d").drawImage(bitmap, 0, 0);
+  bitmap.close();
+  canvas.classList.add("shown");
 }
 
 /** Replaces the session by one for an .onnx model (bytes, or a promise of them): boots Pyodide. */
@@ -335,9 +339,10 @@ async function main() {
   }
   mark("session");
   await labels;
-  $("photo").src = URL.createObjectURL(await photo);
+  const shown = showPhoto(await photo).catch(() => {}); // drawn while the run goes on; its errors are the input's
   status("Classifying…");
   await run(await input);
+  await shown;
   state.busy = false;
   $("bench").disabled = false;
   status(onnx ? "Done. Drop another image, or choose a file."

@@ -39,6 +39,10 @@ ISOLATION_HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 
+# A strict Content-Security-Policy the demo and the library work under (no inline script, no eval,
+# workers from this origin; tests/test_browser_csp.py): `--csp` or DemoServer(csp=STRICT_CSP).
+STRICT_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'"
+
 
 # Only what the demo loads; the rest of the tree (.git, .venv, ...) stays private.
 SERVED_PREFIXES = ("/demo/", "/web/", "/dist/web/")
@@ -64,6 +68,8 @@ class DemoRequestHandler(http.server.SimpleHTTPRequestHandler):
     def end_headers(self):
         for name, value in ISOLATION_HEADERS.items():
             self.send_header(name, value)
+        if self.server.csp:
+            self.send_header("Content-Security-Policy", self.server.csp)
         # Rebuilt wheels and edited modules must show up on reload.
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
@@ -79,13 +85,16 @@ class DemoServer(http.server.ThreadingHTTPServer):
     # default backlog of 5 refused some on a busy machine ("Failed to fetch").
     request_queue_size = 64
 
-    def __init__(self, port=8000, root=ROOT, verbose=False, extra_prefixes=(), handler=DemoRequestHandler):
+    def __init__(self, port=8000, root=ROOT, verbose=False, extra_prefixes=(), handler=DemoRequestHandler,
+                 csp=None):
         """extra_prefixes: more URL path prefixes to serve; handler: a DemoRequestHandler subclass
-        (bench/startup/bench_startup.py serves onnxruntime-web with one that counts the bytes it sends).
+        (bench/startup/bench_startup.py serves onnxruntime-web with one that counts the bytes it sends);
+        csp: a Content-Security-Policy header for every response (STRICT_CSP), None: none.
         Serving this checkout, it first rebuilds demo/app.bundle.mjs if a module changed since."""
         if Path(root).resolve() == ROOT and ensure_bundle() and verbose:
             print("rebuilt demo/app.bundle.mjs (a module had changed)")
         self.verbose = verbose
+        self.csp = csp
         self.prefixes = SERVED_PREFIXES + tuple(extra_prefixes)
         handler = functools.partial(handler, directory=str(root))
         super().__init__(("127.0.0.1", port), handler)
@@ -102,11 +111,12 @@ class DemoServer(http.server.ThreadingHTTPServer):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one)")
+    parser.add_argument("--csp", action="store_true", help=f"send Content-Security-Policy: {STRICT_CSP}")
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     args = parser.parse_args(argv)
     if not (ROOT / "dist" / "web" / "nnwasm-web.json").exists():
         print("warning: dist/web/ is not built yet: run `python build_scripts/build_web.py`")
-    with DemoServer(args.port, verbose=not args.quiet) as server:
+    with DemoServer(args.port, verbose=not args.quiet, csp=STRICT_CSP if args.csp else None) as server:
         print(f"nnwasm demo: {server.url}  (Ctrl-C stops)", flush=True)
         try:
             server.serve_forever()

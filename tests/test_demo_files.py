@@ -67,6 +67,9 @@ def test_index_loads_the_bundled_module_graph_and_preloads_the_recipe_files():
     assert bundled <= graph, f"the bundle holds modules app.mjs does not import: {sorted(bundled - graph)}"
     missing = sorted(m for m in graph - bundled if not _only_reexports(m))
     assert missing == [], f"demo/app.bundle.mjs lacks modules app.mjs imports: {missing}"
+    assert re.findall(r"<script( [^>]*)?>", html) == [' src="preload.js"', ' type="module" src="app.bundle.mjs"'], \
+        "index.html may hold no inline script (a strict CSP refuses it: tests/test_browser_csp.py)"
+    preloads = (ROOT / "demo" / "preload.js").read_text()
     recipe = json.loads((ROOT / "demo" / "assets" / "efficientnet-lite0.json").read_text())
     for key in ("plan", "model", "labels"):
-        assert f'"assets/{recipe[key]}"' in html, f"index.html does not preload the recipe's {key} ({recipe[key]})"
+        assert f'"assets/{recipe[key]}"' in preloads, f"demo/preload.js does not preload the recipe's {key} ({recipe[key]})"

@@ -10,7 +10,7 @@ import { PlanReceiver } from "./plan-receiver.mjs";
 import { loadKernels, PlanSession, warmUpKernels } from "./plan-session.mjs";
 import { ProxySession } from "./proxy-session.mjs";
 import { PyodideSession } from "./pyodide-session.mjs";
-import { sessionSettings } from "./session-options.mjs";
+import { memoryLimit, sessionSettings } from "./session-options.mjs";
 
 // Chosen once, at the first boot() or create(), as onnxruntime-web reads env.wasm.proxy when its
 // backend starts: every session then lives on the same side (one Pyodide, never two).
@@ -92,9 +92,37 @@ function isTensorLike(value) {
   return !onCpu || value.data !== undefined;
 }
 
+/** Feeds whose bytes together pass the session's memory limit are refused here, before any copy
+ * (CPython's memory_limit.check_feeds says the same). */
+function checkFeedBytes(entries, limit) {
+  let total = 0, big = null;
+  for (const [name, tensor] of entries) {
+    const n = ArrayBuffer.isView(tensor.data) ? tensor.data.byteLength : 0;
+    total += n;
+    if (big === null || n > big[1]) big = [name, n];
+  }
+  if (total > limit) {
+    const error = new Error(`the feeds hold ${total} bytes ('${big[0]}': ${big[1]}), more than the session's memory ` +
+                            `limit of ${limit} bytes (session.memory_limit_bytes): refused before any copy`);
+    error.name = "MemoryLimitExceeded";
+    throw error;
+  }
+}
+
 export class InferenceSession {
   #impl;
   #released = false;
+  // Calls on one session take turns, in call order, as onnxruntime-web's proxy queues its
+  // messages: a run starts when the one before it has settled, and release() waits for them all,
+  // so it never frees memory a run uses (tests/node/concurrency.mjs).
+  #queue = Promise.resolve();
+  #memoryLimit = null; // options.memoryLimitBytes (session-options.mjs), checked against the feeds
+
+  #enqueue(work) {
+    const done = this.#queue.then(work);
+    this.#queue = done.catch(() => {});
+    return done;
+  }
 
   constructor(impl) {
     this.#impl = impl;
@@ -134,18 +162,25 @@ export class InferenceSession {
     }
     // A .nnwp plan file runs on kernels.wasm alone, never booting Pyodide: here, or in the proxy
     // worker with env.wasm.proxy.
-    const planOptions = { enableProfiling: Boolean(options?.enableProfiling) };
-    if (received) return new InferenceSession(await PlanSession.create(model, undefined, { ...planOptions, received }));
+    let planOptions;
+    try {
+      planOptions = { enableProfiling: Boolean(options?.enableProfiling), memoryLimitBytes: memoryLimit(options) };
+    } catch (e) {
+      received && (await loadKernels()).exports.nnw_free(received.block);
+      throw e;
+    }
+    const limited = (session) => ((session.#memoryLimit = planOptions.memoryLimitBytes), session);
+    if (received) return limited(new InferenceSession(await PlanSession.create(model, undefined, { ...planOptions, received })));
     if (isPlanFile(model)) {
-      return new InferenceSession(await (planInWorker() ? ProxySession.createPlan(model, planOptions)
-        : PlanSession.create(model, undefined, { ...planOptions, contentCrc: planCrc })));
+      return limited(new InferenceSession(await (planInWorker() ? ProxySession.createPlan(model, planOptions)
+        : PlanSession.create(model, undefined, { ...planOptions, contentCrc: planCrc }))));
     }
     const providers = resolveProviders(options?.executionProviders);
     const settings = sessionSettings(options); // session-options.mjs: freeDimensionOverrides, ...
     // where the model came from, for its external data's sibling files (external-data.mjs)
     settings.modelURL = typeof arg0 === "string" || arg0 instanceof URL ? toURL(arg0).href : null;
     await early;
-    const session = new InferenceSession(await impl().create(model, providers, settings));
+    const session = limited(new InferenceSession(await impl().create(model, providers, settings)));
     if (planOptions.enableProfiling) await session.startProfiling();
     return session;
   }
@@ -161,19 +196,20 @@ export class InferenceSession {
     for (const [name, tensor] of entries) {
       if (!isTensorLike(tensor)) throw new TypeError(`InferenceSession.run: feed '${name}' is not a Tensor`);
     }
+    if (this.#memoryLimit !== null) checkFeedBytes(entries, this.#memoryLimit);
     let outputNames = null;
     if (Array.isArray(fetches)) outputNames = fetches.map(String);
     else if (fetches !== null && typeof fetches === "object" && this.outputNames.some((n) => n in fetches)) {
       outputNames = Object.keys(fetches);
     }
-    return this.#impl.run(entries, outputNames);
+    return this.#enqueue(() => this.#impl.run(entries, outputNames));
   }
 
   /** Starts (or restarts) recording a profile of the runs that follow. onnxruntime-web's returns
    * nothing; this returns a promise (the session may live in a worker). */
   async startProfiling() {
     if (this.#released) throw new Error("InferenceSession.startProfiling: the session was released");
-    await this.#impl.startProfiling();
+    await this.#enqueue(() => this.#impl.startProfiling());
   }
 
   /** Stops profiling and resolves to the events recorded (Chrome trace format, as CPython's
@@ -182,13 +218,13 @@ export class InferenceSession {
    * and returns nothing. */
   async endProfiling() {
     if (this.#released) throw new Error("InferenceSession.endProfiling: the session was released");
-    return this.#impl.endProfiling();
+    return this.#enqueue(() => this.#impl.endProfiling());
   }
 
-  /** Frees the Python session; run() rejects afterwards. */
+  /** Frees the session once the runs already asked for have settled; run() rejects from now on. */
   async release() {
     if (this.#released) return;
     this.#released = true;
-    await this.#impl.release();
+    await this.#enqueue(() => this.#impl.release());
   }
 }

@@ -76,12 +76,16 @@ async function readFileInPieces(url, onChunk, sinkFor) {
       onChunk?.(bytes, 0);
       return bytes;
     }
+    // One buffer serves every piece after the first: write(piece, true) tells the sink the piece
+    // is reused, so it copies what it keeps. Fresh 4 MB pieces were garbage V8 collected late: they
+    // put Node's peak at ~1.5x a plan's weights + arena (bench/memory/peak_memory.py).
+    const reused = new Uint8Array(Math.min(filePieces.bytes, size));
     for (let at = 0, piece = first; ;) {
-      sink.write(piece);
+      sink.write(piece, piece !== first);
       onChunk?.(piece, at);
       at += piece.length;
       if (at >= size) break;
-      piece = await readPiece(file, at, Math.min(filePieces.bytes, size - at), where);
+      piece = await readPiece(file, at, Math.min(filePieces.bytes, size - at), where, reused);
     }
     return await sink.finish();
   } catch (e) {
@@ -92,8 +96,8 @@ async function readFileInPieces(url, onChunk, sinkFor) {
   }
 }
 
-async function readPiece(file, at, n, where) {
-  const piece = new Uint8Array(n); // a fresh buffer each time: a sink may keep a piece
+async function readPiece(file, at, n, where, into = null) {
+  const piece = into ? into.subarray(0, n) : new Uint8Array(n); // fresh unless the sink copies what it keeps
   for (let done = 0; done < n;) done += await readInto(file, piece, done, n - done, where, at + done);
   return piece;
 }

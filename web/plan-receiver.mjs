@@ -25,6 +25,7 @@ export class PlanReceiver {
   #k = null; // kernels.wasm's exports, once loaded
   #block = 0; // malloc'ed: the plan's header and ops, then the arena, whose start holds the weights
   #kernels;
+  #reused = false; // write()'s piece will be overwritten: keep copies
 
   constructor() {
     this.#kernels = loadKernels().then(({ exports }) => {
@@ -34,8 +35,10 @@ export class PlanReceiver {
     this.#kernels.catch(() => {}); // finish() reports it
   }
 
-  /** The next piece of the file (pieces come in order, as a download delivers them). */
-  write(piece) {
+  /** The next piece of the file (pieces come in order, as a download delivers them). reused: the
+   * caller reads the next piece into the same buffer, so what is kept here is copied. */
+  write(piece, reused = false) {
+    this.#reused = reused;
     const offset = this.#received;
     this.#received += piece.length;
     if (this.#received > HEADER_BYTES) this.crc = crc32(piece.subarray(Math.max(0, HEADER_BYTES - offset)), this.crc);
@@ -43,7 +46,7 @@ export class PlanReceiver {
       this.#take(piece, offset);
       return;
     }
-    this.#early.push(piece);
+    this.#early.push(this.#keep(piece));
     const layout = this.#findLayout();
     if (layout === null) return;
     this.#layout = layout;
@@ -89,24 +92,29 @@ export class PlanReceiver {
   #take(piece, offset) {
     const layout = this.#layout;
     if (layout === false) {
-      this.#prefix.push(piece);
+      this.#prefix.push(this.#keep(piece));
       return;
     }
     const end = offset + piece.length;
-    if (offset < layout.prefixEnd) this.#prefix.push(piece.subarray(0, Math.min(end, layout.prefixEnd) - offset));
+    if (offset < layout.prefixEnd) this.#prefix.push(this.#keep(piece.subarray(0, Math.min(end, layout.prefixEnd) - offset)));
     const from = Math.max(offset, layout.prefixEnd), to = Math.min(end, layout.weightsEnd);
     if (from < to) this.#place(piece.subarray(from - offset, to - offset), from);
-    if (end > layout.weightsEnd) this.#tail.push(piece.subarray(Math.max(offset, layout.weightsEnd) - offset));
+    if (end > layout.weightsEnd) this.#tail.push(this.#keep(piece.subarray(Math.max(offset, layout.weightsEnd) - offset)));
   }
 
   #place(weights, offset) {
     if (!this.#block) {
-      this.#pending.push([weights, offset]);
+      this.#pending.push([this.#keep(weights), offset]);
       return;
     }
     const { weightsOffset, prefixEnd } = this.#layout;
     const at = this.#block + weightsOffset + (offset - prefixEnd); // the arena starts at block + weightsOffset
     new Uint8Array(this.#k.memory.buffer, at, weights.length).set(weights); // memory may have grown: a fresh view
+  }
+
+  // What is kept of a piece: the piece itself, or a copy when its buffer will be read into again.
+  #keep(part) {
+    return this.#reused ? part.slice() : part;
   }
 
   #allocate() {

@@ -194,7 +194,10 @@ function acceptsVersion(k, version) {
 
 function malloc(k, n) {
   const p = k.nnw_malloc(Math.max(n, 1)) >>> 0; // an i32 result: addresses past 2 GB read negative
-  if (!p) throw nnwasmError("KernelError", `kernels.wasm is out of memory allocating ${n} bytes`);
+  if (!p) {  // memory.grow failed: the engine's, the page's or the process's limit
+    throw nnwasmError("WasmOutOfMemory", `kernels.wasm is out of memory allocating ${n} bytes (its linear memory could ` +
+                      "not grow: the engine's, the page's or the process's limit)");
+  }
   return p;
 }
 
@@ -226,7 +229,8 @@ export class PlanSession {
       throw nnwasmError("InvalidModel", `nnwasm: not a valid .nnwp plan file: abi_version ${parsed.abiVersion} ` +
                         "is not the loaded kernels.wasm's plan version (recompile the model with this nnwasm)");
     }
-    const session = new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 });
+    const session = new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 },
+                                     options.memoryLimitBytes ?? null);
     session.kernelsFlavour = flavour; // which kernels.wasm runs it: "simd", "relaxed", "simd+threads" (flavours.mjs)
     session.pool = pool; // the realm's ThreadPool (threads.mjs) or null
     pool?.acquire(); // starts the helpers, not awaited: the first runs may go on one thread
@@ -235,7 +239,7 @@ export class PlanSession {
     return session;
   }
 
-  constructor(k, { io, plan, planBytes, arenaBytes, received = null }, timings) {
+  constructor(k, { io, plan, planBytes, arenaBytes, received = null }, timings, memoryLimitBytes = null) {
     this.k = k;
     this.inputs = io.inputs;
     this.outputs = io.outputs;
@@ -249,7 +253,7 @@ export class PlanSession {
     this.timings = timings;
     this.model = io.model;
     this.producer = io.producer;
-    this.#load(plan, planBytes ?? plan.length, arenaBytes, received);
+    this.#load(plan, planBytes ?? plan.length, arenaBytes, received, memoryLimitBytes);
   }
 
   // One block holds the plan's header and ops and, right after them, the arena, placed so that the
@@ -258,12 +262,20 @@ export class PlanSession {
   // A header that does not add up gets the whole plan copied as it is, for nnw_plan_load to refuse.
   // `received` (a PlanReceiver's): the block is allocated and holds the weights already, and
   // `plan` is the plan up to its weights (planLength is the whole plan's).
-  #load(plan, planLength, arenaBytes, received) {
+  // memoryLimitBytes (session.memory_limit_bytes): a plan and arena past it are refused before
+  // anything is allocated (a received block is freed).
+  #load(plan, planLength, arenaBytes, received, memoryLimitBytes) {
     const k = this.k;
     const { weightsBytes, weightsOffset, opsEnd, sane } = weightsLayout(new DataView(plan.buffer, plan.byteOffset, 32), planLength);
     let statusAt = 0, planBytes;
     this.owned = received ? [received.block] : []; // what release() frees
     try {
+      const need = sane ? weightsOffset + arenaBytes : arenaBytes + plan.length;
+      if (memoryLimitBytes !== null && need > memoryLimitBytes) {
+        throw nnwasmError("MemoryLimitExceeded", `the plan file's plan and arena need ${need} bytes of kernels.wasm ` +
+                          `memory, more than the session's memory limit of ${memoryLimitBytes} bytes ` +
+                          "(session.memory_limit_bytes)");
+      }
       if (received && (!sane || received.blockBytes !== weightsOffset + arenaBytes)) {
         throw nnwasmError("KernelError", "nnwasm: the plan file's weights were placed for another layout"); // a bug, not a file's fault
       }

@@ -8,7 +8,8 @@
 //   "create"  {model: Uint8Array, providers, settings,     {handle, inputMetadata, outputMetadata,
 //              loadNumpy}                                   providers, providerAssignment, createMs}
 //   "plan"    {model: Uint8Array (a .nnwp file),         like create's, plus bootMs (kernels.wasm's
-//              kernelsURLs: string[], enableProfiling}    load); handle is "plan:<n>". No Pyodide boot
+//              kernelsURLs: string[], enableProfiling,    load); handle is "plan:<n>". No Pyodide boot
+//              memoryLimitBytes: number | null}
 //   "run"     {handle, feeds: WireTensor[], outputNames,   {outputs: WireTensor[]}
 //              loadNumpy}
 //   "tensor"  {key, action: "download" | "dispose"}        {data: Uint8Array} for download (the
@@ -28,7 +29,7 @@
  * @typedef {{name: string, message: string, pythonType?: string, pythonTraceback?: string}} WireError
  * @typedef {{type: "init", id: number, in: {config: object}}
  *   | {type: "create", id: number, in: {model: Uint8Array, providers: string[] | null, settings: object, loadNumpy: boolean}}
- *   | {type: "plan", id: number, in: {model: Uint8Array, kernelsURLs: string[], enableProfiling: boolean}}
+ *   | {type: "plan", id: number, in: {model: Uint8Array, kernelsURLs: string[], enableProfiling: boolean, memoryLimitBytes: number | null}}
  *   | {type: "run", id: number, in: {handle: number, feeds: WireTensor[], outputNames: string[] | null, loadNumpy: boolean}}
  *   | {type: "tensor", id: number, in: {key: number, action: "download" | "dispose"}}
  *   | {type: "profile", id: number, in: {handle: number | string, action: "start" | "end"}}

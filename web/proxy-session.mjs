@@ -166,7 +166,8 @@ export class ProxySession {
     const info = await link.request("plan", { model: ownedBytes(fileBytes), kernelsURLs: resolveKernelsURL(),
                                               kernelsFlavour: requestedFlavour(env.wasm),
                                               numThreads: env.wasm?.numThreads,
-                                              enableProfiling: Boolean(options.enableProfiling) });
+                                              enableProfiling: Boolean(options.enableProfiling),
+                                              memoryLimitBytes: options.memoryLimitBytes ?? null });
     return new ProxySession(link, info, info.bootMs);
   }
 

@@ -52,10 +52,10 @@ const HANDLERS = {
              createMs: session.timings.createMs };
   },
 
-  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked, numThreads }) {
+  async plan({ model, kernelsURLs, enableProfiling, kernelsFlavour: asked, numThreads, memoryLimitBytes }) {
     env.wasm.relaxedSimd = { auto: undefined, simd: false, relaxed: true }[asked];
     env.wasm.numThreads = numThreads; // the page's setting: threads run here (threads.mjs), where waiting is allowed
-    const session = await PlanSession.create(model, kernelsURLs, { enableProfiling });
+    const session = await PlanSession.create(model, kernelsURLs, { enableProfiling, memoryLimitBytes });
     const handle = `plan:${++plans}`;
     sessions.set(handle, session);
     const { inputMetadata, outputMetadata, providerAssignment, kernelsFlavour } = session;

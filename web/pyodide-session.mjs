@@ -121,7 +121,7 @@ export class PyodideSession {
       // undefined, not null, reaches Python as None (null becomes pyodide.ffi.jsnull).
       info = await withNumpyFallback(runtime, () =>
         callPython(runtime.bridge, runtime.bridge.create_session, modelBytes, providers ?? undefined,
-                   settings.freeDimensionOverrides ?? undefined, readers ?? undefined));
+                   settings.freeDimensionOverrides ?? undefined, readers ?? undefined, settings.config ?? undefined));
     } catch (e) {
       closeReaders(readers);
       throw e;

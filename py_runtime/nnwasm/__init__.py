@@ -10,8 +10,8 @@ lists, buffers or nnwasm.Tensor, and results are nnwasm.Tensor (docs/without-num
 docs/onnxruntime-api.md lists every public item of onnxruntime and what nnwasm does with it.
 """
 from . import capi
-from .errors import (EPFail, Fail, FallbackUnavailable, InvalidArgument, InvalidModel, KernelError, MissingConfigEntry,
-                     ModelLoadCanceled, NnwasmError, NoSuchFile, NotImplementedOp, RunTerminated, Unsupported)
+from .errors import (EPFail, Fail, FallbackUnavailable, InvalidArgument, InvalidModel, KernelError, MemoryLimitExceeded,
+                     MissingConfigEntry, ModelLoadCanceled, NnwasmError, NoSuchFile, NotImplementedOp, RunTerminated, Unsupported)
 from .iobinding import IOBinding, SessionIOBinding
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, OrtMemType, RunOptions, SessionOptions
 from .ortapi import (AdapterFormat, LoraAdapter, ModelCompiler, OrtAllocatorType, OrtArenaCfg, OrtCompileApiFlags,
@@ -56,4 +56,5 @@ __all__ = ["InferenceSession", "compile_plan", "SessionOptions", "RunOptions", "
            "Tensor", "IOBinding", "SessionIOBinding", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder", "OrtMemType",
            "get_available_providers", "get_all_providers", "get_device", "get_version_string", "get_build_info",
            "NnwasmError", "Fail", "InvalidModel", "InvalidArgument", "NoSuchFile", "Unsupported", "NotImplementedOp",
-           "FallbackUnavailable", "KernelError", "EPFail", "RunTerminated", "MissingConfigEntry", "ModelLoadCanceled"]
+           "FallbackUnavailable", "KernelError", "EPFail", "RunTerminated", "MissingConfigEntry", "ModelLoadCanceled",
+           "MemoryLimitExceeded"]

@@ -129,11 +129,12 @@ def external_pending(handle):
 
 
 @_reported
-def create_session(model, providers, dim_overrides=None, external=None):
+def create_session(model, providers, dim_overrides=None, external=None, config=None):
     """model: Uint8Array of ONNX bytes; providers: JS array of provider names, or None;
     dim_overrides: JS object {symbolic dim name: size} (onnxruntime-web's
     freeDimensionOverrides), or None; external: JS object {location: reader} of the model's
-    external data files (_JsSource), or None."""
+    external data files (_JsSource), or None; config: JS object {key: value} of session config
+    entries (onnxruntime-web's `extra`, nnwasm's memoryLimitBytes: web/session-options.mjs), or None."""
     data = model.to_bytes()
     sources = None
     if external is not None:
@@ -143,6 +144,8 @@ def create_session(model, providers, dim_overrides=None, external=None):
     so = SessionOptions()
     for name, size in ([] if dim_overrides is None else dim_overrides.to_py().items()):
         so.add_free_dimension_override_by_name(str(name), int(size))
+    for key, value in ([] if config is None else config.to_py().items()):
+        so.add_session_config_entry(str(key), str(value))
     sess = InferenceSession(data, so, providers=None if providers is None else [str(p) for p in providers])
     handle = next(_handles)
     _sessions[handle] = sess

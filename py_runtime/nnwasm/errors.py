@@ -53,7 +53,17 @@ class KernelError(EPFail):
 
 class WasmOutOfMemory(KernelError):
     """kernels.wasm's linear memory could not hold a plan's arena or its op words (wasm32 addresses
-    4 GiB); a session then drops the variants it prepared for other input shapes and tries again."""
+    4 GiB); a session then drops the variants it prepared for other input shapes and tries again.
+    `hopeless`: the plan alone can't fit, so dropping others would not help (memory_limit.py)."""
+
+    def __init__(self, message, hopeless=False):
+        super().__init__(message)
+        self.hopeless = hopeless
+
+
+class MemoryLimitExceeded(WasmOutOfMemory):
+    """A plan, an arena grown for a run's dims, or the feeds would pass the session's memory limit
+    (`session.memory_limit_bytes`, memory_limit.py); nothing was allocated or copied."""
 
 
 class RunTerminated(Fail):

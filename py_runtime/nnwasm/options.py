@@ -7,6 +7,7 @@ import os
 
 from .errors import InvalidArgument, MissingConfigEntry, Unsupported
 from .host import flavours
+from . import memory_limit
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -148,6 +149,8 @@ class SessionOptions:
         _check_type("SessionOptions", "add_session_config_entry value", value, str, "a str")
         if key == DISABLE_CPU_EP_FALLBACK and value not in ("0", "1"):
             raise InvalidArgument(f"session config '{key}' must be '0' or '1', got {value!r}")
+        if key == memory_limit.CONFIG_KEY:
+            memory_limit.parse(value, f"session config '{key}'")
         if key == flavours.CONFIG_KEY:
             flavours.check(value, f"session config '{key}'")
         self._config[key] = value

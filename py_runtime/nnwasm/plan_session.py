@@ -11,6 +11,7 @@ from .ir import ValueInfo
 from .session import ORT_CPU, InferenceSession, ModelMetadata, NodeArg, _check_session_options
 from .wasm.provider import WasmExecutionProvider
 from .wasm.runner import WasmRunner
+from . import memory_limit
 
 WASM = WasmExecutionProvider.name
 
@@ -68,12 +69,13 @@ class PlanSession(InferenceSession):
         self._plan_file = pf
         self._providers = [wasm := WasmExecutionProvider()]
         wasm.flavour = flavours.resolve(flavours.requested(so))
+        wasm.budget = memory_limit.budget(so)   # session.memory_limit_bytes: refused before loading
         self._values = [ValueInfo(v.name, v.dtype, v.shape) for v in pf.inputs]
         self._inputs = [NodeArg(v.name, v.dtype, v.shape) for v in pf.inputs]
         self._outputs = [NodeArg(v.name, v.dtype, v.shape) for v in pf.outputs]
         self._runner = WasmRunner(get_host(wasm.flavour), pf.plan, pf.arena_bytes,
                                   [(v.name, v.offset, v.nbytes) for v in pf.inputs],
-                                  [(v.name, v.offset, v.dtype, v.shape) for v in pf.outputs], pf.ops)
+                                  [(v.name, v.offset, v.dtype, v.shape) for v in pf.outputs], pf.ops, budget=wasm.budget)
         nodes = dict.fromkeys((op.node, op.op_type) for op in pf.ops)   # a node may lower to several ops
         self._assignment = [(node, op_type, WASM) for node, op_type in nodes]
         if prof:

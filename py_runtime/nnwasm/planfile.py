@@ -97,7 +97,7 @@ def read(data):
                            f"bytes, the file has {len(data)} (truncated or corrupt)")
     if zlib.crc32(memoryview(data)[HEADER.size:]) & 0xFFFFFFFF != crc:
         raise InvalidModel("plan file checksum mismatch: the file is corrupt")
-    plan = data[HEADER.size + io_pad:]
+    plan = memoryview(data)[HEADER.size + io_pad:]   # a view: a copy of the weights would double the peak
     if plan_bytes < PLAN_HEADER.size:
         raise InvalidModel(f"plan file holds a {plan_bytes}-byte plan, shorter than its header")
     head = PLAN_HEADER.unpack_from(plan)

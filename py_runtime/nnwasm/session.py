@@ -20,7 +20,7 @@ from collections import OrderedDict
 from . import optimizer, passes, symbolic
 from .host import flavours
 from .errors import (InvalidArgument, InvalidModel, ModelLoadCanceled, NnwasmError, NoSuchFile, RunTerminated,
-                     Unsupported, WasmOutOfMemory)
+                     SessionClosed, Unsupported, WasmOutOfMemory)
 from .ir import Graph, ValueInfo
 from .onnx_io.load import load_model, read_model_file
 from .options import RunOptions, SessionOptions
@@ -30,7 +30,7 @@ from .partition import assign, partition
 from .profiling import Profiler
 from .providers import DEFAULT_ORDER, PROVIDERS
 from .tensor import SymTensor, TensorData
-from . import shape_values, values
+from . import memory_limit, shape_values, values
 
 _PLAN_CACHE_SIZE = 8
 # Trace variants with symbolic dims (symbolic.py), so a decoder's every past length reuses one
@@ -144,9 +144,12 @@ def _resolve_providers(providers, provider_options, sess_options):
         names, options = [names[k] for k in keep], [options[k] for k in keep]
     chosen = [PROVIDERS[n](o) for n, o in zip(names, options)]
     flavour = flavours.resolve(flavours.requested(sess_options))   # the kernels.wasm it runs on
+    budget = memory_limit.budget(sess_options)   # session.memory_limit_bytes, shared by its plans
     for p in chosen:
         if hasattr(p, "flavour"):
             p.flavour = flavour
+        if hasattr(p, "budget"):
+            p.budget = budget
     return chosen
 
 
@@ -220,6 +223,19 @@ def _zero():
     return 0
 
 
+def _feed_bytes(t):
+    """A feed's bytes from its type and shape (a sequence: its tensors'), without reading them."""
+    if isinstance(t, (list, tuple)):
+        return sum(map(_feed_bytes, t))
+    shape, dtype = getattr(t, "shape", None), getattr(t, "dtype", None)
+    if shape is None or dtype is None:
+        return 0
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n * max(getattr(dtype, "size", 0) or 0, 1)
+
+
 class _Prepared:
     """A graph specialised to concrete input shapes, partitioned and compiled; or, traced with
     symbolic dims (symbolic.py), to every input shape for which its guards hold."""
@@ -273,6 +289,7 @@ class InferenceSession:
     # to a function importing plan_session.py at the first plan file (an ONNX session in Pyodide
     # never compiles it).
     _plan_session_class = None
+    _released = False
 
     def __new__(cls, path_or_bytes=None, *args, **kwargs):
         data = _read_once(path_or_bytes)
@@ -338,7 +355,8 @@ class InferenceSession:
         """Stops the session's helper threads and frees its kernels.wasm (intra_op_num_threads > 1);
         the session can't run afterwards. Without threads, a no-op."""
         if self._release_threads is not None:
-            self._release_threads()
+            self._released = True   # checked by _run before it touches the freed kernels.wasm
+            self._release_threads()   # waits for a run holding the host's lock
 
     def _load(self):
         """The model as loaded, with SessionOptions' initializers and free dimension overrides."""
@@ -586,10 +604,14 @@ class InferenceSession:
 
     def _run(self, output_names, feeds, run_options=None):
         """Every run, once its feed names are checked."""
+        if self._released:
+            raise SessionClosed("this session was released (InferenceSession.release()): it can't run any more")
         watch = self._watch(run_options)
         prof = watch or self._profiler
         t0 = prof and prof.clock()
         names = self._check_output_names(output_names)
+        memory_limit.check_feeds(next((p.budget for p in self._providers if getattr(p, "budget", None)), None),
+                                 feeds, _feed_bytes)
         shapes = {}
         for arg, vi in zip(self._inputs, self._graph.inputs):
             t = feeds[arg.name]
@@ -612,8 +634,8 @@ class InferenceSession:
                             watch.check()   # between partitions
                         runner.run(env, prof)
                     break
-                except WasmOutOfMemory:   # a traced variant's arena grown for these dims
-                    if not self._drop_other_variant(prepared):
+                except WasmOutOfMemory as e:   # a traced variant's arena grown for these dims
+                    if e.hopeless or not self._drop_other_variant(prepared):
                         raise
             if prof:
                 prof.session("model_run", t0)
@@ -685,8 +707,8 @@ class InferenceSession:
         while True:
             try:
                 return _Prepared(graph, self._providers)
-            except WasmOutOfMemory:
-                if not self._drop_other_variant(None):
+            except WasmOutOfMemory as e:
+                if e.hopeless or not self._drop_other_variant(None):
                     raise
 
     def _drop_other_variant(self, keep):

@@ -209,7 +209,8 @@ def start_host(threads):
 def release_host(key):
     host = _HOSTS.pop(key, None)
     if host is not None:
-        host.close()
+        with host.lock:   # a run in another thread holds it: release() waits for it, never frees memory in use
+            host.close()
 
 
 def live_threads():

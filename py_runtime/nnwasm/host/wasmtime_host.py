@@ -28,7 +28,7 @@ _MAX_ARGS = 16
 HINT_SPLAT_BY_SHUFFLE = 1   # A packed k-major, lanes by pshufd, in the GEMMs
 HINT_HOISTS_LOADS = 2       # small blocks: depthwise kernel rows kept rolled
 HINTS = HINT_SPLAT_BY_SHUFFLE | HINT_HOISTS_LOADS
-COPY_PIECE = 16 << 20       # write(): read-only buffers go through ctypes this much at a time
+COPY_PIECE = 1 << 20        # write(): read-only buffers go through ctypes this much at a time
 
 
 class WasmtimeHost(HostBase):
@@ -71,7 +71,7 @@ class WasmtimeHost(HostBase):
 
     def call(self, name, *args):
         if self.closed:
-            raise KernelError("kernels.wasm host is closed (the interpreter is exiting)")
+            raise KernelError("kernels.wasm host is closed (its session was released, or the interpreter is exiting)")
         with self.lock:
             raw = self._raw
             for i, a in enumerate(args):
@@ -90,6 +90,8 @@ class WasmtimeHost(HostBase):
         return ctypes.addressof(self.memory.data_ptr(self.store).contents)
 
     def _check(self, ptr, n):
+        if self.closed:
+            raise KernelError("kernels.wasm host is closed (its session was released, or the interpreter is exiting)")
         if ptr < 0 or n < 0 or ptr + n > self.memory.data_len(self.store):
             raise KernelError(f"copy of {n} bytes at {ptr} is outside kernels.wasm memory")
 

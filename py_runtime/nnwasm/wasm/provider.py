@@ -32,6 +32,7 @@ class WasmExecutionProvider:
         # the kernels.wasm flavour its plans load on (host/flavours.py); set from SessionOptions by
         # the session, None: the process's default
         self.flavour = None
+        self.budget = None   # the session's memory_limit.Budget, set by the session; None: no limit
 
     def capability(self, node, graph):
         if lookup(node.domain, node.op_type, node.opset) is None:
@@ -78,7 +79,7 @@ class WasmExecutionProvider:
         ins = [(n, 0 if n in b.placed else io[n], b.nbytes(n)) for n in inputs]
         outs = [(n, 0 if n in b.placed else io[n], b.dtype(n), b.shape(n)) for n in outputs]
         return WasmRunner(b.host, plan, arena, ins, outs, ops, b.sym_words, b.kept_bytes, sym_fills=b.sym_fills,
-                          fills=b.fills, placed=b.placed, in_place=b.in_place)
+                          fills=b.fills, placed=b.placed, in_place=b.in_place, budget=self.budget)
 
     def build_plan(self, nodes, graph, inputs, outputs, fill_weights=False, place_io=False):
         """(builder, plan bytes, arena bytes, {value: arena offset}, [PlanOp] of the run ops): the

@@ -5,7 +5,7 @@ import struct
 import weakref
 from collections import namedtuple
 
-from ..errors import InvalidArgument, KernelError, WasmOutOfMemory
+from ..errors import InvalidArgument, KernelError, MemoryLimitExceeded, WasmOutOfMemory
 from .. import symbolic
 from . import device
 from .region import ALIGN, Region, RegionTensor
@@ -27,11 +27,14 @@ class WasmRunner:
     run with other dims than the last, those words are evaluated and written again, checked by
     nnw_plan_check, and the arena grows (keeping its first kept_bytes: weights and init ops'
     buffers) if the dims need more; sym_fills, weights whose values are expressions of the dims,
-    are written again too. Input sizes and output shapes may be Syms too."""
+    are written again too. Input sizes and output shapes may be Syms too.
+    budget: the session's memory_limit.Budget (None: no limit), asked before the arena is allocated
+    or grown, so a plan or a run's dims past the limit are refused before anything is copied."""
 
     def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
-                 fills=(), placed=None, in_place=None):
+                 fills=(), placed=None, in_place=None, budget=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
+        self.budget = budget
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         # the bytes the plan loads: its words and its weights, held or filled
         self.plan_bytes = len(plan) + sum(_nbytes(data) for _, data in fills)
@@ -39,18 +42,23 @@ class WasmRunner:
         self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
         self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
         self._eval = None   # symbolic.compile_stores: stores the sym words, returns the arena size and fills
-        self._io_eval = self._io_dims = self._io_cache = None   # the same for input and output places (_io)
+        self._io_eval = self._io_cache = None   # the same for input and output places (_io)
         self._cap = symbolic.value(arena_bytes)   # the plan's part of the allocation; the region follows
         # placed: {io name: dim name} of inputs and outputs bound per run to the device region
         self.placed, self._region, self._bound = placed or {}, None, None
         self.in_place = in_place or {}   # {output: input} kv_append may write over (PlanBuilder.in_place)
+        head = struct.unpack_from("<8i", plan)
+        self._words_bytes = 4 * (8 + head[5] + head[6])   # the op words kept in memory (_load)
         if self.placed:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
             self._place_initial(plan)
+        if budget is not None:
+            budget.charge(self, self.held_bytes(), self._what())
         with host.lock:
             host.drain()
             self._load(plan, fills)
-        self._mem = [self.plan, self.arena]   # freed by the finalizer; the arena may be replaced
+        # freed by the finalizer; the arena may be replaced (_rebind); one block holds both (_load)
+        self._mem = [self.plan] if self._one_block else [self.plan, self.arena]
         self._finalizer = weakref.finalize(self, host.release, self._mem)
         for off, data in fills:   # later plans and reads take external data from here
             if hasattr(data, "fill"):
@@ -61,42 +69,78 @@ class WasmRunner:
     def _load(self, plan, fills):
         """fills: [(arena offset, bytes-like)], weights the plan does not hold (plan.py), written
         into the arena from where they are before nnw_plan_load (whose init ops may read them);
-        external data (onnx_io/external.py) fills itself from its file."""
+        external data (onnx_io/external.py) fills itself from its file.
+        A plan that holds its weights (a plan file's) and has no symbolic words is loaded as the JS
+        plan session does (web/plan-session.mjs): one block, the op words first and the arena right
+        after them, where the plan's weights are written straight to where nnw_plan_load keeps them
+        (its memmove then moves nothing): no second copy of the weights in kernels.wasm's memory,
+        which never shrinks (bench/memory/peak_memory.py)."""
         host, arena_bytes = self.host, self._total()
-        self.arena = full = status_at = 0
+        head = struct.unpack_from("<8i", plan)
+        weights_bytes, weights_at = head[3], head[4]
+        self.arena = full = status_at = block = 0
+        one_block = (weights_bytes >= 1 << 16 and not self.sym_words and not self.sym_fills and not self.placed
+                     and weights_at % 16 == 0
+                     and 4 * (8 + head[5] + head[6]) <= weights_at and weights_at + weights_bytes <= len(plan)
+                     and weights_bytes <= arena_bytes)
+        self._one_block = one_block
         try:
-            self.arena = self._malloc(arena_bytes)
+            if one_block:
+                block = self._malloc(weights_at + arena_bytes)   # 16-aligned (malloc's), so the arena is too
+                full, self.arena = block, block + weights_at
+                host.write(block, memoryview(plan)[:weights_at])
+                host.write(self.arena, memoryview(plan)[weights_at:weights_at + weights_bytes])
+                plan_len = weights_at + weights_bytes
+            else:
+                self.arena = self._malloc(arena_bytes)
             for off, data in fills:
                 if hasattr(data, "fill"):
                     data.fill(host, self.arena + off)
                 elif _nbytes(data):
                     host.write(self.arena + off, data)
-            full = self._malloc(len(plan))
+            if not one_block:
+                full = self._malloc(len(plan))
+                host.write(full, plan)
+                plan_len = len(plan)
             status_at = self._malloc(4)
-            host.write(full, plan)
-            status = host.call("nnw_plan_load", full, len(plan), self.arena, arena_bytes, status_at)
+            status = host.call("nnw_plan_load", full, plan_len, self.arena, arena_bytes, status_at)
             if status:
                 bad = struct.unpack("<i", host.read(status_at, 4))[0]
-                n_init = struct.unpack_from("<8i", plan)[5]
+                n_init = head[5]
                 which = (f", {self.ops[bad - n_init].node} ({self.ops[bad - n_init].kernel})"
                          if 0 <= bad - n_init < len(self.ops or ()) else "")
                 raise KernelError(f"kernels.wasm refused the plan: {STATUS.get(status, status)} (op {bad}{which})")
+            if one_block:   # the op words stay where they are, before the arena
+                self.plan, full = block, 0
+                return
             # The weights now live in the arena; keep only the header and op words.
-            head = struct.unpack_from("<8i", plan)
             ops_end = 4 * (8 + head[5] + head[6])
             self.plan = self._malloc(ops_end)
             host.write(self.plan, memoryview(plan)[:ops_end])
         except BaseException:
-            host.release([self.arena])
+            if block:
+                full = 0   # (the block: freed once, here)
+            host.release([block] if block else [self.arena])
             raise
         finally:
             host.release([full, status_at])
 
     def _malloc(self, n):
+        if n >= 1 << 32:   # an i32 argument: more would wrap (wasmtime's raw call truncates silently)
+            raise WasmOutOfMemory(f"kernels.wasm can't allocate {n} bytes: wasm32 addresses 4 GiB", hopeless=True)
         p = self.host.call("nnw_malloc", max(n, 1)) & 0xFFFFFFFF   # an i32 result: addresses past 2 GB read negative
-        if not p:
-            raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes")
+        if not p:   # memory.grow failed: the engine's, the page's or the process's limit
+            raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {n} bytes (its linear memory could not "
+                                  "grow: the engine's, the page's or the process's limit)")
         return p
+
+    def held_bytes(self):
+        """What this plan holds in kernels.wasm's memory: its op words, its arena and its region."""
+        return self._words_bytes + self._total()
+
+    def _what(self):
+        first = self.ops[0].node if self.ops else "no ops"
+        return f"the WASM plan of {len(self.ops or ())} ops from {first}"
 
     def _io(self):
         """(inputs, outputs) with their offsets, sizes and shapes as ints for the dims bound now:
@@ -105,16 +149,18 @@ class WasmRunner:
         dims = symbolic.current_dims()
         if not dims:
             return self.inputs, self.outputs
-        if self._io_dims != dims:
-            if self._io_eval is None:
-                exprs = [x for _, off, n in self.inputs for x in (off, n)]
-                exprs += [x for _, off, _, shape in self.outputs for x in (off, *shape)]
-                self._io_eval = symbolic.compile_values(exprs)
-            vals = iter(self._io_eval(dict(dims)))
-            ins = [(name, next(vals), next(vals)) for name, _, _ in self.inputs]
-            outs = [(name, next(vals), dt, tuple(next(vals) for _ in shape)) for name, _, dt, shape in self.outputs]
-            self._io_cache, self._io_dims = (ins, outs), dims
-        return self._io_cache
+        cached = self._io_cache   # (dims, places): one attribute, read once, as threads share the runner
+        if cached is not None and cached[0] == dims:
+            return cached[1]
+        if self._io_eval is None:
+            exprs = [x for _, off, n in self.inputs for x in (off, n)]
+            exprs += [x for _, off, _, shape in self.outputs for x in (off, *shape)]
+            self._io_eval = symbolic.compile_values(exprs)
+        vals = iter(self._io_eval(dict(dims)))
+        ins = [(name, next(vals), next(vals)) for name, _, _ in self.inputs]
+        outs = [(name, next(vals), dt, tuple(next(vals) for _ in shape)) for name, _, dt, shape in self.outputs]
+        self._io_cache = (dims, (ins, outs))
+        return ins, outs
 
     def run(self, env, prof=None):
         host = self.host
@@ -308,10 +354,21 @@ class WasmRunner:
         values = self._store(blocks)
         need = next(values)
         if need > self._cap:
+            from .provider import MAX_ARENA_BYTES
+            what = f"{self._what()}, for the input dims {dict(symbolic.current_dims())}"
+            if need > MAX_ARENA_BYTES:   # (a variant's guards refuse such dims first: plan.finish's check)
+                raise WasmOutOfMemory(f"{what}, needs an arena of {need} bytes; kernels.wasm addresses at most "
+                                      f"{MAX_ARENA_BYTES}", hopeless=True)
             rsize = self._region.size if self._region is not None else 0
             # grown by half of what is not weights at least (a decoder's past grows by one a step;
             # half of a 500 MB arena of weights would be 250 MB of slack)
-            cap = max(need, need + (need - self._kept) // 2)
+            cap = min(max(need, need + (need - self._kept) // 2), MAX_ARENA_BYTES)
+            if self.budget is not None:   # before anything is allocated or written
+                try:
+                    self.budget.charge(self, self._words_bytes + cap + rsize, what)
+                except MemoryLimitExceeded:
+                    cap = need
+                    self.budget.charge(self, self._words_bytes + cap + rsize, what)
             try:
                 self._realloc(cap, rsize)
             except WasmOutOfMemory:
