@@ -339,7 +339,8 @@ class WasmRunner:
             raise AssertionError("an allocation only grows")
         new = host.call("nnw_realloc", self.arena, total) & 0xFFFFFFFF
         if not new:
-            raise WasmOutOfMemory(f"kernels.wasm is out of memory growing an arena to {total} bytes")
+            raise WasmOutOfMemory(f"kernels.wasm is out of memory allocating {total} bytes (its "
+                                  "linear memory could not grow: the engine's, the page's or the process's limit; growing an arena)")
         if region is not None:
             used = region.used()
             if used and region.base != cap:
