@@ -100,7 +100,7 @@ def _load(data, model_dir):
     if not opsets:
         raise InvalidModel("the model has no opset_import (ONNX files before IR version 3 are not supported)")
     validity.check_opsets(opsets)
-    graph = _Converter(opsets, model_dir).graph(m.graph, (), 0)
+    graph = _Converter(opsets, model_dir, m.ir_version).graph(m.graph, (), 0)
     graph.model_info = ModelInfo(
         ir_version=m.ir_version, opsets=dict(opsets), producer_name=m.producer_name or "",
         producer_version=m.producer_version or "", domain=m.domain or "",
@@ -159,8 +159,9 @@ def _text(b):
 class _Converter:
     """Turns a GraphProto and its subgraphs into ir.Graph, checking names as it goes."""
 
-    def __init__(self, opsets, model_dir):
+    def __init__(self, opsets, model_dir, ir_version=8):
         self.opsets = opsets
+        self.ir_version = ir_version
         self.model_dir = model_dir
         # type strings ("tensor(float)") of the values whose type is known at load, and the types
         # value_info and graph outputs declare: for validity.check_node (names are unique, subgraphs
@@ -204,6 +205,11 @@ class _Converter:
         for name, t in inits.items():
             values.setdefault(name, ir.ValueInfo(name, t.dtype, t.shape))
 
+        if self.ir_version < 4:   # IR 3: every initializer is also a graph input (onnxruntime refuses others)
+            for name in inits:
+                if name not in declared:
+                    raise InvalidModel(f"{where}: initializer '{name}' is not a graph input, which IR version "
+                                       f"{self.ir_version} requires (from IR 4 it need not be)")
         local = set(declared) | set(inits)
         scope = (local,) + outer
         nodes = [self.node(n, scope, depth, where) for n in g.node]
@@ -257,6 +263,8 @@ class _Converter:
             if not a.name or a.name in node.attrs:
                 raise InvalidModel(f"{where}: {node} has an unnamed or repeated attribute '{a.name or ''}'")
             try:
+                if not a.type and self.ir_version >= 2:
+                    raise _BadAttribute("has no type (required from IR version 2)")
                 if domain == "" and a.name in ATTRIBUTE_TYPES and not a.ref_attr_name:
                     kind = a.type or _infer_type(a)
                     if kind not in ATTRIBUTE_TYPES[a.name]:
@@ -266,6 +274,7 @@ class _Converter:
             except _BadAttribute as e:
                 raise InvalidModel(f"{where}: {node}, attribute '{a.name}' {e}") from None
         validity.check_node(n, node, where, self.types, self.declared)
+        validity.normalize(node)
         local = scope[0]
         for name in node.outputs:
             if name in local:

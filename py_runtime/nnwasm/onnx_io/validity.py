@@ -113,7 +113,10 @@ def check_node(n, node, where, types, scope_types):
         if count < lo or (hi is not None and count > hi):
             bounds = str(lo) if lo == hi else f"{lo} or more" if hi is None else f"{lo} to {hi}"
             raise InvalidModel(f"{where}: {node} has {count} {what}; {d}'s {node.op_type} takes {bounds}")
+    _check_subgraphs(node, where, d)
     bound = {}
+    rule = _OUTPUT_TYPES.get((node.domain, node.op_type))
+    fixed = rule(n, node, types, scope_types) if rule else {}
     for what, names, formal in (("input", node.inputs, formal_in), ("output", node.outputs, formal_out)):
         for i, name in enumerate(names):
             if not formal:
@@ -128,10 +131,15 @@ def check_node(n, node, where, types, scope_types):
                 continue
             have = types.get(name) if what == "input" else scope_types.get(name)
             allowed = constraints.get(param)
-            if option == MIXED:
+            if what == "output" and i in fixed:
+                want = fixed[i]
+                allowed = None
+            elif option == MIXED:
                 want = None
             else:
                 want = bound.get(param) if allowed is not None else param if "(" in param else None
+                if want is None and allowed is not None and len(allowed) == 1:
+                    want = next(iter(allowed))
             if have is None:
                 if what == "output" and want is not None and name not in types:
                     types[name] = want
@@ -149,6 +157,82 @@ def check_node(n, node, where, types, scope_types):
                 bound[param] = have
             if what == "output":
                 types[name] = have
+
+
+# Integer flags onnxruntime (and onnx's shape inference) read as `value == 1`, not `value != 0`: a
+# keepdims of 7 drops the reduced axes there. Read the same way once here, for every kernel.
+_FLAGS_EQ_1 = ("keepdims",)
+
+
+def normalize(node):
+    """Attribute values as onnxruntime reads them (see _FLAGS_EQ_1)."""
+    if node.domain == "":
+        for name in _FLAGS_EQ_1:
+            v = node.attrs.get(name)
+            if isinstance(v, int) and v not in (0, 1):
+                node.attrs[name] = 0
+
+
+def _check_subgraphs(node, where, d):
+    """The counts of a control-flow node's values against its subgraphs' (onnxruntime's graph
+    inference refuses a mismatch)."""
+    g = node.attrs.get("body") if node.op_type in ("Loop", "Scan") else node.attrs.get("then_branch")
+    if node.domain != "" or not hasattr(g, "outputs"):
+        return
+    want = {"Loop": len(node.outputs) + 1, "Scan": len(node.outputs), "If": len(node.outputs)}[node.op_type]
+    if len(g.outputs) != want:
+        raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its subgraph '{g.name}' has "
+                           f"{len(g.outputs)} (a {d} {node.op_type} needs {want})")
+    if node.op_type == "If":
+        other = node.attrs.get("else_branch")
+        if hasattr(other, "outputs") and len(other.outputs) != want:
+            raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its else_branch "
+                               f"'{other.name}' has {len(other.outputs)}")
+
+
+def _sub_outputs(attr, skip):
+    """Output i has the type the subgraph declares for its output skip + i."""
+    def rule(n, node, types, declared):
+        outs = getattr(node.attrs.get(attr), "outputs", [])[skip:]
+        return {i: declared[v.name] for i, v in enumerate(outs) if v.name in declared}
+    return rule
+
+
+def _attr_elem(n, name):
+    for a in n.attribute:
+        if a.name == name:
+            if a.t is not None and a.t.data_type:
+                return a.t.data_type
+            return a.i
+    return None
+
+
+def _cast(n, node, types, declared):
+    code = _attr_elem(n, "to")
+    return {0: f"tensor({elem_name(code, f'{node}: attribute to')})"} if isinstance(code, int) else {}
+
+
+def _from_value(default):
+    def rule(n, node, types, declared):
+        code = _attr_elem(n, "value")
+        if code is None and default is None:
+            return {}
+        return {0: f"tensor({elem_name(code or default, f'{node}: attribute value')})"}
+    return rule
+
+
+def _quantize(n, node, types, declared):
+    zp = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    if zp is not None:
+        return {0: types[zp]} if zp in types else {}
+    code = _attr_elem(n, "output_dtype")
+    return {0: f"tensor({elem_name(code, f'{node}: attribute output_dtype')})" if code else "tensor(uint8)"}
+
+
+# Output types that no input binds (the type comes from an attribute, a default or a subgraph).
+_OUTPUT_TYPES = {("", "Cast"): _cast, ("", "QuantizeLinear"): _quantize, ("", "Constant"): _from_value(None),
+                 ("", "ConstantOfShape"): _from_value(1), ("", "Loop"): _sub_outputs("body", 1),
+                 ("", "If"): _sub_outputs("then_branch", 0)}
 
 
 def _an(code):
