@@ -205,7 +205,8 @@ class _Converter:
         for name, t in inits.items():
             values.setdefault(name, ir.ValueInfo(name, t.dtype, t.shape))
 
-        if self.ir_version < 4:   # IR 3: every initializer is also a graph input (onnxruntime refuses others)
+        if self.ir_version < 4 and not top:   # IR 3: a subgraph's initializers are also its inputs (onnxruntime
+            # refuses others; it loads a main graph's)
             for name in inits:
                 if name not in declared:
                     raise InvalidModel(f"{where}: initializer '{name}' is not a graph input, which IR version "

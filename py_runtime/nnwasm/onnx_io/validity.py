@@ -113,7 +113,7 @@ def check_node(n, node, where, types, scope_types):
         if count < lo or (hi is not None and count > hi):
             bounds = str(lo) if lo == hi else f"{lo} or more" if hi is None else f"{lo} to {hi}"
             raise InvalidModel(f"{where}: {node} has {count} {what}; {d}'s {node.op_type} takes {bounds}")
-    _check_subgraphs(node, where, d)
+    _check_subgraphs(node, where, d, types)
     bound = {}
     rule = _OUTPUT_TYPES.get((node.domain, node.op_type))
     fixed = rule(n, node, types, scope_types) if rule else {}
@@ -162,6 +162,8 @@ def check_node(n, node, where, types, scope_types):
 # Integer flags onnxruntime (and onnx's shape inference) read as `value == 1`, not `value != 0`: a
 # keepdims of 7 drops the reduced axes there. Read the same way once here, for every kernel.
 _FLAGS_EQ_1 = ("keepdims",)
+# Flags onnx's shape inference reads as static_cast<int>(value) != 0: 2**62 is false there.
+_FLAGS_INT32 = ("transA", "transB")
 
 
 def normalize(node):
@@ -171,11 +173,15 @@ def normalize(node):
             v = node.attrs.get(name)
             if isinstance(v, int) and v not in (0, 1):
                 node.attrs[name] = 0
+        for name in _FLAGS_INT32:
+            v = node.attrs.get(name)
+            if isinstance(v, int) and v not in (0, 1):
+                node.attrs[name] = int((v & 0xFFFFFFFF) != 0)
 
 
-def _check_subgraphs(node, where, d):
-    """The counts of a control-flow node's values against its subgraphs' (onnxruntime's graph
-    inference refuses a mismatch)."""
+def _check_subgraphs(node, where, d, types):
+    """The counts of a control-flow node's values against its subgraphs', and a Loop body's input
+    types (onnxruntime's graph inference refuses a mismatch)."""
     g = node.attrs.get("body") if node.op_type in ("Loop", "Scan") else node.attrs.get("then_branch")
     if node.domain != "" or not hasattr(g, "outputs"):
         return
@@ -183,6 +189,16 @@ def _check_subgraphs(node, where, d):
     if len(g.outputs) != want:
         raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its subgraph '{g.name}' has "
                            f"{len(g.outputs)} (a {d} {node.op_type} needs {want})")
+    if node.op_type == "Loop":
+        ins = [types.get(v.name) for v in g.inputs]
+        want_in = ["tensor(int64)", "tensor(bool)"] + [types.get(x) if x else None for x in node.inputs[2:]]
+        if len(ins) != len(want_in):
+            raise InvalidModel(f"{where}: {node} has {len(node.inputs)} inputs; its body '{g.name}' has "
+                               f"{len(ins)} (a Loop body takes the iteration number, the condition and "
+                               f"one per loop-carried value)")
+        for v, have, want in zip(g.inputs, ins, want_in):
+            if have and want and have != want:
+                raise InvalidModel(f"{where}: {node}: body input '{v.name}' is {have}; the Loop gives it {want}")
     if node.op_type == "If":
         other = node.attrs.get("else_branch")
         if hasattr(other, "outputs") and len(other.outputs) != want:
