@@ -9,7 +9,9 @@ Each case ends as one of
   hang          the case ran past the timeout (its process is killed)
   wrong         both ran, the outputs differ
   ran-invalid   nnwasm ran a model onnxruntime refuses at load as invalid
-The goal is 0 for the last four.
+The goal is 0 for the last four. A model that onnxruntime refuses only because its opset or IR
+version is onnx's newest (onnxruntime: "under development"; onnx's checker accepts it, so does
+nnwasm: docs/hardening.md) counts as ok, with that reason.
 
 Cases run in a worker process (`fuzz_oracle.py worker`, or tests/node/fuzz-worker.mjs for Node) that
 announces each case before starting it; the driver kills the worker when a case passes the timeout
@@ -92,6 +94,8 @@ def judge(raw, nn, outputs, feeds, detail):
     import onnx
     status, got = ort_result(raw, feeds)
     if status == "refused":
+        if "ValidateOpsetForDomain" in got or "Unsupported model IR version" in got:
+            return "ok", "onnxruntime refuses onnx's newest opset / IR version, which nnwasm loads"
         return "ran-invalid", got
     if status != "ran":
         return "ok", f"onnxruntime: {status}"
