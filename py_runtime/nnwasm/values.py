@@ -130,6 +130,11 @@ def _tensor(name, value, dtype, shape):
     arr = value
     if arr.dtype.kind == "V" and dtypes.of_numpy(arr.dtype) is None:
         raise InvalidArgument(f"input '{name}' is a {arr.dtype} array, which has no ONNX element type")
+    if shape is not None and not arr.flags.c_contiguous and (
+            arr.ndim != len(shape) or any(isinstance(e, int) and g != e for g, e in zip(arr.shape, shape))):
+        # refused before the copy that makes it contiguous: a broadcast view of 2**40 elements is
+        # 4 TiB once copied (the session's shape check would refuse it after the copy)
+        raise InvalidArgument(f"input '{name}' has shape {list(arr.shape)}, expected {list(shape)}")
     try:   # a view, no copy: the feeds are read before run() returns
         return TensorData.from_numpy(arr, copy=False)
     except InvalidArgument as e:
