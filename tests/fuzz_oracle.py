@@ -38,6 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "py_runtime"))
 OUTCOMES = ["ok", "clean error", "crash", "hang", "wrong", "ran-invalid"]
 # ops whose outputs are random or implementation-defined: a difference from onnxruntime is not wrong
 RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli",
@@ -148,36 +149,41 @@ def cpython_worker(start, count, cases=None):
 
 # --- the Node host --------------------------------------------------------------------------------
 def write_node_batch(folder, start, count):
-    """Each case's model and feeds (from CPython's nnwasm when it loads the model, else onnxruntime's
-    input list) for tests/node/fuzz-worker.mjs; returns {case: desc}."""
+    """Each case's model and feeds (from CPython's nnwasm when it loads the model, else none: Node's
+    run then reports the missing inputs) for tests/node/fuzz-worker.mjs; returns {case: (desc, raw)}."""
+    import base64
     import test_fuzz_models as fz
     import nnwasm
     seeds = fz.seed_models()
     descs = {}
     for case in range(start, start + count):
         raw, providers, rng, desc = fz.make_case(case, seeds)
-        descs[case] = (desc, raw, providers)
+        descs[case] = (desc, raw)
         (folder / f"{case}.onnx").write_bytes(raw)
         feeds = {}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 feeds = fz.make_feeds(rng, nnwasm.InferenceSession(raw, providers=providers))
-        except Exception:   # noqa: BLE001 - the feeds then name no input: Node's run reports the missing ones
+        except Exception:   # noqa: BLE001
             pass
-        (folder / f"{case}.json").write_text(json.dumps({
-            "providers": providers,
-            "feeds": {k: {"type": str(v.dtype), "dims": list(v.shape), "data": v.ravel().tolist()}
-                      for k, v in feeds.items()}}))
+        (folder / f"{case}.json").write_text(json.dumps({"feeds": {
+            k: {"type": str(v.dtype), "dims": list(v.shape), "b64": base64.b64encode(v.tobytes()).decode()}
+            for k, v in feeds.items()}}))
         np.savez(folder / f"{case}.npz", **feeds)
     return descs
 
 
 def node_outputs(rec):
-    dt = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32, "int8": np.int8,
-          "uint8": np.uint8, "bool": np.bool_, "float16": np.float16, "int16": np.int16, "uint16": np.uint16,
-          "uint32": np.uint32, "uint64": np.uint64, "string": object}
-    return [np.array(o["data"], dtype=dt.get(o["type"], np.float64)).reshape(o["dims"]) for o in rec["outputs"]]
+    import base64
+    out = []
+    for o in rec["outputs"]:
+        if o["type"] == "string":
+            out.append(np.array(o["strings"], dtype=object).reshape(o["dims"]))
+        else:
+            dt = np.bool_ if o["type"] == "bool" else np.dtype(o["type"])
+            out.append(np.frombuffer(base64.b64decode(o["b64"]), dtype=dt).reshape(o["dims"]))
+    return out
 
 
 # --- the driver ------------------------------------------------------------------------------------
@@ -202,7 +208,8 @@ def drive(host, start, count, timeout, log=None):
         if host == "node":
             env["NNWASM_DIST_URL"] = (ROOT / "dist" / "web").as_uri() + "/"
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
-        current, phase, desc, started, buf = None, None, "", time.monotonic(), b""
+        started = time.monotonic()   # a worker that hangs before its first case (a Pyodide boot) times out too
+        current, phase, desc, buf = None, None, "", b""
         batch_end = end if host == "cpython" else case + n
         while True:
             ready, _, _ = select.select([p.stdout], [], [], 1.0)
@@ -224,10 +231,11 @@ def drive(host, start, count, timeout, log=None):
                         phase = "oracle"
                     elif rec.get("phase") == "done":
                         outcome, detail = rec.get("outcome"), rec.get("detail", "")
-                        if host == "node" and outcome == "ran":
-                            _, raw, _ = descs[current]
-                            feeds = dict(np.load(folder / f"{current}.npz"))
-                            outcome, detail = judge(raw, "ran", node_outputs(rec), feeds, "")
+                        if host == "node":
+                            _, raw = descs[current]
+                            feeds = dict(np.load(folder / f"{current}.npz")) if outcome == "ran" else {}
+                            outs = node_outputs(rec) if outcome == "ran" else None
+                            outcome, detail = judge(raw, outcome, outs, feeds, detail)
                         counts[outcome] += 1
                         if outcome not in ("ok", "clean error"):
                             bad.append((current, outcome, desc, detail))
@@ -235,7 +243,7 @@ def drive(host, start, count, timeout, log=None):
                             print(f"{current} {outcome} {detail[:150] if outcome not in ('ok', 'clean error') else ''}",
                                   file=log, flush=True)
                         case, current = rec["case"] + 1, None
-            elif current is not None and time.monotonic() - started > timeout:
+            elif time.monotonic() - started > timeout:
                 p.kill()
                 break
             if p.poll() is not None and not ready:

@@ -14,8 +14,8 @@ every element type of a TypeProto is one onnxruntime knows (0 is not); node name
 a graph. docs/hardening.md lists what onnx's checker refuses but onnxruntime accepts (nnwasm
 follows onnxruntime)."""
 import json
+import pkgutil
 from functools import lru_cache
-from pathlib import Path
 
 from ..errors import InvalidModel
 
@@ -28,7 +28,8 @@ SINGLE, OPTIONAL, VARIADIC, MIXED = 0, 1, 2, 3   # MIXED: a variadic whose value
 
 @lru_cache(maxsize=None)
 def data():
-    d = json.loads((Path(__file__).with_name("op_schemas.json")).read_text())
+    # pkgutil: Pyodide imports nnwasm from the wheel, a zip, where no path opens the file
+    d = json.loads(pkgutil.get_data(__name__, "op_schemas.json").decode("utf-8"))
     d["elem_types"] = {int(k): v for k, v in d["elem_types"].items()}
     types = d["types"]
     for ops in d["ops"].values():
