@@ -68,6 +68,7 @@ def elem_name(code, what):
     return name
 
 
+@lru_cache(maxsize=4096)
 def schema(domain, op_type, opset):
     """The schema of op_type at opset ([since, deprecated, attrs, arity, inputs, outputs, constraints]),
     None when nnwasm has no table for the op (other domains, unknown ops: the op registry decides)."""
@@ -105,16 +106,16 @@ def check_node(n, node, where, types, scope_types):
         if a.type and a.type != spec[0] and not a.ref_attr_name:
             raise InvalidModel(f"{where}: {node}, attribute '{name}' is of type {_an(a.type)}; {d}'s "
                                f"{node.op_type} defines it as {_an(spec[0])}")
-    given = {a.name for a in n.attribute}
-    for name, (_, required) in attrs.items():
-        if required and name not in given:
+    for name in _required(node.domain, node.op_type, node.opset):
+        if name not in node.attrs:
             raise InvalidModel(f"{where}: {node} lacks attribute '{name}', which {d}'s {node.op_type} requires")
     lo_i, hi_i, lo_o, hi_o = arity
     for what, count, lo, hi in (("inputs", len(node.inputs), lo_i, hi_i), ("outputs", len(node.outputs), lo_o, hi_o)):
         if count < lo or (hi is not None and count > hi):
             bounds = str(lo) if lo == hi else f"{lo} or more" if hi is None else f"{lo} to {hi}"
             raise InvalidModel(f"{where}: {node} has {count} {what}; {d}'s {node.op_type} takes {bounds}")
-    _check_subgraphs(node, where, d, types)
+    if node.op_type in ("Loop", "Scan", "If"):
+        _check_subgraphs(node, where, d, types)
     bound = {}
     rule = _OUTPUT_TYPES.get((node.domain, node.op_type))
     fixed = rule(n, node, types, scope_types) if rule else {}
@@ -178,6 +179,11 @@ def normalize(node):
             v = node.attrs.get(name)
             if isinstance(v, int) and v not in (0, 1):
                 node.attrs[name] = int((v & 0xFFFFFFFF) != 0)
+
+
+@lru_cache(maxsize=4096)
+def _required(domain, op_type, opset):
+    return tuple(name for name, (_, required) in schema(domain, op_type, opset)[2].items() if required)
 
 
 def _check_subgraphs(node, where, d, types):
