@@ -107,7 +107,7 @@ INVALID = [
     ("IR 3 subgraph initializer that is not a subgraph input (fuzz)", None, r"initializer 'one' is not a graph input"),
     ("Loop body with more outputs than the Loop (fuzz)",
      model([helper.make_node("Loop", ["M", "", "X"], ["Y"], name="loop", body=_loop_body(outputs=4))],
-           [vi("X"), vi("M", I64, [])]), r"'loop' has 1 outputs; its subgraph 'body' has 4"),
+           [vi("X"), vi("M", I64, [])]), r"'loop' has 1 outputs; its body has 4 outputs"),
     ("Loop body iteration number of another type (fuzz)",
      model([helper.make_node("Loop", ["M", "", "X"], ["Y"], name="loop", body=_loop_body(i_type=F))],
            [vi("X"), vi("M", I64, [])]), r"'loop': body input 'i' is tensor\(float\)"),

@@ -134,7 +134,12 @@ def _tensor(name, value, dtype, shape):
             arr.ndim != len(shape) or any(isinstance(e, int) and g != e for g, e in zip(arr.shape, shape))):
         # refused before the copy that makes it contiguous: a broadcast view of 2**40 elements is
         # 4 TiB once copied (the session's shape check would refuse it after the copy)
-        raise InvalidArgument(f"input '{name}' has shape {list(arr.shape)}, expected {list(shape)}")
+        if arr.ndim != len(shape):   # the session's wording (session._check_feed)
+            raise InvalidArgument(f"input '{name}' has rank {arr.ndim} (shape {list(arr.shape)}), "
+                                  f"expected rank {len(shape)} (shape {list(shape)})")
+        bad = [i for i, (g, e) in enumerate(zip(arr.shape, shape)) if isinstance(e, int) and g != e]
+        raise InvalidArgument(f"input '{name}' has shape {list(arr.shape)}, expected {list(shape)} "
+                              f"(mismatch at dimension {', '.join(map(str, bad))})")
     try:   # a view, no copy: the feeds are read before run() returns
         return TensorData.from_numpy(arr, copy=False)
     except InvalidArgument as e:

@@ -189,13 +189,14 @@ def _required(domain, op_type, opset):
 def _check_subgraphs(node, where, d, types):
     """The counts of a control-flow node's values against its subgraphs', and a Loop body's input
     types (onnxruntime's graph inference refuses a mismatch)."""
-    g = node.attrs.get("body") if node.op_type in ("Loop", "Scan") else node.attrs.get("then_branch")
+    attr = "body" if node.op_type in ("Loop", "Scan") else "then_branch"
+    g = node.attrs.get(attr)
     if node.domain != "" or not hasattr(g, "outputs"):
         return
     want = {"Loop": len(node.outputs) + 1, "Scan": len(node.outputs), "If": len(node.outputs)}[node.op_type]
     if len(g.outputs) != want:
-        raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its subgraph '{g.name}' has "
-                           f"{len(g.outputs)} (a {d} {node.op_type} needs {want})")
+        raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its {attr} has {len(g.outputs)} "
+                           f"outputs (subgraph '{g.name}'; a {d} {node.op_type} needs {want})")
     if node.op_type == "Loop":
         ins = [types.get(v.name) for v in g.inputs]
         want_in = ["tensor(int64)", "tensor(bool)"] + [types.get(x) if x else None for x in node.inputs[2:]]
@@ -209,8 +210,8 @@ def _check_subgraphs(node, where, d, types):
     if node.op_type == "If":
         other = node.attrs.get("else_branch")
         if hasattr(other, "outputs") and len(other.outputs) != want:
-            raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its else_branch "
-                               f"'{other.name}' has {len(other.outputs)}")
+            raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its else_branch has "
+                               f"{len(other.outputs)} outputs (subgraph '{other.name}')")
 
 
 def _sub_outputs(attr, skip):
