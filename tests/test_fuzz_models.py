@@ -7,7 +7,9 @@ seeded RNG per case. Each case must run or raise an nnwasm.NnwasmError: any othe
 case over CASE_SECONDS or a hang fails the test naming the case, its seed model and mutation.
 
 NNWASM_FUZZ_MODELS=N runs N cases (default 500); NNWASM_FUZZ_START=K starts at case K, so one
-failing case reruns alone with NNWASM_FUZZ_START=K NNWASM_FUZZ_MODELS=1."""
+failing case reruns alone with NNWASM_FUZZ_START=K NNWASM_FUZZ_MODELS=1. tests/fuzz_oracle.py runs
+the same cases against onnxruntime (wrong answers, models onnxruntime refuses) in CPython and Node:
+docs/hardening.md."""
 import copy
 import faulthandler
 import os
