@@ -4,7 +4,7 @@ not imported at run time). The loader calls these as it converts a graph; each r
 InvalidModel (onnxruntime's InvalidGraph) naming the node or value.
 
 What is checked, per node of ai.onnx, ai.onnx.ml and com.microsoft: a schema exists for the op at
-the imported opset; every attribute is one the schema defines (or starts with "__", onnx's internal
+the imported opset (deprecated schemas included, as onnxruntime loads them); every attribute is one the schema defines (or starts with "__", onnx's internal
 names), of its type, and every required attribute is present; an input or output the schema does
 not mark optional is not empty; the element types of inputs whose type is known at load (graph
 inputs, initializers, value_info, outputs of earlier nodes whose type follows from the schema) are
@@ -89,11 +89,10 @@ def check_node(n, node, where, types, scope_types):
     if s is None:
         return
     d = dname(node.domain)
-    if isinstance(s[0], list) or s[1]:
-        since = min(v[0] for v in s) if isinstance(s[0], list) else s[0]
-        why = (f"{d}'s {node.op_type} exists from opset {since}" if isinstance(s[0], list)
-               else f"{d}'s {node.op_type} is deprecated at opset {node.opset}")
-        raise InvalidModel(f"{where}: {node}: {why}; the model imports {d} opset {node.opset} (no op registered)")
+    if isinstance(s[0], list):   # (a deprecated schema still applies: onnxruntime loads GroupNormalization-18)
+        since = min(v[0] for v in s)
+        raise InvalidModel(f"{where}: {node}: {d}'s {node.op_type} exists from opset {since}; the model imports "
+                           f"{d} opset {node.opset} (no op registered)")
     since, _, attrs, arity, formal_in, formal_out, constraints = s
     for a in n.attribute:
         name = a.name or ""
@@ -101,8 +100,10 @@ def check_node(n, node, where, types, scope_types):
         if spec is None:
             if name.startswith("__"):
                 continue
+            later = [v[0] for v in data()["ops"][node.domain][node.op_type] if v[0] > since and name in v[2]]
             raise InvalidModel(f"{where}: {node} has attribute '{name}', which {d}'s {node.op_type} "
-                               f"(opset {since}) does not define: an invalid model")
+                               f"(opset {since}) does not define: an invalid model"
+                               + (f" (it exists from opset {later[0]})" if later else ""))
         if a.type and a.type != spec[0] and not a.ref_attr_name:
             raise InvalidModel(f"{where}: {node}, attribute '{name}' is of type {_an(a.type)}; {d}'s "
                                f"{node.op_type} defines it as {_an(spec[0])}")
