@@ -232,9 +232,14 @@ def _attr_elem(n, name):
     return None
 
 
+def _tensor_type(code, node, attr):
+    name = data()["elem_types"].get(code)
+    return f"tensor({name if name is not None else elem_name(code, f'{node}: attribute {attr}')})"
+
+
 def _cast(n, node, types, declared):
     code = _attr_elem(n, "to")
-    return {0: f"tensor({elem_name(code, f'{node}: attribute to')})"} if isinstance(code, int) else {}
+    return {0: _tensor_type(code, node, "to")} if isinstance(code, int) else {}
 
 
 def _from_value(default):
@@ -242,7 +247,7 @@ def _from_value(default):
         code = _attr_elem(n, "value")
         if code is None and default is None:
             return {}
-        return {0: f"tensor({elem_name(code or default, f'{node}: attribute value')})"}
+        return {0: _tensor_type(code or default, node, "value")}
     return rule
 
 
@@ -251,7 +256,7 @@ def _quantize(n, node, types, declared):
     if zp is not None:
         return {0: types[zp]} if zp in types else {}
     code = _attr_elem(n, "output_dtype")
-    return {0: f"tensor({elem_name(code, f'{node}: attribute output_dtype')})" if code else "tensor(uint8)"}
+    return {0: _tensor_type(code, node, "output_dtype") if code else "tensor(uint8)"}
 
 
 # Output types that no input binds (the type comes from an attribute, a default or a subgraph).
