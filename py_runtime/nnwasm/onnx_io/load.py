@@ -164,8 +164,8 @@ class _Converter:
         self.ir_version = ir_version
         self.model_dir = model_dir
         # type strings ("tensor(float)") of the values whose type is known at load, and the types
-        # value_info and graph outputs declare: for validity.check_node (names are unique, subgraphs
-        # included, so one dict serves every scope)
+        # value_info and graph outputs declare: for validity.check_node (a subgraph sees its enclosing
+        # graphs' entries; its own are dropped when it ends, as sibling branches may reuse names)
         self.types, self.declared = {}, {}
 
     def graph(self, g, outer, depth):
@@ -173,6 +173,15 @@ class _Converter:
         if depth > MAX_SUBGRAPH_DEPTH:
             raise InvalidModel(f"subgraphs nested deeper than {MAX_SUBGRAPH_DEPTH} levels")
         top = depth == 0
+        if not top:   # sibling subgraphs (an If's branches) may reuse names: their types must not leak
+            saved = dict(self.types), dict(self.declared)
+            try:
+                return self._graph(g, outer, depth, top)
+            finally:
+                self.types, self.declared = saved
+        return self._graph(g, outer, depth, top)
+
+    def _graph(self, g, outer, depth, top):
         where = "the main graph" if top else f"subgraph '{g.name or ''}'"
         inits = {}
         for t in g.initializer:
@@ -215,7 +224,8 @@ class _Converter:
         scope = (local,) + outer
         nodes = [self.node(n, scope, depth, where) for n in g.node]
         named = set()
-        for node in nodes:
+        for node in nodes if top else ():   # onnxruntime loads subgraphs with repeated node names
+            # (Optimum's merged Whisper decoder has two Constant_363 in its with_past branch)
             if node.name in named:
                 raise InvalidModel(f"{where}: two nodes are named '{node.name}' (onnxruntime refuses the model)")
             if node.name:

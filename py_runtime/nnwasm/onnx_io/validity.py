@@ -199,7 +199,7 @@ def _check_subgraphs(node, where, d, types):
         raise InvalidModel(f"{where}: {node} has {len(node.outputs)} outputs; its {attr} has {len(g.outputs)} "
                            f"outputs (subgraph '{g.name}'; a {d} {node.op_type} needs {want})")
     if node.op_type == "Loop":
-        ins = [types.get(v.name) for v in g.inputs]
+        ins = [v.dtype.ort_type if v.kind == "tensor" and v.dtype is not None else None for v in g.inputs]
         want_in = ["tensor(int64)", "tensor(bool)"] + [types.get(x) if x else None for x in node.inputs[2:]]
         if len(ins) != len(want_in):
             raise InvalidModel(f"{where}: {node} has {len(node.inputs)} inputs; its body '{g.name}' has "
@@ -216,10 +216,11 @@ def _check_subgraphs(node, where, d, types):
 
 
 def _sub_outputs(attr, skip):
-    """Output i has the type the subgraph declares for its output skip + i."""
+    """Output i has the type the subgraph declares for its output skip + i (a tensor's)."""
     def rule(n, node, types, declared):
         outs = getattr(node.attrs.get(attr), "outputs", [])[skip:]
-        return {i: declared[v.name] for i, v in enumerate(outs) if v.name in declared}
+        return {i: v.dtype.ort_type for i, v in enumerate(outs)
+                if v.kind == "tensor" and v.dtype is not None and i < len(node.outputs)}
     return rule
 
 
