@@ -462,10 +462,10 @@ def test_malformed_control_nodes_are_invalid_models():
         "then_branch has 2 outputs": graph_model(
             [helper.make_node("If", ["c"], ["Y"], then_branch=two_outs, else_branch=one_out)],
             {"X": x, "c": np.array(True)}, ["Y"], out_dtype=F),
-        "cond must be bool": graph_model(
+        r"input 'c' is tensor\(float\), which ai.onnx's If does not accept": graph_model(   # (was: cond must be bool)
             [helper.make_node("If", ["c"], ["Y"], then_branch=one_out, else_branch=one_out)],
             {"X": x, "c": np.array(1.0, np.float32)}, ["Y"], out_dtype=F),
-        "its body takes 1 inputs": graph_model(
+        "its body has 1 outputs": graph_model(   # (and takes 1 input; the outputs are checked first, at load)
             [helper.make_node("Loop", ["", "c", "X"], ["Y"], body=bad_body)],
             {"X": x, "c": np.array(True)}, ["Y"], opset=16, out_dtype=F),
         "scan inputs have different lengths": graph_model(

@@ -7,7 +7,9 @@ seeded RNG per case. Each case must run or raise an nnwasm.NnwasmError: any othe
 case over CASE_SECONDS or a hang fails the test naming the case, its seed model and mutation.
 
 NNWASM_FUZZ_MODELS=N runs N cases (default 500); NNWASM_FUZZ_START=K starts at case K, so one
-failing case reruns alone with NNWASM_FUZZ_START=K NNWASM_FUZZ_MODELS=1."""
+failing case reruns alone with NNWASM_FUZZ_START=K NNWASM_FUZZ_MODELS=1. tests/fuzz_oracle.py runs
+the same cases against onnxruntime (wrong answers, models onnxruntime refuses) in CPython and Node:
+docs/hardening.md."""
 import copy
 import faulthandler
 import os
@@ -684,7 +686,7 @@ def test_float_gather_indices_are_an_invalid_model():
     inits = [numpy_helper.from_array(np.ones((4, 2), np.float32), "T"),
              numpy_helper.from_array(np.array([0.5, 1.0], np.float32), "I")]
     model = _one_node(helper.make_node("Gather", ["T", "I"], ["Y"], name="g"), [], [_vi("Y", F, None)], inits)
-    with pytest.raises(nnwasm.InvalidModel, match="'g'.*indices .input 1. are float32; they must be int32 or int64"):
+    with pytest.raises(nnwasm.InvalidModel, match=r"'g'.*input 'I' is tensor\(float\), which ai.onnx's Gather does not accept"):
         nnwasm.InferenceSession(model)
 
 
@@ -713,16 +715,17 @@ def test_subgraph_output_shadowing_an_outer_value_is_an_invalid_model():
         nnwasm.InferenceSession(model)
 
 
-def test_empty_pads_on_wasm_mean_the_default():
-    # case 9733: pads = [] (an empty INTS) passed shape inference as zeros but crashed the WASM lowering
+def test_empty_pads_are_refused_as_onnxruntime_does():
+    # case 9733: pads = [] (an empty INTS) passed shape inference as zeros but crashed the WASM lowering;
+    # then it ran as the default. onnxruntime refuses it ("Attribute pads has incorrect size"): so does nnwasm
     F = TensorProto.FLOAT
     w = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "W")
     node = helper.make_node("Conv", ["X", "W"], ["Y"], name="cv")
     node.attribute.append(helper.make_attribute("pads", [], attr_type=onnx.AttributeProto.INTS))
     model = _one_node(node, [_vi("X", F, [1, 1, 5, 5])], [_vi("Y", F, [1, 2, 3, 3])], [w])
-    sess = nnwasm.InferenceSession(model)
-    assert sess.get_provider_assignment()[0][2] == "WasmExecutionProvider"
-    np.testing.assert_allclose(sess.run(None, {"X": np.ones((1, 1, 5, 5), np.float32)})[0], np.full((1, 2, 3, 3), 9.0))
+    for providers in (None, ["NumpyExecutionProvider"]):
+        with pytest.raises(nnwasm.InvalidModel, match=r"'cv'.*pads \[\] must have 4 entries"):
+            nnwasm.InferenceSession(model, providers=providers)
 
 
 def test_identity_without_input_is_refused_not_an_index_error():

@@ -276,15 +276,14 @@ def test_fp16_model_runs_on_wasm():
 def test_refusals_fall_back():
     a = np.arange(6, dtype=np.float64).reshape(2, 3)
     assert assignment(single_node("Add", {"A": a, "B": a}, ["Y"]))["Add"] == "NumpyExecutionProvider"
-    u = np.arange(6, dtype=np.uint8).reshape(2, 3)
-    assert assignment(single_node("Neg", {"A": u}, ["Y"]))["Neg"] == "NumpyExecutionProvider"
+    # (a uint8 Neg was here: an invalid model, which onnxruntime and now nnwasm refuse at load)
     h = np.ones((2, 3), np.float16)
     assert assignment(single_node("Equal", {"A": h, "B": h}, ["Y"]))["Equal"] == "NumpyExecutionProvider"
     x = sample((2, 3), specials=False)
     assert assignment(single_node("Mod", {"A": x, "B": x}, ["Y"]))["Mod"] == "NumpyExecutionProvider"
     i = np.arange(6, dtype=np.int64).reshape(2, 3)
     assert assignment(single_node("Pow", {"A": x, "B": i}, ["Y"]))["Pow"] == "NumpyExecutionProvider"
-    assert assignment(single_node("Mean", {"A": i, "B": i}, ["Y"]))["Mean"] == "NumpyExecutionProvider"
+    # (an int64 Mean was here: invalid, as the uint8 Neg above)
     d = np.ones((2, 3), np.float64)
     assert assignment(single_node("IsNaN", {"X": d}, ["Y"]))["IsNaN"] == "NumpyExecutionProvider"
 

@@ -488,24 +488,23 @@ def test_qdq_cnn_runs_without_numpy(cnn, tmp_path):
 
 
 def test_qlinear_conv_without_output_zero_point_and_missing_scale():
-    """y_zero_point omitted means uint8 0; a missing scale is a clear InvalidModel at creation."""
+    """QLinearConv's y_zero_point and scales are required (onnx's schema; onnxruntime refuses the
+    model without them, issue 18): a clear InvalidModel at creation, on every provider."""
     x = qrand(np.uint8, 1, 2, 5, 5)
     inits = {"W": qrand(np.int8, 3, 2, 3, 3), "x_s": np.float32(0.03), "x_z": np.array(np.uint8(9)),
              "w_s": np.float32(0.01), "w_z": np.array(np.int8(0)), "y_s": np.float32(0.2)}
-    ins = ["X", "x_s", "x_z", "W", "w_s", "w_z", "y_s", ""]
-    got = []
     for providers in (WASM_ONLY, ["NumpyExecutionProvider"]):
-        m = model([helper.make_node("QLinearConv", ins, ["Y"])], {"X": x}, {"Y": TensorProto.UINT8}, inits, opset=10)
-        got.append(nnwasm.InferenceSession(m, providers=providers).run(None, {"X": x})[0])
-    np.testing.assert_array_equal(got[0], got[1])
-    assert got[0].dtype == np.uint8
+        m = model([helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "w_s", "w_z", "y_s", ""], ["Y"])],
+                  {"X": x}, {"Y": TensorProto.UINT8}, inits, opset=10)
+        with pytest.raises(nnwasm.InvalidModel, match="input 7 is empty, but ai.onnx's QLinearConv requires it"):
+            nnwasm.InferenceSession(m, providers=providers)
     bad = model([helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "", "w_z", "y_s"], ["Y"])], {"X": x},
                 {"Y": TensorProto.UINT8}, inits, opset=10)
     with pytest.raises(nnwasm.InvalidModel, match="QLinearConv.* has 7 inputs; ai.onnx's QLinearConv takes 8 to 9"):
         nnwasm.InferenceSession(bad)
-    bad = model([helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "", "w_z", "y_s", ""], ["Y"])], {"X": x},
-                {"Y": TensorProto.UINT8}, inits, opset=10)
-    with pytest.raises(nnwasm.InvalidModel, match="input 4 is required"):
+    bad = model([helper.make_node("QLinearConv", ["X", "x_s", "x_z", "W", "", "w_z", "y_s", "y_z"], ["Y"])], {"X": x},
+                {"Y": TensorProto.UINT8}, {**inits, "y_z": np.array(np.uint8(0))}, opset=10)
+    with pytest.raises(nnwasm.InvalidModel, match="input 4 is empty"):
         nnwasm.InferenceSession(bad)
 
 

@@ -425,6 +425,10 @@ function checkFeed(v, tensor) {
   if (!ArrayBuffer.isView(data)) {
     throw new TypeError(`input '${v.name}': a '${tensor.type}' tensor cannot be passed to nnwasm (needs a typed array)`);
   }
+  if (data.byteLength === 0 && v.nbytes > 0) { // also a detached buffer, whose views read as empty
+    throw nnwasmError("InvalidArgument", `input '${v.name}': tensor of shape ${pyList(dims)} and type ${v.dtype} needs ` +
+                      `${v.nbytes} bytes, got 0 (is its ArrayBuffer detached, transferred to a worker?)`);
+  }
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   if (bytes.length !== v.nbytes) {
     throw nnwasmError("InvalidArgument", `input '${v.name}': tensor of shape ${pyList(dims)} and type ${v.dtype} needs ` +

@@ -130,6 +130,16 @@ def _tensor(name, value, dtype, shape):
     arr = value
     if arr.dtype.kind == "V" and dtypes.of_numpy(arr.dtype) is None:
         raise InvalidArgument(f"input '{name}' is a {arr.dtype} array, which has no ONNX element type")
+    if shape is not None and not arr.flags.c_contiguous and (
+            arr.ndim != len(shape) or any(isinstance(e, int) and g != e for g, e in zip(arr.shape, shape))):
+        # refused before the copy that makes it contiguous: a broadcast view of 2**40 elements is
+        # 4 TiB once copied (the session's shape check would refuse it after the copy)
+        if arr.ndim != len(shape):   # the session's wording (session._check_feed)
+            raise InvalidArgument(f"input '{name}' has rank {arr.ndim} (shape {list(arr.shape)}), "
+                                  f"expected rank {len(shape)} (shape {list(shape)})")
+        bad = [i for i, (g, e) in enumerate(zip(arr.shape, shape)) if isinstance(e, int) and g != e]
+        raise InvalidArgument(f"input '{name}' has shape {list(arr.shape)}, expected {list(shape)} "
+                              f"(mismatch at dimension {', '.join(map(str, bad))})")
     try:   # a view, no copy: the feeds are read before run() returns
         return TensorData.from_numpy(arr, copy=False)
     except InvalidArgument as e:

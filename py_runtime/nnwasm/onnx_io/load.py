@@ -15,6 +15,7 @@ from .attr_types import ATTRIBUTE_TYPES
 from .messages import AttributeProto as A
 from .messages import parse_model_proto
 from .tensors import ExternalFiles, sparse_tensor_data, tensor_data
+from . import validity
 
 MAX_SUBGRAPH_DEPTH = 64
 MAX_IR_VERSION = 64  # the newest is 14 (2025); larger numbers mean the bytes are not a model
@@ -89,6 +90,7 @@ def _load(data, model_dir):
         raise InvalidModel(f"not an ONNX model: the bytes look like {other}")
     if not 1 <= m.ir_version <= MAX_IR_VERSION:
         raise InvalidModel(f"not an ONNX model: ir_version {m.ir_version} is out of range")
+    validity.check_ir_version(m.ir_version)
     opsets = {}
     for o in m.opset_import:
         d = _domain(o.domain)
@@ -97,7 +99,8 @@ def _load(data, model_dir):
         opsets[d] = o.version
     if not opsets:
         raise InvalidModel("the model has no opset_import (ONNX files before IR version 3 are not supported)")
-    graph = _Converter(opsets, model_dir).graph(m.graph, (), 0)
+    validity.check_opsets(opsets)
+    graph = _Converter(opsets, model_dir, m.ir_version).graph(m.graph, (), 0)
     graph.model_info = ModelInfo(
         ir_version=m.ir_version, opsets=dict(opsets), producer_name=m.producer_name or "",
         producer_version=m.producer_version or "", domain=m.domain or "",
@@ -156,20 +159,35 @@ def _text(b):
 class _Converter:
     """Turns a GraphProto and its subgraphs into ir.Graph, checking names as it goes."""
 
-    def __init__(self, opsets, model_dir):
+    def __init__(self, opsets, model_dir, ir_version=8):
         self.opsets = opsets
+        self.ir_version = ir_version
         self.model_dir = model_dir
+        # type strings ("tensor(float)") of the values whose type is known at load, and the types
+        # value_info and graph outputs declare: for validity.check_node (a subgraph sees its enclosing
+        # graphs' entries; its own are dropped when it ends, as sibling branches may reuse names)
+        self.types, self.declared = {}, {}
 
     def graph(self, g, outer, depth):
         """outer: the sets of names visible from enclosing graphs (empty for the main graph)."""
         if depth > MAX_SUBGRAPH_DEPTH:
             raise InvalidModel(f"subgraphs nested deeper than {MAX_SUBGRAPH_DEPTH} levels")
         top = depth == 0
+        if not top:   # sibling subgraphs (an If's branches) may reuse names: their types must not leak
+            saved = dict(self.types), dict(self.declared)
+            try:
+                return self._graph(g, outer, depth, top)
+            finally:
+                self.types, self.declared = saved
+        return self._graph(g, outer, depth, top)
+
+    def _graph(self, g, outer, depth, top):
         where = "the main graph" if top else f"subgraph '{g.name or ''}'"
         inits = {}
         for t in g.initializer:
             self._new_name(t.name, inits, where, "initializer")
             inits[t.name] = tensor_data(t, self.model_dir)
+            self.types[t.name] = f"tensor({validity.elem_name(t.data_type or 0, f'{where}: initializer {t.name!r}')})"
         for sp in g.sparse_initializer:
             name = sp.values.name if sp.values is not None else None
             self._new_name(name, inits, where, "sparse initializer")
@@ -179,9 +197,13 @@ class _Converter:
         for vi in g.value_info:
             v = _value_info(vi, where, "value_info", strict=False)
             values[v.name] = v
+            self._declare(vi, where, "value_info", self.declared)
         outputs = [_value_info(vi, where, "output", strict=top) for vi in g.output]
+        for vi in g.output:
+            self._declare(vi, where, "output", self.declared)
         inputs, declared = [], {}
         for vi in g.input:
+            self._declare(vi, where, "input", self.types)
             v = _value_info(vi, where, "input", strict=top and vi.name not in inits)
             self._new_name(v.name, declared, where, "input")
             declared[v.name] = v
@@ -192,14 +214,33 @@ class _Converter:
         for name, t in inits.items():
             values.setdefault(name, ir.ValueInfo(name, t.dtype, t.shape))
 
+        if self.ir_version < 4 and not top:   # IR 3: a subgraph's initializers are also its inputs (onnxruntime
+            # refuses others; it loads a main graph's)
+            for name in inits:
+                if name not in declared:
+                    raise InvalidModel(f"{where}: initializer '{name}' is not a graph input, which IR version "
+                                       f"{self.ir_version} requires (from IR 4 it need not be)")
         local = set(declared) | set(inits)
         scope = (local,) + outer
         nodes = [self.node(n, scope, depth, where) for n in g.node]
+        named = set()
+        for node in nodes if top else ():   # onnxruntime loads subgraphs with repeated node names
+            # (Optimum's merged Whisper decoder has two Constant_363 in its with_past branch)
+            if node.name in named:
+                raise InvalidModel(f"{where}: two nodes are named '{node.name}' (onnxruntime refuses the model)")
+            if node.name:
+                named.add(node.name)
         for v in outputs:
             if not any(v.name in s for s in scope):
                 raise InvalidModel(f"{where}: output '{v.name}' is not produced by any node, input or initializer")
         return ir.Graph(nodes=nodes, inputs=inputs, outputs=outputs, initializers=inits, values=values,
                         opsets=dict(self.opsets), name=g.name or "")
+
+    @staticmethod
+    def _declare(vi, where, what, into):
+        t = validity.type_string(vi.type, f"{where}: {what} '{vi.name or ''}'")
+        if t is not None and vi.name:
+            into[vi.name] = t
 
     @staticmethod
     def _new_name(name, seen, where, what):
@@ -233,6 +274,8 @@ class _Converter:
             if not a.name or a.name in node.attrs:
                 raise InvalidModel(f"{where}: {node} has an unnamed or repeated attribute '{a.name or ''}'")
             try:
+                if not a.type and self.ir_version >= 2:
+                    raise _BadAttribute("has no type (required from IR version 2)")
                 if domain == "" and a.name in ATTRIBUTE_TYPES and not a.ref_attr_name:
                     kind = a.type or _infer_type(a)
                     if kind not in ATTRIBUTE_TYPES[a.name]:
@@ -241,6 +284,8 @@ class _Converter:
                 node.attrs[a.name] = self.attribute(a, scope, depth)
             except _BadAttribute as e:
                 raise InvalidModel(f"{where}: {node}, attribute '{a.name}' {e}") from None
+        validity.check_node(n, node, where, self.types, self.declared)
+        validity.normalize(node)
         local = scope[0]
         for name in node.outputs:
             if name in local:

@@ -150,7 +150,9 @@ define(NodeProto,
        (7, Field("domain", STRING)),
        (8, Field("overload", STRING)),
        (5, Field("attribute", MESSAGE, True, AttributeProto)),
-       (6, Field("doc_string", STRING)))
+       (6, Field("doc_string", STRING)),
+       # decoded only so that a corrupt entry is refused, as onnxruntime's protobuf parser does
+       (9, Field("metadata_props", MESSAGE, True, StringStringEntryProto)))
 define(GraphProto,
        (1, Field("node", MESSAGE, True, NodeProto)),
        (2, Field("name", STRING)),

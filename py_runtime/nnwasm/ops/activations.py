@@ -126,11 +126,12 @@ def clip_11(node, x, lo=None, hi=None):
 
 
 def _clip(x, lo, hi):
-    # max then min: when min > max every value becomes max, as the spec says.
+    # max then min: when min > max every value becomes max, as the spec says. A NaN bound clips
+    # nothing, as in onnxruntime (std::max(x, NaN) is x).
     np = _np()
-    if lo is not None:
+    if lo is not None and not np.isnan(np.asarray(lo, dtype=np.float64)).any():
         x = np.maximum(x, np.asarray(lo, dtype=x.dtype))
-    if hi is not None:
+    if hi is not None and not np.isnan(np.asarray(hi, dtype=np.float64)).any():
         x = np.minimum(x, np.asarray(hi, dtype=x.dtype))
     return x
 

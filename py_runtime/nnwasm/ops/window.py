@@ -9,9 +9,11 @@ AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 def params(node, nd, kernel):
     """(strides, dilations, pads) attributes with their defaults, checked against nd spatial dims."""
-    strides = S.ints_attr(node, "strides") or [1] * nd
-    dilations = S.ints_attr(node, "dilations") or [1] * nd
-    pads = S.ints_attr(node, "pads") or [0] * (2 * nd)
+    # an attribute present but empty is refused (onnx's shape inference and onnxruntime do), not read
+    # as its default
+    strides = S.ints_attr(node, "strides", [1] * nd)
+    dilations = S.ints_attr(node, "dilations", [1] * nd)
+    pads = S.ints_attr(node, "pads", [0] * (2 * nd))
     if nd < 1:
         S.fail(node, "needs at least one spatial dim (input rank >= 3)")
     for name, v, n in (("strides", strides, nd), ("dilations", dilations, nd), ("pads", pads, 2 * nd),

@@ -33,7 +33,8 @@ def activation_params(g, node):
                 vals = const_values(g, name) if name else [default]
                 if vals is None or len(vals) != 1:
                     return None
-                bounds.append(max(-FLOAT_MAX, min(FLOAT_MAX, float(vals[0]))))
+                v = float(vals[0])
+                bounds.append(default if v != v else max(-FLOAT_MAX, min(FLOAT_MAX, v)))   # NaN: no bound
             lo, hi = bounds
         return (t, [float(lo), float(hi)]) if lo <= hi else None
     return None

@@ -14,7 +14,8 @@ def clip_bounds(node, g):
     if node.op_type == "Relu":
         return 0.0, INF
     if node.opset < 11:
-        return float(node.attr("min", -INF)), float(node.attr("max", INF))
+        lo, hi = float(node.attr("min", -INF)), float(node.attr("max", INF))
+        return (-INF if math.isnan(lo) else lo), (INF if math.isnan(hi) else hi)
     bounds = []
     for i, default in ((1, -INF), (2, INF)):
         name = node.inputs[i] if len(node.inputs) > i else ""
@@ -24,7 +25,8 @@ def clip_bounds(node, g):
         t = _const(g, name)
         if t is None or t.numel != 1:
             return None
-        bounds.append(float(t.tolist()[0]))
+        v = float(t.tolist()[0])
+        bounds.append(default if math.isnan(v) else v)   # a NaN bound clips nothing, as in onnxruntime
     return tuple(bounds)
 
 
