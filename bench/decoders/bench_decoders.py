@@ -59,7 +59,7 @@ GROUPS = [
 # io), onnxruntime-web's wasm backend runs it like the cpu int4 model at twice the run time here
 OPT_IN = {"llama_genai_int4_webgpu"}
 RUNTIMES = ["ort-web", "wllama", "nnwasm-js", "nnwasm-py", "ort"]
-THREADED = {"ort-web", "wllama", "ort"}   # nnwasm has one thread today: its cells run at 1 only
+THREADED = {"ort-web", "wllama", "ort", "nnwasm-js", "nnwasm-py"}   # the runtimes --threads applies to
 
 
 def models_dir():
@@ -155,7 +155,9 @@ class PyCell:
                 self.sessions[role] = onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"])
             else:
                 import nnwasm
-                self.sessions[role] = nnwasm.InferenceSession(path, providers=["WasmExecutionProvider"])
+                so = nnwasm.SessionOptions()
+                so.intra_op_num_threads = threads   # kernels-threads.wasm's pool above 1 (docs/threads.md)
+                self.sessions[role] = nnwasm.InferenceSession(path, so, providers=["WasmExecutionProvider"])
         self.create_ms = (time.perf_counter() - t) * 1e3
         self.rss0 = before
 
