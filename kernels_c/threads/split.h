@@ -1,0 +1,30 @@
+/* How kernels split their work over the thread pool (pool.h; docs/architecture.md, "The thread
+ * pool"). Every split keeps each output's whole computation in one tile, computed by the same code
+ * in the same order as on one thread: N threads give the bits of one.
+ *
+ * The cost threshold: a job wakes the helpers (notify), they take tiles, the caller waits for the
+ * last one (wait32). Measured with nnw_pool_bench_jobs (split.c) in CPython/wasmtime, 2 threads:
+ * NNW_SPLIT_WAKE_NS below (an empty two-tile job, median). An op is split only when its work is
+ * worth about 20 wake-ups: NNW_SPLIT_MIN_FLOPS multiply-adds (at ~4 GFLOP/s a thread on this
+ * machine, 2^19 multiply-adds take ~130 us) or NNW_SPLIT_MIN_ELEMS floats of a memory-bound loop.
+ */
+#ifndef NNW_SPLIT_H
+#define NNW_SPLIT_H
+#include <stdint.h>
+
+#include "threads/pool.h"
+
+#define NNW_SPLIT_MIN_FLOPS ((uint64_t)1 << 19) /* multiply-adds (GEMM, conv, attention) */
+#define NNW_SPLIT_MIN_ELEMS ((uint64_t)1 << 16) /* floats read + written by a memory-bound loop */
+
+/* the threads a job of `work` units would use (1: stay on the caller) over `range` items */
+static inline int32_t nnw_split_threads(uint64_t work, uint64_t min_work, int32_t range) {
+  int32_t threads = nnw_pool_threads();
+  return threads > 1 && range > 1 && work >= min_work ? threads : 1;
+}
+
+/* two tiles a thread (the last tile is often short: a second round evens the load) */
+static inline int32_t nnw_split_tile(int32_t range, int32_t threads) {
+  return (range + 2 * threads - 1) / (2 * threads);
+}
+#endif
