@@ -3,10 +3,12 @@
  * in the same order as on one thread: N threads give the bits of one.
  *
  * The cost threshold: a job wakes the helpers (notify), they take tiles, the caller waits for the
- * last one (wait32). Measured with nnw_pool_bench_jobs (split.c) in CPython/wasmtime, 2 threads:
- * NNW_SPLIT_WAKE_NS below (an empty two-tile job, median). An op is split only when its work is
- * worth about 20 wake-ups: NNW_SPLIT_MIN_FLOPS multiply-adds (at ~4 GFLOP/s a thread on this
- * machine, 2^19 multiply-adds take ~130 us) or NNW_SPLIT_MIN_ELEMS floats of a memory-bound loop.
+ * last one (wait32). Measured with nnw_pool_bench_jobs (split.c) in CPython/wasmtime, 2 threads,
+ * 2026-11-27 on this 2-core machine shared by other work: 55-58 us an empty job at load average 9,
+ * 88 us at 10.6 (test_threads.py's test_wakeup_cost prints it; a futex wake on an idle core is a
+ * few us: the figure is mostly waiting for a core). An op splits when its work is worth at least
+ * about 2 such loaded wake-ups: NNW_SPLIT_MIN_FLOPS multiply-adds (2^19 at ~4 GFLOP/s a thread
+ * take ~130 us), NNW_SPLIT_MIN_ELEMS floats for a memory-bound loop.
  */
 #ifndef NNW_SPLIT_H
 #define NNW_SPLIT_H
