@@ -215,6 +215,12 @@ def mha_model(s, hidden, heads, seed=0, **attrs):
     return _model([node], [(n, [1, s, hidden]) for n in "qkv"], ["y"], opsets=(("", 17), ("com.microsoft", 1))), feeds
 
 
+def binary_model(op, a_shape, b_shape, seed=0):
+    rng = np.random.default_rng(seed)
+    feeds = {"a": rng.standard_normal(a_shape).astype(np.float32), "b": rng.standard_normal(b_shape).astype(np.float32) + 2}
+    return _model([helper.make_node(op, ["a", "b"], ["y"])], [("a", list(a_shape)), ("b", list(b_shape))], ["y"]), feeds
+
+
 KERNELS = {
     "im2col 7x7/2": lambda: conv_model(3, 32, 112, 7, stride=2),
     "im2col 5x5": lambda: conv_model(16, 32, 40, 5),
@@ -226,6 +232,9 @@ KERNELS = {
     "depthwise 3x3/2 mult": lambda: conv_model(24, 48, 112, 3, stride=2, group=24),
     "attention": lambda: mha_model(128, 256, 4),
     "attention_kv causal": lambda: mha_model(128, 256, 4, unidirectional=1),
+    "binary one long row": lambda: binary_model("Add", (1, 64, 64, 64), (1, 64, 64, 64)),
+    "binary rows": lambda: binary_model("Mul", (1, 64, 64, 64), (1, 64, 1, 1)),
+    "binary rows seek": lambda: binary_model("Div", (3, 8, 100, 120), (1, 8, 1, 120)),
 }
 
 

@@ -8,7 +8,7 @@
  * 88 us at 10.6 (test_threads.py's test_wakeup_cost prints it; a futex wake on an idle core is a
  * few us: the figure is mostly waiting for a core). An op splits when its work is worth at least
  * about 2 such loaded wake-ups: NNW_SPLIT_MIN_FLOPS multiply-adds (2^19 at ~4 GFLOP/s a thread
- * take ~130 us), NNW_SPLIT_MIN_ELEMS floats for a memory-bound loop.
+ * take ~130 us), NNW_SPLIT_MIN_ELEMS outputs of an elementwise loop (2^18 adds, ~130 us).
  */
 #ifndef NNW_SPLIT_H
 #define NNW_SPLIT_H
@@ -17,7 +17,7 @@
 #include "threads/pool.h"
 
 #define NNW_SPLIT_MIN_FLOPS ((uint64_t)1 << 19) /* multiply-adds (GEMM, conv, attention) */
-#define NNW_SPLIT_MIN_ELEMS ((uint64_t)1 << 16) /* floats read + written by a memory-bound loop */
+#define NNW_SPLIT_MIN_ELEMS ((uint64_t)1 << 18) /* outputs of a memory-bound loop (~0.5 ns each) */
 
 /* the threads a job of `work` units would use (1: stay on the caller) over `range` items */
 static inline int32_t nnw_split_threads(uint64_t work, uint64_t min_work, int32_t range) {
