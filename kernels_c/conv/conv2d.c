@@ -195,34 +195,9 @@ static void im2col(const struct nnw_conv2d *p, const float *x, int32_t channels,
  * output channels in blocks of four rows of A; each row takes the path one thread gives it (whole
  * blocks of four, then the last tile's tail rows; the column blocking depends on n and k only):
  * N threads give the bits of one. im2col itself stays on the caller (its columns feed every tile). */
-struct rows_job {
-  int32_t m, n, k;
-  const float *a, *b;
-  float *y;
-  ptrdiff_t lda, ldb, ldy;
-  struct nnw_epilogue ep;
-};
-
-static void rows_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
-  const struct rows_job *job = ctx;
-  int32_t r0 = 4 * start, rows = job->m - r0 < 4 * count ? job->m - r0 : 4 * count;
-  struct nnw_epilogue e = job->ep;
-  if (e.c != NULL) e.c += r0 * e.c_rs;
-  nnw_gemm_nn_buf(rows, job->n, job->k, job->a + (size_t)r0 * job->lda, job->lda, 1, job->b, job->ldb,
-                  job->y + (size_t)r0 * job->ldy, job->ldy, &e, nnw_pool_pack_buf(worker));
-}
-
-/* nnw_gemm_nn(m, n, k, a, lda, 1, b, ldb, y, ldy, ep), split by rows when it pays */
 static void gemm_rows(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t lda, const float *b,
                       ptrdiff_t ldb, float *y, ptrdiff_t ldy, const struct nnw_epilogue *ep) {
-  int32_t blocks = (m + 3) / 4;
-  int32_t threads = nnw_split_threads((uint64_t)m * n * k, NNW_SPLIT_MIN_FLOPS, blocks);
-  if (threads > 1) {
-    struct rows_job job = {m, n, k, a, b, y, lda, ldb, ldy, *ep};
-    nnw_parallel_for(blocks, nnw_split_tile(blocks, threads), rows_task, &job);
-    return;
-  }
-  nnw_gemm_nn(m, n, k, a, lda, 1, b, ldb, y, ldy, ep);
+  nnw_gemm_nn_split(m, n, k, a, lda, 1, b, ldb, y, ldy, ep);
 }
 
 void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {

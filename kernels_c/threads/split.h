@@ -14,7 +14,14 @@
 #define NNW_SPLIT_H
 #include <stdint.h>
 
+#include <stddef.h>
+
 #include "threads/pool.h"
+
+struct nnw_epilogue;
+/* nnw_gemm_nn (internal.h) split by blocks of four rows when it pays (gemm_split.c) */
+void nnw_gemm_nn_split(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
+                       ptrdiff_t ldb, float *y, ptrdiff_t ldy, const struct nnw_epilogue *ep);
 
 #define NNW_SPLIT_MIN_FLOPS ((uint64_t)1 << 19) /* multiply-adds (GEMM, conv, attention) */
 #define NNW_SPLIT_MIN_ELEMS ((uint64_t)1 << 18) /* outputs of a memory-bound loop (~0.5 ns each) */
