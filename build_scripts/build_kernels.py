@@ -61,6 +61,9 @@ THREAD_FLAVOURS = {
                      ["-msimd128", "-matomics", "-mbulk-memory", "-Wl,--import-memory,--shared-memory",
                       f"-Wl,--max-memory={THREADS_MAX_MEMORY}", "-Wl,--no-check-features",
                       "-Wl,--export=__stack_pointer"]),
+    "relaxed+threads": (KERNELS_WASM.with_name("kernels-relaxed-threads.wasm"),   # hosts: jsthreads / later
+                        ["-msimd128", "-mrelaxed-simd", "-matomics", "-mbulk-memory", "-Wl,--import-memory,--shared-memory",
+                         f"-Wl,--max-memory={THREADS_MAX_MEMORY}", "-Wl,--no-check-features", "-Wl,--export=__stack_pointer"]),
 }
 GCC_LIB = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden"]
 GCC_TEST = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]

@@ -1,7 +1,13 @@
 """The speed benchmark (issue 7): batch 1, one thread, every runtime interleaved in one run.
 
     .venv/bin/python bench/speed/bench_speed.py [--models NAME ...] [--rounds 10] [--seconds 5] [--quick]
-                                          [--no-python] [--no-tfjs] [--pyodide] [--out bench/results]
+                                          [--no-python] [--no-tfjs] [--pyodide] [--threads 1 2] [--node PATH]
+                                          [--out bench/results]
+
+--threads 1 2 adds, per thread count t > 1, a second Node process holding nnwasm and onnxruntime-web at
+t threads (their env.wasm.numThreads: a count is set once per process, before the first session) and
+nnwasm in CPython at SessionOptions.intra_op_num_threads = t; their times are keyed "<runtime>@t" and
+interleaved in the same rounds as the one-thread runtimes.
 
 Per model (build_scripts/build_bench_models.py, cached in ~/.cache/nnwasm/bench), one Node process
 (bench/speed/speed_node.mjs) holds nnwasm on its .nnwp plan file, onnxruntime-web (wasm, 1 thread),
@@ -50,16 +56,19 @@ def machine():
     from importlib.metadata import version
     pkg = lambda p: json.loads((ROOT / "node_modules" / p / "package.json").read_text())["version"]  # noqa: E731
     return {"cpu": f"{cpu[0]} x {len(cpu)}" if cpu else platform.processor(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "node": subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip(),
+            "node": subprocess.run([NODE, "--version"], capture_output=True, text=True).stdout.strip(),
             "onnxruntime": version("onnxruntime"), "wasmtime": version("wasmtime"),
             "onnxruntime-web": pkg("onnxruntime-web"), "tfjs": pkg("@tensorflow/tfjs-backend-wasm"),
             "load_average": list(__import__("os").getloadavg())}
 
 
+NODE = "node"   # --node
+
+
 class Node:
     """speed_node.mjs for one model: one JSON command a line, one JSON reply."""
     def __init__(self, cfg):
-        self.p = subprocess.Popen(["node", str(ROOT / "bench" / "speed" / "speed_node.mjs"), json.dumps(cfg)], cwd=ROOT,
+        self.p = subprocess.Popen([NODE, str(ROOT / "bench" / "speed" / "speed_node.mjs"), json.dumps(cfg)], cwd=ROOT,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.ready = self._reply()
 
@@ -75,7 +84,7 @@ class Node:
         return self._reply()
 
 
-def python_runtimes(meta, d, peak_bytes):
+def python_runtimes(meta, d, peak_bytes, threads=(1,)):
     """name -> (run, session or None) for CPython; errors -> why not."""
     import numpy as np
     import onnxruntime
@@ -92,6 +101,12 @@ def python_runtimes(meta, d, peak_bytes):
     wasm_only.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     makers = {"py-nnwasm": lambda: nnwasm.InferenceSession(path, wasm_only, providers=["WasmExecutionProvider"]),
               "ort": lambda: onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"])}
+    for t in threads:
+        if t > 1:
+            threaded = nnwasm.SessionOptions()
+            threaded.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+            threaded.intra_op_num_threads = t
+            makers[f"py-nnwasm@{t}"] = (lambda so=threaded: nnwasm.InferenceSession(path, so, providers=["WasmExecutionProvider"]))
     for name, make in makers.items():
         t = time.perf_counter()
         try:
@@ -117,14 +132,28 @@ def bench_model(name, a, d, peak):
     rts = ["nnwasm", *(["nnwasm-pyodide"] if a.pyodide else []), "ort-web",
            *(["tfjs"] if name in TFJS and not a.no_tfjs else []), "peak", *(["nnwasm-fp32"] if meta["base"] else [])]
     print(f"{name}: starting Node ({', '.join(rts)})", flush=True)
-    node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak), "base": meta["base"]})
+    node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak), "base": meta["base"], "threads": 1})
     row = {"model": name, "kind": meta["kind"], "base": meta["base"], "gflop": model_flops.gflop(d / meta["file"]),
            "plan_error": meta.get("plan_error"), **node.ready}
-    py, py_errors, py_create = ({}, {}, {}) if a.no_python else python_runtimes(meta, d, peak.read_bytes())
+    nodes = {1: node}   # thread count -> its Node process (numThreads is set once per process)
+    for t in a.threads:
+        if t > 1:
+            print(f"{name}: starting Node at {t} threads (nnwasm, ort-web)", flush=True)
+            nodes[t] = Node({"dir": str(d), "model": name, "runtimes": ["nnwasm", "ort-web"], "peakWasm": str(peak),
+                             "base": meta["base"], "threads": t})
+            for key in ("create_ms", "errors", "max_abs_diff"):
+                row[key].update({f"{k}@{t}": v for k, v in nodes[t].ready.get(key, {}).items()})
+            row[f"node_threads@{t}"] = nodes[t].ready.get("threads")
+    suffix = lambda t, k: k if t == 1 else f"{k}@{t}"   # noqa: E731
+    py, py_errors, py_create = ({}, {}, {}) if a.no_python else python_runtimes(meta, d, peak.read_bytes(), a.threads)
     row["errors"].update(py_errors)
     row["create_ms"].update(py_create)
-    w = node(cmd="warm", runs=a.warm_runs, seconds=a.warm_seconds)
-    last = dict(w["last_ms"])
+    last = {}
+    for t, nd in nodes.items():
+        w = nd(cmd="warm", runs=a.warm_runs, seconds=a.warm_seconds)
+        last.update({suffix(t, k): v for k, v in w["last_ms"].items()})
+        if t == 1:
+            row["warm_runs"] = w["warm_runs"]
     end = time.perf_counter() + min(a.warm_seconds, 2)
     for k, run in py.items():   # wasmtime compiles ahead of time: a few runs warm the caches
         for i in range(3):
@@ -135,7 +164,12 @@ def bench_model(name, a, d, peak):
     per_round = {k: min(n, 50) for k, n in per_round.items()}
     rounds = []
     for r in range(a.rounds):
-        times = node(cmd="round", runs=per_round, index=r)["times"]
+        times = {}
+        ts = list(nodes)
+        for t in ts[r % len(ts):] + ts[:r % len(ts)]:   # the Node processes in turn, rotated each round
+            mine = {k: per_round[suffix(t, k)] for k in nodes[t].ready.get("create_ms", {}) if suffix(t, k) in per_round}
+            got = nodes[t](cmd="round", runs=mine, index=r)["times"]
+            times.update({suffix(t, k): v for k, v in got.items()})
         order = list(py)[r % max(len(py), 1):] + list(py)[:r % max(len(py), 1)]
         for k in order:
             times[k] = [timed(py[k]) for _ in range(per_round[k])]
@@ -145,7 +179,9 @@ def bench_model(name, a, d, peak):
     prof = node(cmd="profile", runs=a.profile_runs)
     row["ops"], row["top_nodes"] = prof["ops"], prof.get("nodes")
     row["memory"] = node(cmd="quit")["memory"]
-    row["warm_runs"] = w["warm_runs"]
+    for t, nd in nodes.items():
+        if t > 1:
+            row["memory"].update({f"{k}@{t}": v for k, v in nd(cmd="quit")["memory"].items()})
     row["rounds"] = rounds
     return row
 
@@ -162,8 +198,14 @@ def main():
     ap.add_argument("--no-python", action="store_true", help="skip CPython (nnwasm under wasmtime, onnxruntime)")
     ap.add_argument("--no-tfjs", action="store_true")
     ap.add_argument("--pyodide", action="store_true", help="also nnwasm on the .onnx through Pyodide in Node")
+    ap.add_argument("--threads", nargs="*", type=int, default=[1],
+                    help="thread counts: nnwasm and onnxruntime-web in Node and nnwasm in CPython at each (1 always runs)")
+    ap.add_argument("--node", default="node", help="the Node binary (issue 16: Node 24 LTS)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     a = ap.parse_args()
+    global NODE
+    NODE = a.node
+    a.threads = sorted(set(a.threads) | {1})
     if a.quick:
         a.rounds, a.seconds, a.warm_runs, a.warm_seconds, a.profile_runs = 3, 1, 3, 0.3, 2
     d = build_bench_models.ensure(a.models)

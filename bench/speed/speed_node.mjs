@@ -19,6 +19,7 @@ import { createInterface } from "node:readline";
 
 const cfg = JSON.parse(process.argv[2]);
 const meta = JSON.parse(readFileSync(join(cfg.dir, `${cfg.model}.json`), "utf8"));
+const THREADS = cfg.threads ?? 1; // env.wasm.numThreads of nnwasm and onnxruntime-web in this process
 const ARRAYS = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, uint8: Uint8Array };
 const now = () => performance.now();
 
@@ -66,8 +67,11 @@ function maxDiff(outputs) {
 async function makeRuntime(name) {
   const onnx = new Uint8Array(readFileSync(join(cfg.dir, meta.file)));
   if (name === "nnwasm" || name === "nnwasm-pyodide") {
-    const { InferenceSession, Tensor } = await import("../../web/nnwasm.mjs");
+    const { InferenceSession, Tensor, env } = await import("../../web/nnwasm.mjs");
     if (name === "nnwasm" && !meta.plan) throw new Error(`no plan file: ${meta.plan_error}`);
+    // cfg.threads (bench_speed.py --threads): onnxruntime-web's setting, read by nnwasm's web layer once
+    // its thread pool lands (branch jsthreads); until then nnwasm runs one thread whatever it says
+    if (env?.wasm) env.wasm.numThreads = THREADS;
     const bytes = name === "nnwasm" ? new Uint8Array(readFileSync(join(cfg.dir, meta.plan))) : onnx;
     const session = await InferenceSession.create(bytes, { executionProviders: ["wasm"] });
     const x = feeds(Tensor);
@@ -89,7 +93,7 @@ async function makeRuntime(name) {
   }
   if (name === "ort-web") {
     const ort = await import("onnxruntime-web");
-    ort.env.wasm.numThreads = 1;
+    ort.env.wasm.numThreads = THREADS;
     ort.env.wasm.simd = true;
     const session = await ort.InferenceSession.create(onnx, { executionProviders: ["wasm"] });
     const x = feeds(ort.Tensor);
@@ -120,7 +124,7 @@ async function makeRuntime(name) {
 }
 
 const runtimes = {};
-const ready = { model: cfg.model, create_ms: {}, errors: {}, max_abs_diff: {} };
+const ready = { model: cfg.model, create_ms: {}, errors: {}, max_abs_diff: {}, threads: THREADS };
 for (const name of cfg.runtimes) {
   owner = name;
   const t = now();

@@ -152,6 +152,7 @@ def markdown(res, rows):
     lines += ["", "## Issue 7's targets", "", "| target | measured | goal | met |", "|---|---|---|---|"]
     for w, v, t, ok in targets(rows):
         lines.append(f"| {w} | {f(v)} | {'>=' if 'at least' in w else '<='} {t} | {'–' if ok is None else ('yes' if ok else '**no**')} |")
+    lines += threads_section(res)
     lines += ["", "## Top ops (nnwasm plan in Node, profiled after the timed rounds: op type, kernel, ms a run, share)", ""]
     for m in res["models"]:
         ops = m.get("ops") or {}
@@ -165,6 +166,27 @@ def markdown(res, rows):
     if errs:
         lines += ["", "## Could not run", ""] + [f"- {NAMES[n]}, {k}: {e}" for n, k, e in errs]
     return "\n".join(lines) + "\n"
+
+
+def threads_section(res):
+    """bench_speed.py --threads: per thread count t > 1, ratios within rounds (issue 16's targets)"""
+    counts = sorted({int(k.split("@")[1]) for m in res["models"] for r in m["rounds"] for k in r if "@" in k})
+    lines = []
+    for t in counts:
+        lines += ["", f"## {t} threads against 1 (ratios of times within rounds; issue 16 targets in brackets)", "",
+                  f"nnwasm in Node at {t} threads sets its `env.wasm.numThreads` = {t}; until the Node/page pool lands "
+                  "(branch jsthreads) it runs one thread, so its column measures 1 thread. onnxruntime-web sets the same. "
+                  f"CPython: SessionOptions.intra_op_num_threads = {t} (kernels-threads.wasm).", "",
+                  f"| model | Node nnwasm {t}T ms | ort-web {t}T ms | nnwasm {t}T/1T [<= 0.55-0.6] | ort-web {t}T/1T | "
+                  f"nnwasm {t}T / ort-web {t}T [<= 0.5] | CPython {t}T ms | CPython {t}T/1T | CPython {t}T / Node {t}T [<= 1.2] |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for m in res["models"]:
+            a = lambda k: f"{k}@{t}"   # noqa: E731
+            lines.append(f"| {NAMES[m['model']]} | {f(med(m, a('nnwasm')), '.1f')} | {f(med(m, a('ort-web')), '.1f')} | "
+                         f"{f(ratio(m, a('nnwasm'), 'nnwasm'))} | {f(ratio(m, a('ort-web'), 'ort-web'))} | "
+                         f"{f(ratio(m, a('nnwasm'), a('ort-web')))} | {f(med(m, a('py-nnwasm')), '.1f')} | "
+                         f"{f(ratio(m, a('py-nnwasm'), 'py-nnwasm'))} | {f(ratio(m, a('py-nnwasm'), a('nnwasm')))} |")
+    return lines
 
 
 def p10_ratios(r):

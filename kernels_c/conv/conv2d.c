@@ -12,7 +12,7 @@
 
 #include "conv2d.h"
 #include "simd.h"
-#include "threads/pool.h"
+#include "threads/split.h"
 
 void nnw_conv2d_decode(const int32_t *a, struct nnw_conv2d *p) {
   p->x = a[NNW_CONV2D_X];
@@ -191,25 +191,13 @@ static void im2col(const struct nnw_conv2d *p, const float *x, int32_t channels,
   }
 }
 
-/* Threads (threads/pool.h): a pointwise conv's GEMM split by output channels in blocks of four
- * rows of A; each row takes the path one thread gives it (whole blocks of four, then the last
- * tile's tail rows; the column blocking depends on n and k only): N threads give the bits of one. */
-#define PW_PARALLEL_MACS (1 << 19)
-
-struct pw_job {
-  int32_t mg, ohw, k;
-  const float *a, *x;
-  float *y;
-  struct nnw_epilogue ep;
-};
-
-static void pw_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
-  const struct pw_job *job = ctx;
-  int32_t r0 = 4 * start, rows = job->mg - r0 < 4 * count ? job->mg - r0 : 4 * count;
-  struct nnw_epilogue e = job->ep;
-  if (e.c != NULL) e.c += r0 * e.c_rs;
-  nnw_gemm_nn_buf(rows, job->ohw, job->k, job->a + (size_t)r0 * job->k, job->k, 1, job->x, job->ohw,
-                  job->y + (size_t)r0 * job->ohw, job->ohw, &e, nnw_pool_pack_buf(worker));
+/* Threads (threads/split.h): a conv's GEMM (pointwise, or an im2col band or chunk) split by
+ * output channels in blocks of four rows of A; each row takes the path one thread gives it (whole
+ * blocks of four, then the last tile's tail rows; the column blocking depends on n and k only):
+ * N threads give the bits of one. im2col itself stays on the caller (its columns feed every tile). */
+static void gemm_rows(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_t lda, const float *b,
+                      ptrdiff_t ldb, float *y, ptrdiff_t ldy, const struct nnw_epilogue *ep) {
+  nnw_gemm_nn_split(m, n, k, a, lda, 1, b, ldb, y, ldy, ep);
 }
 
 void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
@@ -245,13 +233,7 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
       struct nnw_epilogue ep = {1.0f, 1.0f, p.lo, p.hi, bias ? bias + g * mg : NULL, 1, 0};
       const float *a = wt + (size_t)g * mg * k;
       if (algo == NNW_CONV2D_POINTWISE) {
-        if (nnw_pool_threads() > 1 && mg >= 8 && (uint64_t)mg * ohw * k >= PW_PARALLEL_MACS) {
-          struct pw_job job = {mg, ohw, k, a, xg, yg, ep};
-          int32_t blocks = (mg + 3) / 4, threads = nnw_pool_threads();
-          nnw_parallel_for(blocks, (blocks + 2 * threads - 1) / (2 * threads), pw_task, &job);
-          continue;
-        }
-        nnw_gemm_nn(mg, ohw, k, a, k, 1, xg, ohw, yg, ohw, &ep);
+        gemm_rows(mg, ohw, k, a, k, xg, ohw, yg, ohw, &ep);
         continue;
       }
       int32_t kc = gemm_chunk(mg, ohw, k);
@@ -261,7 +243,7 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
         for (int32_t oy0 = 0; oy0 < p.oh; oy0 += rows) {
           int32_t oy1 = p.oh - oy0 < rows ? p.oh : oy0 + rows, cols = (oy1 - oy0) * p.ow;
           im2col(&p, xg, cg, oy0, oy1, scratch);
-          nnw_gemm_nn(mg, cols, k, a, k, 1, scratch, cols, yg + (size_t)oy0 * p.ow, ohw, &ep);
+          gemm_rows(mg, cols, k, a, k, scratch, cols, yg + (size_t)oy0 * p.ow, ohw, &ep);
         }
         continue;
       }
@@ -276,7 +258,7 @@ void nnw_run_conv2d(const int32_t *args, uint8_t *arena) {
         struct nnw_epilogue e = {1.0f, 1.0f, i == chunks - 1 ? p.lo : -INFINITY,
                                  i == chunks - 1 ? p.hi : INFINITY, src, ohw, 1};
         if (i == 0) e = (struct nnw_epilogue){1.0f, 1.0f, e.lo, e.hi, ep.c, 1, 0};
-        nnw_gemm_nn(mg, ohw, kn, a + k0, k, 1, b + (size_t)k0 * ohw, ohw, dst, ohw, &e);
+        gemm_rows(mg, ohw, kn, a + k0, k, b + (size_t)k0 * ohw, ohw, dst, ohw, &e);
         src = dst;
       }
     }

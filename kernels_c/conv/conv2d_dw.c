@@ -9,6 +9,8 @@
  * loops unrolled. conv2d_dw_c4.c takes most of these shapes when the channels come in fours. */
 #include "conv2d.h"
 #include "simd.h"
+#include "linalg/pack_a.h"
+#include "threads/split.h"
 
 #if defined(__GNUC__)
 #define NNW_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -293,6 +295,37 @@ static dw_plane_fn pick_plane(const struct nnw_conv2d *p) {
   return plane_any;
 }
 
+/* Threads (threads/split.h): planes (image x channel) split in tiles; each tile pads its planes
+ * into a scratch of its own (the op's for the caller, a helper's pack buffer when the plane fits
+ * there, else the op stays on the caller), every output plane computed whole as on one thread. */
+struct dw_job {
+  const struct nnw_conv2d *p;
+  const struct dw_geom *g;
+  dw_plane_fn plane;
+  const float *x, *wt, *bias;
+  float *y, *scratch;
+  int32_t span_h;
+};
+
+static void dw_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct dw_job *j = ctx;
+  const struct nnw_conv2d *p = j->p;
+  float *scratch = worker == 0 ? j->scratch : nnw_pool_pack_buf(worker);
+  int32_t mult = p->m / p->c, taps = p->kh * p->kw;
+  size_t hw = (size_t)p->h * p->w, ohw = (size_t)p->oh * p->ow;
+  /* the padding is the same for every channel: zeroed once, then only the inside is copied */
+  memset(scratch, 0, (size_t)j->span_h * j->g->row * sizeof(float));
+  for (int32_t pi = start; pi < start + count; pi++) {
+    fill_plane(p, j->g, j->span_h, j->x + (size_t)pi * hw, scratch);
+    int32_t ni = pi / p->c, ci = pi % p->c;
+    for (int32_t k = 0; k < mult; k++) {
+      int32_t o = ci * mult + k;
+      j->plane(p, j->g, scratch, j->wt + (size_t)o * taps, j->bias ? j->bias[o] : 0.0f,
+               j->y + ((size_t)ni * p->m + o) * ohw);
+    }
+  }
+}
+
 void nnw_conv2d_dw(const struct nnw_conv2d *p, const float *x, const float *wt, const float *bias,
                    float *y, float *scratch) {
   struct dw_geom g;
@@ -301,19 +334,10 @@ void nnw_conv2d_dw(const struct nnw_conv2d *p, const float *x, const float *wt, 
   g.ky_step = p->dh * g.row;
   g.oy_step = p->sh * g.row;
   for (int32_t kx = 0; kx < p->kw && kx < MAX_TAPS; kx++) g.tap[kx] = tap_offset(p, &g, kx);
-  int32_t span_h = (p->oh - 1) * p->sh + (p->kh - 1) * p->dh + 1;
-  int32_t mult = p->m / p->c, taps = p->kh * p->kw;
-  size_t hw = (size_t)p->h * p->w, ohw = (size_t)p->oh * p->ow;
-  dw_plane_fn plane = pick_plane(p);
-  /* the padding is the same for every channel: zeroed once, then only the inside is copied */
-  memset(scratch, 0, (size_t)span_h * g.row * sizeof(float));
-  for (int32_t pi = 0; pi < p->n * p->c; pi++) {
-    fill_plane(p, &g, span_h, x + (size_t)pi * hw, scratch);
-    int32_t ni = pi / p->c, ci = pi % p->c;
-    for (int32_t j = 0; j < mult; j++) {
-      int32_t o = ci * mult + j;
-      plane(p, &g, scratch, wt + (size_t)o * taps, bias ? bias[o] : 0.0f,
-            y + ((size_t)ni * p->m + o) * ohw);
-    }
-  }
+  int32_t span_h = (p->oh - 1) * p->sh + (p->kh - 1) * p->dh + 1, planes = p->n * p->c;
+  struct dw_job job = {p, &g, pick_plane(p), x, wt, bias, y, scratch, span_h};
+  uint64_t macs = (uint64_t)p->n * p->m * p->oh * p->ow * p->kh * p->kw;
+  int32_t threads = (uint64_t)span_h * g.row <= NNW_PACK_A_FLOATS
+                        ? nnw_split_threads(macs, NNW_SPLIT_MIN_FLOPS, planes) : 1;
+  nnw_parallel_for(planes, threads > 1 ? nnw_split_tile(planes, threads) : planes, dw_task, &job);
 }

@@ -160,11 +160,11 @@ void nnw_conv2d_winograd_pad_plane(const struct nnw_conv2d *p, const float *x, i
 
 /* y[o..o+3][oy..][ox..] of tiles t0 .. t0+tn-1 from Z[xi][t - t0][o..o+3], with bias and clamp */
 static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t tw, size_t t0,
-                             size_t tn, const float *bias, float *y) {
+                             size_t tn, const float *bias, float *y, int32_t o0, int32_t o1) {
   size_t ohw = (size_t)p->oh * p->ow;
   int32_t m = p->m;
   v4 lo = v4_set1(p->lo), hi = v4_set1(p->hi);
-  for (int32_t o = 0; o < m; o += 4) {
+  for (int32_t o = o0; o < o1; o += 4) {
     v4 b = bias ? v4_load(bias + o) : v4_set1(0.0f);
     for (size_t t = t0; t < t0 + tn; t++) {
       int32_t ty = (int32_t)(t / (size_t)tw), tx = (int32_t)(t % (size_t)tw);
@@ -199,6 +199,35 @@ static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t
   }
 }
 
+/* Threads (threads/split.h): each phase of a tile block split on its own, every output of a
+ * phase computed whole by one tile as on one thread: the padded planes and V by blocks of four
+ * input channels, the GEMMs by (point, panel) (winograd.h), y by blocks of four output channels. */
+enum { WG_PAD, WG_INPUT, WG_OUTPUT };
+
+struct wg_job {
+  const struct nnw_conv2d *p;
+  const float *xn, *bias;
+  float *planes, *v, *z, *yn;
+  int32_t tw, ph, pw, phase;
+  size_t plane, t0, tn;
+};
+
+static void wg_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct wg_job *j = ctx;
+  (void)worker;
+  for (int32_t ci = 4 * start; ci < 4 * (start + count); ci += 4) {
+    if (j->phase == WG_PAD) nnw_conv2d_winograd_pad_plane(j->p, j->xn, ci, j->ph, j->pw, j->planes + j->plane * ci);
+    else if (j->phase == WG_INPUT) transform_input(j->planes + j->plane * ci, j->tw, j->p->c, ci, j->t0, j->tn, j->v);
+    else transform_output(j->p, j->z, j->tw, j->t0, j->tn, j->bias, j->yn, ci, ci + 4);
+  }
+}
+
+static void wg_phase(struct wg_job *j, int phase, int32_t channels, int32_t threads) {
+  j->phase = phase;
+  int32_t blocks = channels / 4;
+  nnw_parallel_for(blocks, threads > 1 ? nnw_split_tile(blocks, threads) : blocks, wg_task, j);
+}
+
 /* the convolution on transformed weights u; scratch holds the padded input, V and Z */
 static void winograd_run(const struct nnw_conv2d *p, const float *x, const float *u,
                          const float *bias, float *y, float *scratch) {
@@ -207,18 +236,28 @@ static void winograd_run(const struct nnw_conv2d *p, const float *x, const float
   int32_t ph = 4 * th + 2, pw = 4 * tw + 2;
   size_t plane = (size_t)ph * pw; /* pixels of one padded plane */
   float *planes = scratch, *v = planes + plane * c, *z = v + NT * tb * c;
+  int32_t threads = nnw_split_threads((uint64_t)t_count * c * m * NT, NNW_SPLIT_MIN_FLOPS, c / 4);
+  static const int first[NT + 1] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+                                    13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                                    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36};
   for (int32_t ni = 0; ni < p->n; ni++) {
-    const float *xn = x + (size_t)ni * c * p->h * p->w;
-    float *yn = y + (size_t)ni * m * p->oh * p->ow;
-    for (int32_t ci = 0; ci < c; ci += 4)
-      nnw_conv2d_winograd_pad_plane(p, xn, ci, ph, pw, planes + plane * ci);
+    struct wg_job job = {p, x + (size_t)ni * c * p->h * p->w, bias, planes, v, z,
+                         y + (size_t)ni * m * p->oh * p->ow, tw, ph, pw, WG_PAD, plane, 0, 0};
+    wg_phase(&job, WG_PAD, c, threads);
     for (size_t t0 = 0; t0 < t_count; t0 += tb) {
       size_t tn = t_count - t0 < tb ? t_count - t0 : tb;
-      for (int32_t ci = 0; ci < c; ci += 4) transform_input(planes + plane * ci, tw, c, ci, t0, tn, v);
-      for (int xi = 0; xi < NT; xi++)
-        nnw_wg_gemm((int32_t)tn, c, m, v + (size_t)xi * tn * c, u + (size_t)xi * c * m,
-                    z + (size_t)xi * tn * m);
-      transform_output(p, z, tw, t0, tn, bias, yn);
+      job.t0 = t0;
+      job.tn = tn;
+      wg_phase(&job, WG_INPUT, c, threads);
+      if (threads > 1) {
+        struct nnw_wg_gemms g = {(int32_t)tn, c, m, (m + NNW_WG_PANEL - 1) / NNW_WG_PANEL, first, v, u, z};
+        nnw_wg_gemms(&g, NT, threads);
+      } else {
+        for (int xi = 0; xi < NT; xi++)
+          nnw_wg_gemm((int32_t)tn, c, m, v + (size_t)xi * tn * c, u + (size_t)xi * c * m,
+                      z + (size_t)xi * tn * m);
+      }
+      wg_phase(&job, WG_OUTPUT, m, threads);
     }
   }
 }

@@ -16,6 +16,7 @@
 
 #include "conv2d.h"
 #include "simd.h"
+#include "linalg/pack_a.h"
 #include "winograd.h"
 
 #define NP 25 /* points of the 5x5 transformed tile */
@@ -93,11 +94,11 @@ static void transform_input(const float *plane, int32_t tw, size_t tn, int32_t c
 
 /* y[o..o+3] of every tile from Z[pos][t][o..o+3], with bias and clamp */
 static void transform_output(const struct nnw_conv2d *p, const float *z, int32_t tw, size_t tn,
-                             const int *pos, const float *bias, float *y) {
+                             const int *pos, const float *bias, float *y, int32_t o0, int32_t o1) {
   size_t ohw = (size_t)p->oh * p->ow;
   int32_t m = p->m;
   v4 lo = v4_set1(p->lo), hi = v4_set1(p->hi);
-  for (int32_t o = 0; o < m; o += 4) {
+  for (int32_t o = o0; o < o1; o += 4) {
     v4 b = bias ? v4_load(bias + o) : v4_set1(0.0f);
     for (size_t t = 0; t < tn; t++) {
       int32_t ty = (int32_t)(t / (size_t)tw), tx = (int32_t)(t % (size_t)tw);
@@ -127,6 +128,32 @@ static uint64_t run_floats(uint64_t c, uint64_t m, int32_t oh, int32_t ow) {
   return nnw_add(nnw_add(nnw_mul(NP * t, c), nnw_mul(NP * t, m)), planes);
 }
 
+/* Threads (threads/split.h): V by blocks of four input channels (each worker pads its channels
+ * into a plane of its own: the scratch's for the caller, its pack buffer for a helper, when the
+ * plane fits there; else this phase stays on the caller), the GEMMs by (group, panel)
+ * (winograd.h), y by blocks of four output channels; each output computed whole by one tile. */
+struct s2_job {
+  const struct nnw_conv2d *p;
+  const float *xn, *bias;
+  float *planes, *v, *z, *yn;
+  const int *pos;
+  int32_t tw, ph, pw, output;
+  size_t tn;
+};
+
+static void s2_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct s2_job *j = ctx;
+  float *plane = worker == 0 ? j->planes : nnw_pool_pack_buf(worker);
+  for (int32_t ci = 4 * start; ci < 4 * (start + count); ci += 4) {
+    if (j->output) {
+      transform_output(j->p, j->z, j->tw, j->tn, j->pos, j->bias, j->yn, ci, ci + 4);
+    } else {
+      nnw_conv2d_winograd_pad_plane(j->p, j->xn, ci, j->ph, j->pw, plane);
+      transform_input(plane, j->tw, j->tn, j->p->c, ci, j->pos, j->v);
+    }
+  }
+}
+
 static void winograd_s2_run(const struct nnw_conv2d *p, const float *x, const float *u,
                             const float *bias, float *y, float *scratch) {
   int pos[NP], start[NG + 1];
@@ -136,17 +163,23 @@ static void winograd_s2_run(const struct nnw_conv2d *p, const float *x, const fl
   int32_t ph = 4 * th + 1, pw = 4 * tw + 1;
   size_t plane = (size_t)ph * pw; /* pixels of one padded plane */
   float *planes = scratch, *v = planes + plane * 4, *z = v + NP * tn * c;
+  int32_t threads = nnw_split_threads((uint64_t)tn * c * m * NP, NNW_SPLIT_MIN_FLOPS, c / 4);
+  int32_t in_threads = plane * 4 <= NNW_PACK_A_FLOATS ? threads : 1;
   for (int32_t ni = 0; ni < p->n; ni++) {
-    const float *xn = x + (size_t)ni * c * p->h * p->w;
-    for (int32_t ci = 0; ci < c; ci += 4) {
-      nnw_conv2d_winograd_pad_plane(p, xn, ci, ph, pw, planes);
-      transform_input(planes, tw, tn, c, ci, pos, v);
+    struct s2_job job = {p, x + (size_t)ni * c * p->h * p->w, bias, planes, v, z,
+                         y + (size_t)ni * m * p->oh * p->ow, pos, tw, ph, pw, 0, tn};
+    nnw_parallel_for(c / 4, in_threads > 1 ? nnw_split_tile(c / 4, in_threads) : c / 4, s2_task, &job);
+    if (threads > 1) {
+      struct nnw_wg_gemms g = {(int32_t)tn, c, m, (m + NNW_WG_PANEL - 1) / NNW_WG_PANEL, start, v, u, z};
+      nnw_wg_gemms(&g, NG, threads);
+    } else {
+      for (int g = 0; g < NG; g++) {
+        size_t r0 = (size_t)start[g] * tn, rows = (size_t)(start[g + 1] - start[g]) * tn;
+        nnw_wg_gemm((int32_t)rows, c, m, v + r0 * c, u + (size_t)g * c * m, z + r0 * m);
+      }
     }
-    for (int g = 0; g < NG; g++) {
-      size_t r0 = (size_t)start[g] * tn, rows = (size_t)(start[g + 1] - start[g]) * tn;
-      nnw_wg_gemm((int32_t)rows, c, m, v + r0 * c, u + (size_t)g * c * m, z + r0 * m);
-    }
-    transform_output(p, z, tw, tn, pos, bias, y + (size_t)ni * m * p->oh * p->ow);
+    job.output = 1;
+    nnw_parallel_for(m / 4, threads > 1 ? nnw_split_tile(m / 4, threads) : m / 4, s2_task, &job);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "bcast.h"
 #include "internal.h"
 #include "simd.h"
+#include "threads/split.h"
 
 #if defined(__GNUC__)
 #define NNW_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -94,12 +95,65 @@ static void row(int kind, const float *a, ptrdiff_t as, const float *b, ptrdiff_
   }
 }
 
+/* Threads (threads/split.h): rows of the broadcast split in tiles (each tile seeks its first row),
+ * or a single long row in chunks of BIN_CHUNK elements (a multiple of 4: the vector loop meets the
+ * same elements); every element is one operation whoever computes it: N threads give the bits of one. */
+#define BIN_CHUNK 4096
+
+struct bin_job {
+  int32_t kind;
+  const struct nnw_bcast *bc;
+  const float *a, *b;
+  float *y;
+};
+
+static void bin_rows(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct bin_job *j = ctx;
+  struct nnw_bcast bc = *j->bc;
+  (void)worker;
+  size_t r = (size_t)start;
+  for (int i = 1; i < bc.r; i++) {   /* seek row `start` */
+    bc.idx[i] = (int32_t)(r % (size_t)bc.d[i]);
+    r /= (size_t)bc.d[i];
+  }
+  float *y = j->y + (size_t)start * (size_t)bc.d[0];
+  for (int32_t n = 0; n < count; n++) {
+    ptrdiff_t off[2];
+    nnw_bcast_row(&bc, off);
+    row(j->kind, j->a + off[0], bc.s[0][0], j->b + off[1], bc.s[1][0], y, bc.d[0]);
+    y += bc.d[0];
+  }
+}
+
+static void bin_chunks(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct bin_job *j = ctx;
+  (void)worker;
+  int32_t len = j->bc->d[0], lo = start * BIN_CHUNK, hi = (start + count) * BIN_CHUNK < len ? (start + count) * BIN_CHUNK : len;
+  ptrdiff_t as = j->bc->s[0][0], bs = j->bc->s[1][0];
+  row(j->kind, j->a + lo * as, as, j->b + lo * bs, bs, j->y + lo, hi - lo);
+}
+
 void nnw_run_binary(const int32_t *args, uint8_t *arena) {
   int32_t kind = args[NNW_BINARY_KIND];
   struct nnw_bcast bc;
   nnw_bcast_init(&bc, args + NNW_BINARY_RANK, 2);
   const float *a = nnw_f32_at(arena, args[NNW_BINARY_A]), *b = nnw_f32_at(arena, args[NNW_BINARY_B]);
   float *y = nnw_f32_at(arena, args[NNW_BINARY_Y]);
+  uint64_t count = (uint64_t)bc.rows * (uint64_t)bc.d[0];
+  if (bc.rows <= INT32_MAX && nnw_split_threads(count, NNW_SPLIT_MIN_ELEMS, 2) > 1) {
+    struct bin_job job = {kind, &bc, a, b, y};
+    int32_t threads = nnw_pool_threads();
+    if (bc.rows >= (size_t)2 * threads) {
+      int32_t rows = (int32_t)bc.rows;
+      nnw_parallel_for(rows, nnw_split_tile(rows, threads), bin_rows, &job);
+      return;
+    }
+    if (bc.rows == 1) {
+      int32_t chunks = (bc.d[0] + BIN_CHUNK - 1) / BIN_CHUNK;
+      nnw_parallel_for(chunks, nnw_split_tile(chunks, threads), bin_chunks, &job);
+      return;
+    }
+  }
   for (size_t n = 0; n < bc.rows; n++) {
     ptrdiff_t off[2];
     nnw_bcast_row(&bc, off);

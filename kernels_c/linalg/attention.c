@@ -8,6 +8,8 @@
 #include "internal.h"
 #include "simd.h"
 #include "linalg/exp_scores.h"
+#include "linalg/pack_a.h"
+#include "threads/split.h"
 
 struct attention {
   int32_t q, k, v, mask, y, scratch, batch, heads, s, l, d, m_bs, m_hs, m_rs;
@@ -98,26 +100,52 @@ static void softmax_scores(float *x, int32_t len) {
   for (; i < len; i++) x[i] *= 1.0f / sum;
 }
 
+/* Threads (threads/split.h): (batch, head) pairs split in tiles, each pair computed whole by one
+ * worker exactly as on one thread. A helper keeps K^T and the scores in its pack buffer, after the
+ * 4 * max(d, l) floats its GEMMs pack A's rows into (ops whose head does not fit there stay on the
+ * caller, which uses the op's scratch). */
+struct att_job {
+  const struct attention *p;
+  const float *q, *k, *v, *mask;
+  float *y, *scratch;
+};
+
+static void att_heads(const struct att_job *j, int32_t start, int32_t count, float *kt, float *pbuf) {
+  const struct attention *p = j->p;
+  float *scores = kt + (size_t)p->d * p->l;
+  ptrdiff_t hd = (ptrdiff_t)p->heads * p->d;
+  struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
+  for (int32_t bh = start; bh < start + count; bh++) {
+    int32_t b = bh / p->heads, h = bh % p->heads;
+    const float *qh = j->q + (size_t)b * p->s * hd + (size_t)h * p->d;
+    const float *kh = j->k + (size_t)b * p->l * hd + (size_t)h * p->d;
+    const float *vh = j->v + (size_t)b * p->l * hd + (size_t)h * p->d;
+    transpose_head(kh, hd, p->l, p->d, kt);
+    struct nnw_epilogue ep = {p->scale, 1.0f, -INFINITY, INFINITY, NULL, p->m_rs, 1};
+    if (j->mask != NULL) ep.c = j->mask + (size_t)b * p->m_bs + (size_t)h * p->m_hs;
+    nnw_gemm_nn_buf(p->s, p->l, p->d, qh, hd, 1, kt, p->l, scores, p->l, &ep, pbuf);
+    for (int32_t i = 0; i < p->s; i++) softmax_scores(scores + (size_t)i * p->l, p->l);
+    nnw_gemm_nn_buf(p->s, p->d, p->l, scores, p->l, 1, vh, hd, j->y + (size_t)b * p->s * hd + (size_t)h * p->d, hd,
+                    &none, pbuf);
+  }
+}
+
+static void att_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct att_job *j = ctx;
+  float *pbuf = nnw_pool_pack_buf(worker);
+  int32_t pack = 4 * (j->p->d > j->p->l ? j->p->d : j->p->l);
+  att_heads(j, start, count, worker == 0 ? j->scratch : pbuf + pack, pbuf);
+}
+
 void nnw_run_attention(const int32_t *args, uint8_t *arena) {
   struct attention p;
   decode(args, &p);
-  const float *q = nnw_f32_at(arena, p.q), *k = nnw_f32_at(arena, p.k), *v = nnw_f32_at(arena, p.v);
-  const float *mask = nnw_f32_at(arena, p.mask);
-  float *y = nnw_f32_at(arena, p.y), *kt = nnw_f32_at(arena, p.scratch);
-  float *scores = kt + (size_t)p.d * p.l;
-  ptrdiff_t hd = (ptrdiff_t)p.heads * p.d;
-  struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
-  for (int32_t b = 0; b < p.batch; b++) {
-    for (int32_t h = 0; h < p.heads; h++) {
-      const float *qh = q + (size_t)b * p.s * hd + (size_t)h * p.d;
-      const float *kh = k + (size_t)b * p.l * hd + (size_t)h * p.d;
-      const float *vh = v + (size_t)b * p.l * hd + (size_t)h * p.d;
-      transpose_head(kh, hd, p.l, p.d, kt);
-      struct nnw_epilogue ep = {p.scale, 1.0f, -INFINITY, INFINITY, NULL, p.m_rs, 1};
-      if (mask != NULL) ep.c = mask + (size_t)b * p.m_bs + (size_t)h * p.m_hs;
-      nnw_gemm_nn(p.s, p.l, p.d, qh, hd, 1, kt, p.l, scores, p.l, &ep);
-      for (int32_t i = 0; i < p.s; i++) softmax_scores(scores + (size_t)i * p.l, p.l);
-      nnw_gemm_nn(p.s, p.d, p.l, scores, p.l, 1, vh, hd, y + (size_t)b * p.s * hd + (size_t)h * p.d, hd, &none);
-    }
-  }
+  struct att_job job = {&p, nnw_f32_at(arena, p.q), nnw_f32_at(arena, p.k), nnw_f32_at(arena, p.v),
+                        nnw_f32_at(arena, p.mask), nnw_f32_at(arena, p.y), nnw_f32_at(arena, p.scratch)};
+  int32_t pairs = p.batch * p.heads;
+  uint64_t fits = 4 * (uint64_t)(p.d > p.l ? p.d : p.l) + (uint64_t)(p.d + p.s) * p.l;
+  uint64_t macs = (uint64_t)pairs * p.s * p.l * 2 * p.d;
+  int32_t threads = fits <= NNW_PACK_A_FLOATS ? nnw_split_threads(macs, NNW_SPLIT_MIN_FLOPS, pairs) : 1;
+  if (threads > 1) nnw_parallel_for(pairs, nnw_split_tile(pairs, threads), att_task, &job);
+  else att_heads(&job, 0, pairs, job.scratch, nnw_pool_pack_buf(0));
 }

@@ -11,6 +11,8 @@
 #include "act4.h"
 #include "internal.h"
 #include "simd.h"
+#include "linalg/pack_a.h"
+#include "threads/split.h"
 #include "linalg/exp_scores.h"
 
 /* elements spanned by a [b, r, h, w] view at strides bs, rs, hs (w contiguous); 0 if any is 0 */
@@ -386,19 +388,20 @@ static void row(const struct akv *p, const uint8_t *arena, int32_t b, int32_t h,
 /* s > 1 (a prompt): per kv head K transposed once into scratch, then per query head the [s, t]
  * scores by gemm_nn.c, the weights row by row (zero outside each row's keys) and P V by gemm_nn.c
  * straight into y: the GEMMs' rate instead of one dot product per key */
-static void block(const struct akv *p, const uint8_t *arena, int32_t b, int64_t nb, float *kt, float *y) {
+static void block(const struct akv *p, const uint8_t *arena, int32_t b, int64_t nb, float *kt, float *y,
+                  int32_t g0, int32_t g1, float *pbuf) {
   int32_t group = p->heads / p->kv_heads, t = p->t;
   struct nnw_epilogue sc_ep = {p->scale, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
   struct nnw_epilogue none = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
   float *sc = kt + (size_t)p->d * t;
-  for (int32_t g = 0; g < p->kv_heads; g++) {
+  for (int32_t g = g0; g < g1; g++) {
     const float *k = (const float *)(const void *)(arena + p->k) + (size_t)b * p->k_bs + (size_t)g * p->k_hs;
     const float *v = (const float *)(const void *)(arena + p->v) + (size_t)b * p->v_bs + (size_t)g * p->v_hs;
     for (int32_t j = 0; j < t; j++)
       for (int32_t c = 0; c < p->d; c++) kt[(size_t)c * t + j] = k[(size_t)j * p->k_rs + c];
     for (int32_t h = g * group; h < (g + 1) * group; h++) {
       const float *q = (const float *)(const void *)(arena + p->q) + (size_t)b * p->q_bs + (size_t)h * p->q_hs;
-      nnw_gemm_nn(p->s, t, p->d, q, p->q_rs, 1, kt, t, sc, t, &sc_ep);
+      nnw_gemm_nn_buf(p->s, t, p->d, q, p->q_rs, 1, kt, t, sc, t, &sc_ep, pbuf);
       for (int32_t i = 0; i < p->s; i++) {
         float *r = sc + (size_t)i * t;
         int32_t lo, hi;
@@ -407,7 +410,45 @@ static void block(const struct akv *p, const uint8_t *arena, int32_t b, int64_t 
         memset(r, 0, (size_t)lo * sizeof(float));
         memset(r + hi, 0, (size_t)(t - hi) * sizeof(float));
       }
-      nnw_gemm_nn(p->s, p->dv, t, sc, t, 1, v, p->v_rs, y + (size_t)b * p->y_bs + (size_t)h * p->y_hs, p->y_rs, &none);
+      nnw_gemm_nn_buf(p->s, p->dv, t, sc, t, 1, v, p->v_rs, y + (size_t)b * p->y_bs + (size_t)h * p->y_hs, p->y_rs,
+                      &none, pbuf);
+    }
+  }
+}
+
+/* Threads (threads/split.h): by block, (batch, kv head) pairs split in tiles (a kv head's query
+ * heads stay together, on its K^T); row by row, (batch, query row, head) triples. Each unit is
+ * computed whole by one worker exactly as on one thread. A helper keeps its scratch in its pack
+ * buffer (after the 4 * max(d, t) floats its GEMMs pack A's rows into); ops whose scratch does not
+ * fit there stay on the caller, which uses the op's scratch. */
+struct akv_job {
+  const struct akv *p;
+  const uint8_t *arena;
+  float *sc, *y;
+};
+
+static int32_t akv_pack(const struct akv *p) { return 4 * (p->d > p->t ? p->d : p->t); }
+
+static int32_t akv_threads(const struct akv *p) {
+  uint64_t need = scratch_bytes(p) / 4 + (uint64_t)akv_pack(p), t = (uint64_t)p->t;
+  if (need > NNW_PACK_A_FLOATS) return 1;
+  uint64_t macs = (uint64_t)p->batch * p->s * p->heads * t * (uint64_t)(p->d + p->dv);
+  return nnw_split_threads(macs, NNW_SPLIT_MIN_FLOPS, by_block(p) ? p->batch * p->kv_heads : p->batch * p->s * p->heads);
+}
+
+static void akv_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct akv_job *j = ctx;
+  const struct akv *p = j->p;
+  float *pbuf = nnw_pool_pack_buf(worker), *sc = worker == 0 ? j->sc : pbuf + akv_pack(p);
+  for (int32_t u = start; u < start + count; u++) {
+    int32_t b = by_block(p) ? u / p->kv_heads : u / (p->s * p->heads);
+    int64_t nb = p->lens >= 0 ? (int64_t)lens_at(j->arena, p->lens, b) + p->lens_add : p->c0;
+    if (by_block(p)) {
+      int32_t g = u % p->kv_heads;
+      block(p, j->arena, b, nb, sc, j->y, g, g + 1, pbuf);
+    } else {
+      int32_t i = u / p->heads % p->s, h = u % p->heads;
+      row(p, j->arena, b, h, i, nb, sc, j->y + (size_t)b * p->y_bs + (size_t)i * p->y_rs + (size_t)h * p->y_hs);
     }
   }
 }
@@ -423,10 +464,17 @@ void nnw_run_attention_kv(const int32_t *a, uint8_t *arena) {
     }
   }
   float *sc = nnw_f32_at(arena, p.scratch), *y = nnw_f32_at(arena, p.y);
+  struct akv_job job = {&p, arena, sc, y};
+  int32_t threads = akv_threads(&p);
+  if (threads > 1) {
+    int32_t range = by_block(&p) ? p.batch * p.kv_heads : p.batch * p.s * p.heads;
+    nnw_parallel_for(range, nnw_split_tile(range, threads), akv_task, &job);
+    return;
+  }
   for (int32_t b = 0; b < p.batch; b++) {
     int64_t nb = p.lens >= 0 ? (int64_t)lens_at(arena, p.lens, b) + p.lens_add : p.c0;
     if (by_block(&p)) {
-      block(&p, arena, b, nb, sc, y);
+      block(&p, arena, b, nb, sc, y, 0, p.kv_heads, nnw_pool_pack_buf(0));
       continue;
     }
     for (int32_t i = 0; i < p.s; i++)

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "threads/split.h"
 #include "simd.h"
 
 struct gemm {
@@ -123,7 +124,7 @@ void nnw_run_gemm(const int32_t *args, uint8_t *arena) {
   struct nnw_epilogue ep = {p.alpha, p.beta, p.lo, p.hi, nnw_f32_at(arena, p.c), p.c_rs, p.c_cs};
   if (!p.trans_b) {
     ptrdiff_t a_rs = p.trans_a ? 1 : p.k, a_cs = p.trans_a ? p.m : 1;
-    nnw_gemm_nn(p.m, p.n, p.k, a, a_rs, a_cs, b, p.n, y, p.n, &ep);
+    nnw_gemm_nn_split(p.m, p.n, p.k, a, a_rs, a_cs, b, p.n, y, p.n, &ep);   /* threads/split.h */
   } else if (!p.trans_a) {
     gemm_nt(&p, a, b, y, &ep);
   } else {
@@ -165,13 +166,36 @@ int nnw_validate_matmul(const int32_t *args, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
+/* Threads (threads/split.h): batched products split by batch, each product computed whole by one
+ * worker as on one thread */
+struct batch_job {
+  const struct matmul *p;
+  const float *a, *b;
+  float *y;
+};
+
+static void batch_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct batch_job *j = ctx;
+  const struct matmul *p = j->p;
+  struct nnw_epilogue ep = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
+  for (int32_t bt = start; bt < start + count; bt++)
+    nnw_gemm_nn_buf(p->m, p->n, p->k, j->a + (size_t)bt * p->a_bs, p->k, 1, j->b + (size_t)bt * p->b_bs, p->n,
+                    j->y + (size_t)bt * p->m * p->n, p->n, &ep, nnw_pool_pack_buf(worker));
+}
+
 void nnw_run_matmul(const int32_t *args, uint8_t *arena) {
   struct matmul p;
   matmul_decode(args, &p);
   const float *a = nnw_f32_at(arena, p.a), *b = nnw_f32_at(arena, p.b);
   float *y = nnw_f32_at(arena, p.y);
   struct nnw_epilogue ep = {1.0f, 0.0f, -INFINITY, INFINITY, NULL, 0, 0};
-  for (int32_t bt = 0; bt < p.batch; bt++)
-    nnw_gemm_nn(p.m, p.n, p.k, a + (size_t)bt * p.a_bs, p.k, 1, b + (size_t)bt * p.b_bs, p.n,
-                y + (size_t)bt * p.m * p.n, p.n, &ep);
+  struct batch_job job = {&p, a, b, y};
+  int32_t threads = nnw_split_threads((uint64_t)p.batch * p.m * p.n * p.k, NNW_SPLIT_MIN_FLOPS, p.batch);
+  if (threads > 1 && p.batch >= 2 * threads) {   /* whole products per tile */
+    nnw_parallel_for(p.batch, nnw_split_tile(p.batch, threads), batch_task, &job);
+    return;
+  }
+  for (int32_t bt = 0; bt < p.batch; bt++)   /* few products: each split by rows when it pays */
+    nnw_gemm_nn_split(p.m, p.n, p.k, a + (size_t)bt * p.a_bs, p.k, 1, b + (size_t)bt * p.b_bs, p.n,
+                      y + (size_t)bt * p.m * p.n, p.n, &ep);
 }

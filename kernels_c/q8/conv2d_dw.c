@@ -8,6 +8,8 @@
  * 8 MACs per instruction (pmaddwd) where extmul took 3 instructions for 4. Everything else takes
  * dw_rows: one tap at a time over 8 columns (extmul), or scalar. */
 #include "conv2d.h"
+#include "linalg/pack_a.h"
+#include "threads/split.h"
 
 /* dw_pairs reads up to 2 np + 7 - kw (stride 1) or 2 np + 14 - kw (stride 2) columns past the
  * span: DW_PAIR_SLACK, a narrower plane than dw_rows' DW_SLACK */
@@ -270,48 +272,73 @@ static int pairs_ok(const struct q8_conv *p) {
 #endif
 }
 
-void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena) {
+/* Threads (threads/split.h): the (image, channel) planes split in tiles, each padded into a plane
+ * buffer of the worker's own (the op's scratch for the caller, its pack buffer for a helper, when
+ * the plane fits there); every output computed as on one thread. */
+struct dw_job {
+  const struct q8_conv *p;
+  uint8_t *arena;
+  int32_t span_h, pw, pairs, rows, lim8, n_cols, vec_ok;
+};
+
+static void dw_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct dw_job *j = ctx;
+  const struct q8_conv *p = j->p;
+  uint8_t *arena = j->arena;
   const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
   const float *scale = nnw_f32_at(arena, p->scale);
   const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
   int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0), taps = p->kh * p->kw;
   size_t out_plane = (size_t)p->oh * (size_t)p->ow, in_plane = (size_t)p->h * (size_t)p->wd;
+  int32_t span_h = j->span_h, pw = j->pw, pairs = j->pairs, rows = j->rows, lim8 = j->lim8;
+  int16_t *plane = worker == 0 ? (int16_t *)(void *)(arena + p->scratch) : (int16_t *)(void *)nnw_pool_pack_buf(worker);
+  int ysize = nnw_dtype_size(p->y_dtype);
+  const uint8_t *x_end = arena + p->x + (size_t)p->n * (size_t)p->c * in_plane;
+  /* dw_pairs stores 8 bytes past a row while they stay before y_end: into the next plane, which
+   * one thread writes later. A tile's last plane is followed by another tile's: y_end is its end. */
+  const uint8_t *y_end = arena + p->y + (size_t)(start + count) * out_plane * (size_t)ysize;
+  memset(plane, 0, 2 * (size_t)span_h * (size_t)pw);
+  for (int32_t u = start; u < start + count; u++) {
+    int32_t b = u / p->c, ch = u % p->c;
+    size_t bc = (size_t)b * (size_t)p->c + (size_t)ch;
+    const uint8_t *wc = arena + p->w + (size_t)ch * (size_t)taps;
+    int32_t wz = nnw_q8_get(w_zp, p->w_dtype, (size_t)ch * (size_t)p->w_zp_s);
+    uint32_t bv = bias ? (uint32_t)bias[ch] : 0;
+    float sv = scale ? scale[(size_t)ch * (size_t)p->scale_s] : 0.0f;
+    uint8_t *yc = arena + p->y + bc * out_plane * (size_t)ysize;
+    const uint8_t *xc = arena + p->x + bc * in_plane;
+#ifdef __wasm_simd128__
+    if (j->vec_ok && (size_t)(x_end - (xc + (size_t)(rows - 1) * (size_t)p->wd)) >= (size_t)lim8)
+      dw_plane_vec(p, xc, rows, lim8, xz, j->n_cols - (lim8 - 8), pw, plane);
+    else
+#endif
+      dw_plane(p, xc, x_end, xz, span_h, pw, plane);
+#ifdef __wasm_simd128__
+    if (pairs) {
+      dw_pairs(p, plane, pw, wc, wz, bv, sv, yc, y_end);
+      continue;
+    }
+#endif
+    dw_rows(p, plane, pw, wc, wz, bv, sv, yc);
+  }
+  (void)y_end;
+  (void)pairs;
+  (void)rows;
+  (void)lim8;
+}
+
+void nnw_q8_conv2d_dw(const struct q8_conv *p, uint8_t *arena) {
   int32_t span_h = (p->oh - 1) * p->sh + (p->kh - 1) * p->dh + 1;
   int32_t pairs = pairs_ok(p), span_w = (p->ow - 1) * p->sw + (p->kw - 1) * p->dw + 1;
   int32_t pw = span_w + (pairs ? DW_PAIR_SLACK : DW_SLACK);
-  int16_t *plane = (int16_t *)(void *)(arena + p->scratch);
-  int ysize = nnw_dtype_size(p->y_dtype);
-  const uint8_t *x_end = arena + p->x + (size_t)p->n * (size_t)p->c * in_plane;
-  const uint8_t *y_end = arena + p->y + (size_t)p->n * (size_t)p->c * out_plane * (size_t)ysize;
-  memset(plane, 0, 2 * (size_t)span_h * (size_t)pw);
   /* dw_plane_vec's case: rows (of the image inside the span) of n columns, ceil8(n) inside a row */
   int32_t rows = p->h < span_h - p->pt ? p->h : span_h - p->pt, cap = pw - p->pl;
   int32_t n_cols = p->wd < cap ? p->wd : cap, lim8 = (n_cols + 7) / 8 * 8;
   int vec_ok = rows > 0 && n_cols > 0 && lim8 <= cap;
-  for (int32_t b = 0; b < p->n; b++)
-    for (int32_t ch = 0; ch < p->c; ch++) {
-      size_t bc = (size_t)b * (size_t)p->c + (size_t)ch;
-      const uint8_t *wc = arena + p->w + (size_t)ch * (size_t)taps;
-      int32_t wz = nnw_q8_get(w_zp, p->w_dtype, (size_t)ch * (size_t)p->w_zp_s);
-      uint32_t bv = bias ? (uint32_t)bias[ch] : 0;
-      float sv = scale ? scale[(size_t)ch * (size_t)p->scale_s] : 0.0f;
-      uint8_t *yc = arena + p->y + bc * out_plane * (size_t)ysize;
-      const uint8_t *xc = arena + p->x + bc * in_plane;
-#ifdef __wasm_simd128__
-      if (vec_ok && (size_t)(x_end - (xc + (size_t)(rows - 1) * (size_t)p->wd)) >= (size_t)lim8)
-        dw_plane_vec(p, xc, rows, lim8, xz, n_cols - (lim8 - 8), pw, plane);
-      else
-#endif
-        dw_plane(p, xc, x_end, xz, span_h, pw, plane);
-#ifdef __wasm_simd128__
-      if (pairs) {
-        dw_pairs(p, plane, pw, wc, wz, bv, sv, yc, y_end);
-        continue;
-      }
-#endif
-      dw_rows(p, plane, pw, wc, wz, bv, sv, yc);
-    }
-  (void)y_end;
-  (void)pairs;
-  (void)vec_ok;
+  struct dw_job job = {p, arena, span_h, pw, pairs, rows, lim8, n_cols, vec_ok};
+  int32_t planes = p->n * p->c;
+  uint64_t macs = (uint64_t)planes * p->oh * p->ow * p->kh * p->kw;
+  int32_t threads = 2 * (uint64_t)span_h * (uint64_t)pw <= NNW_PACK_A_FLOATS * 4
+                        ? nnw_split_threads(macs, NNW_SPLIT_MIN_FLOPS, planes) : 1;
+  nnw_parallel_for(planes, threads > 1 ? nnw_split_tile(planes, threads) : planes, dw_task, &job);
 }

@@ -8,6 +8,8 @@
  * rounding) 8 bytes a row: MobileNetV2's expand convs have k = 16..32, where gemm.c's tile store,
  * reload and nearest/trunc_sat epilogue cost about as much as the multiply-adds. */
 #include "conv2d.h"
+#include "linalg/pack_a.h"
+#include "threads/split.h"
 
 #ifdef __wasm_simd128__
 enum { MR = 4, NR = 8 };
@@ -149,30 +151,40 @@ static void tile1(const uint32_t *a, int32_t kp, const int16_t *panel, v128_t bi
   put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, cl, scale), nnw_q8_rq4(rq, ch, scale), u8));
 }
 
-void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
-                      uint8_t *y, uint8_t *scratch, const uint32_t *packed, int blocked) {
-  int32_t kp = (k + 1) / 2, u8 = p->y_dtype == NNW_U8;
-  size_t n = (size_t)p->oh * (size_t)p->ow;
-  const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
-  const float *scale = nnw_f32_at(arena, p->scale);
-  const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
-  int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0);
-  uint32_t *apack = (uint32_t *)(void *)scratch;
-  int16_t *panel = (int16_t *)(void *)(apack + (size_t)p->m * (size_t)kp);
+/* Threads (threads/split.h): the pixels in tiles of whole 8-pixel panels, each packed into a
+ * panel buffer of the worker's own (the op's scratch for the caller, its pack buffer for a helper,
+ * when a panel fits there); integer sums, and every output's epilogue as on one thread. */
+struct mm_job {
+  const struct q8_conv *p;
+  const uint8_t *x;
+  uint8_t *y;
+  const uint32_t *apack;
+  int16_t *panel;
+  const int32_t *bias;
+  const float *scale;
+  size_t n;
+  int32_t k, kp, xz, u8, shuffle;
+};
+
+static void mm_panels(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct mm_job *j = ctx;
+  const struct q8_conv *p = j->p;
+  const uint32_t *apack = j->apack;
+  const int32_t *bias = j->bias;
+  const float *scale = j->scale;
+  int16_t *panel = worker == 0 ? j->panel : (int16_t *)(void *)nnw_pool_pack_buf(worker);
+  int32_t kp = j->kp, u8 = j->u8;
+  size_t n = j->n;
+  uint8_t *y = j->y;
   struct nnw_q8_rq rq = nnw_q8_rq_init(p->y_zp, p->y_min, p->y_max);
-  int shuffle = packed ? blocked : (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
-  if (packed) /* q8_conv2d_pk: packed once at plan load (q8_conv2d_pack_w) */
-    apack = (uint32_t *)(uintptr_t)packed;
-  else
-    nnw_q8_pw_pack(p, arena + p->w, w_zp, k, kp, shuffle, apack);
-  for (size_t j0 = 0; j0 < n; j0 += NR) {
+  for (size_t j0 = (size_t)start * NR; j0 < n && j0 < (size_t)(start + count) * NR; j0 += NR) {
     int32_t nb = n - j0 < NR ? (int32_t)(n - j0) : NR;
-    pack_x(p, x, n, (int32_t)j0, nb, k, kp, xz, panel);
+    pack_x(p, j->x, n, (int32_t)j0, nb, j->k, kp, j->xz, panel);
     int32_t i0 = 0;
     for (; i0 + MR <= p->m; i0 += MR) {
       const uint32_t *a = apack + (size_t)i0 * (size_t)kp;
       uint8_t *y4 = y + (size_t)i0 * n + j0;
-      if (shuffle) {
+      if (j->shuffle) {
         tile4_shuffle(a, kp, panel, bias ? bias + i0 : NULL, scale + (size_t)i0 * (size_t)p->scale_s,
                       (size_t)p->scale_s, &rq, u8, y4, n, nb);
         continue;
@@ -188,5 +200,27 @@ void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x,
       tile1(apack + (size_t)i0 * (size_t)kp, kp, panel, wasm_i32x4_splat(bias ? bias[i0] : 0),
             wasm_f32x4_splat(scale[(size_t)i0 * (size_t)p->scale_s]), &rq, u8, y + (size_t)i0 * n + j0, nb);
   }
+}
+
+void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k,
+                      uint8_t *y, uint8_t *scratch, const uint32_t *packed, int blocked) {
+  int32_t kp = (k + 1) / 2, u8 = p->y_dtype == NNW_U8;
+  size_t n = (size_t)p->oh * (size_t)p->ow;
+  const uint8_t *x_zp = nnw_q8_at(arena, p->x_zp), *w_zp = nnw_q8_at(arena, p->w_zp);
+  const float *scale = nnw_f32_at(arena, p->scale);
+  const int32_t *bias = p->bias < 0 ? NULL : (const int32_t *)(const void *)(arena + p->bias);
+  int32_t xz = nnw_q8_get(x_zp, p->x_dtype, 0);
+  uint32_t *apack = (uint32_t *)(void *)scratch;
+  int16_t *panel = (int16_t *)(void *)(apack + (size_t)p->m * (size_t)kp);
+  int shuffle = packed ? blocked : (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
+  if (packed) /* q8_conv2d_pk: packed once at plan load (q8_conv2d_pack_w) */
+    apack = (uint32_t *)(uintptr_t)packed;
+  else
+    nnw_q8_pw_pack(p, arena + p->w, w_zp, k, kp, shuffle, apack);
+  struct mm_job job = {p, x, y, apack, panel, bias, scale, n, k, kp, xz, u8, shuffle};
+  int32_t panels = (int32_t)((n + NR - 1) / NR);
+  int32_t threads = (uint64_t)kp * NR * 2 * 2 <= NNW_PACK_A_FLOATS * 4
+                        ? nnw_split_threads((uint64_t)n * p->m * k, NNW_SPLIT_MIN_FLOPS, panels) : 1;
+  nnw_parallel_for(panels, threads > 1 ? nnw_split_tile(panels, threads) : panels, mm_panels, &job);
 }
 #endif

@@ -10,6 +10,7 @@
 #include "requant.h"
 #include "../simd.h"
 #include "../vmath.h"
+#include "../threads/split.h"
 
 enum { MR = 2, NR = 4, KB = 8 };
 
@@ -128,21 +129,23 @@ static void tile(const struct pk *p, int32_t i0, int32_t mr, const int16_t *pane
  * overlaps their long dependency chains (erf's two polynomials and a division), which it could
  * not when each ran at the end of a tile; and read in order (a panel's rows are n floats apart,
  * every one in the same L1 set when n is 1024) */
-static void gelu_all(const struct pk *p) {
-  size_t count = (size_t)p->m * (size_t)p->n, i = 0;
+static void gelu_all(const struct pk *p, int32_t r0, int32_t rows) {
+  float *y = p->y + (size_t)r0 * (size_t)p->n;
+  size_t count = (size_t)rows * (size_t)p->n, i = 0;
   for (; i + 8 <= count; i += 8) {
-    v4 a = v4_gelu(wasm_v128_load(p->y + i)), b = v4_gelu(wasm_v128_load(p->y + i + 4));
-    wasm_v128_store(p->y + i, a);
-    wasm_v128_store(p->y + i + 4, b);
+    v4 a = v4_gelu(wasm_v128_load(y + i)), b = v4_gelu(wasm_v128_load(y + i + 4));
+    wasm_v128_store(y + i, a);
+    wasm_v128_store(y + i + 4, b);
   }
-  for (; i < count; i++) p->y[i] = v4_lane0(v4_gelu(v4_set1(p->y[i])));
+  for (; i < count; i++) y[i] = v4_lane0(v4_gelu(v4_set1(y[i]))); /* lane by lane: the same bits */
 }
 #endif
 
 /* the GEMM with the epilogue's options as constants: one loop per combination, no tests per row */
-static inline __attribute__((always_inline)) void run_with(const struct pk *p, int scale_s, int fbias, int r) {
+static inline __attribute__((always_inline)) void run_with(const struct pk *p, int scale_s, int fbias, int r,
+                                                          int32_t j_lo, int32_t j_hi) {
   int32_t acc[MR][NR];
-  for (int32_t j0 = 0; j0 < p->n; j0 += NR) {
+  for (int32_t j0 = j_lo; j0 < j_hi; j0 += NR) {
     int32_t nb = p->n - j0 < NR ? p->n - j0 : NR;
     const int16_t *panel = p->bp + (size_t)(j0 / NR) * (size_t)p->kp * NR;
     for (int32_t i0 = 0; i0 < p->m; i0 += MR) {
@@ -153,19 +156,45 @@ static inline __attribute__((always_inline)) void run_with(const struct pk *p, i
   }
 }
 
-static void run(const struct pk *p) {
+static void run_cols(const struct pk *p, int32_t j_lo, int32_t j_hi) {
   switch ((p->scale_s ? 4 : 0) | (p->fbias ? 2 : 0) | (p->r ? 1 : 0)) {
-    case 0: run_with(p, 0, 0, 0); break;
-    case 1: run_with(p, 0, 0, 1); break;
-    case 2: run_with(p, 0, 1, 0); break;
-    case 3: run_with(p, 0, 1, 1); break;
-    case 4: run_with(p, 1, 0, 0); break;
-    case 5: run_with(p, 1, 0, 1); break;
-    case 6: run_with(p, 1, 1, 0); break;
-    default: run_with(p, 1, 1, 1); break;
+    case 0: run_with(p, 0, 0, 0, j_lo, j_hi); break;
+    case 1: run_with(p, 0, 0, 1, j_lo, j_hi); break;
+    case 2: run_with(p, 0, 1, 0, j_lo, j_hi); break;
+    case 3: run_with(p, 0, 1, 1, j_lo, j_hi); break;
+    case 4: run_with(p, 1, 0, 0, j_lo, j_hi); break;
+    case 5: run_with(p, 1, 0, 1, j_lo, j_hi); break;
+    case 6: run_with(p, 1, 1, 0, j_lo, j_hi); break;
+    default: run_with(p, 1, 1, 1, j_lo, j_hi); break;
   }
+}
+
+/* Threads (threads/split.h): y's columns in tiles of whole NR-column panels (integer sums, every
+ * output's epilogue as on one thread), then gelu by rows (lane by lane: the same bits) */
+static void cols_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct pk *p = ctx;
+  (void)worker;
+  int32_t hi = (start + count) * NR;
+  run_cols(p, start * NR, hi < p->n ? hi : p->n);
+}
+
 #ifdef __wasm_simd128__
-  if (p->act) gelu_all(p);
+static void gelu_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  (void)worker;
+  gelu_all(ctx, start, count);
+}
+#endif
+
+static void run(const struct pk *p) {
+  int32_t panels = (p->n + NR - 1) / NR;
+  int32_t threads = nnw_split_threads((uint64_t)p->m * p->n * p->kp, NNW_SPLIT_MIN_FLOPS, panels);
+  if (threads > 1) nnw_parallel_for(panels, nnw_split_tile(panels, threads), cols_task, (void *)p);
+  else run_cols(p, 0, p->n);
+#ifdef __wasm_simd128__
+  if (p->act) {
+    int32_t gt = nnw_split_threads((uint64_t)p->m * p->n * 16, NNW_SPLIT_MIN_ELEMS, p->m);
+    nnw_parallel_for(p->m, gt > 1 ? nnw_split_tile(p->m, gt) : p->m, gelu_task, (void *)p);
+  }
 #endif
 }
 
@@ -314,6 +343,35 @@ static void store_q(const struct pkq_args *a, const int32_t *bias, const float *
 #endif
 }
 
+/* Threads: as q8_gemm_pk, y's columns in tiles of whole panels */
+struct pkq_job {
+  const struct pkq_args *a;
+  const struct pk *p;
+  const int32_t *bias;
+  const float *scale;
+  uint8_t *arena;
+};
+
+static void pkq_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct pkq_job *j = ctx;
+  const struct pk *p = j->p;
+  int32_t acc[MR][NR];
+  (void)worker;
+  for (int32_t j0 = start * NR; j0 < p->n && j0 < (start + count) * NR; j0 += NR) {
+    int32_t nb = p->n - j0 < NR ? p->n - j0 : NR;
+    const int16_t *panel = p->bp + (size_t)(j0 / NR) * (size_t)p->kp * NR;
+    for (int32_t i0 = 0; i0 < p->m; i0 += MR) {
+      int32_t mr = p->m - i0 < MR ? p->m - i0 : MR;
+      if (mr == 1)
+        tile1(p->a16 + (size_t)i0 * (size_t)p->kp, p->kp, panel, acc[0]);
+      else
+        tile(p, i0, mr, panel, acc);
+      for (int32_t r = 0; r < mr; r++)
+        store_q(j->a, j->bias, j->scale, j->arena + j->a->y + (size_t)(i0 + r) * (size_t)p->n, j0, nb, acc[r]);
+    }
+  }
+}
+
 void nnw_run_q8_gemm_pkq(const int32_t *args, uint8_t *arena) {
   struct pkq_args a = decode_q(args);
   struct pk p = {.a16 = (const int16_t *)(const void *)(arena + a.scratch),
@@ -321,21 +379,12 @@ void nnw_run_q8_gemm_pkq(const int32_t *args, uint8_t *arena) {
                  .kp = (int32_t)round_kb((uint64_t)a.k)};
   const int32_t *bias = a.bias < 0 ? NULL : (const int32_t *)(const void *)(arena + a.bias);
   const float *scale = nnw_f32_at(arena, a.scale);
-  int32_t zp = nnw_q8_get(nnw_q8_at(arena, a.a_zp), a.a_dtype, 0), acc[MR][NR];
+  int32_t zp = nnw_q8_get(nnw_q8_at(arena, a.a_zp), a.a_dtype, 0);
   pack_a(arena + a.a, a.a_dtype, zp, a.m, a.k, p.kp, (int16_t *)(void *)(arena + a.scratch));
-  for (int32_t j0 = 0; j0 < p.n; j0 += NR) {
-    int32_t nb = p.n - j0 < NR ? p.n - j0 : NR;
-    const int16_t *panel = p.bp + (size_t)(j0 / NR) * (size_t)p.kp * NR;
-    for (int32_t i0 = 0; i0 < p.m; i0 += MR) {
-      int32_t mr = p.m - i0 < MR ? p.m - i0 : MR;
-      if (mr == 1)
-        tile1(p.a16 + (size_t)i0 * (size_t)p.kp, p.kp, panel, acc[0]);
-      else
-        tile(&p, i0, mr, panel, acc);
-      for (int32_t r = 0; r < mr; r++)
-        store_q(&a, bias, scale, arena + a.y + (size_t)(i0 + r) * (size_t)p.n, j0, nb, acc[r]);
-    }
-  }
+  struct pkq_job job = {&a, &p, bias, scale, arena};
+  int32_t panels = (p.n + NR - 1) / NR;
+  int32_t threads = nnw_split_threads((uint64_t)p.m * p.n * p.kp, NNW_SPLIT_MIN_FLOPS, panels);
+  nnw_parallel_for(panels, threads > 1 ? nnw_split_tile(panels, threads) : panels, pkq_task, &job);
 }
 
 /* ---- q8_pack_b: B packed at plan load (an init op), pack_q8_b's layout (lower/quant.py) ------ */

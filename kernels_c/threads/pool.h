@@ -13,6 +13,9 @@ typedef void (*nnw_task_fn)(void *ctx, int32_t start, int32_t count, int32_t wor
 
 void nnw_parallel_for(int32_t range, int32_t tile, nnw_task_fn fn, void *ctx);
 
+/* jobs run split since the pool started (tests) */
+int32_t nnw_pool_jobs(void);
+
 /* workers that may run a task (1 + helpers enabled); 1 without a pool */
 int32_t nnw_pool_threads(void);
 
