@@ -9,7 +9,8 @@ own venv (notebook/requirements.txt). Nothing is fetched at run time but PyPI wh
 - The kernel's start-up wheels: it loads micropip, then installs ipython and jedi (and their
   dependencies) through Pyodide's lock file, whose wheels are not in the npm core package. The
   closure of those names in the lock file, at the lock's versions, is downloaded from PyPI into
-  ~/.cache/nnwasm/notebook-wheels and served beside static/pyodide/ with each entry's sha256
+  ~/.cache/nnwasm/notebook-wheels, given Pyodide's bytecode (wheel_pyc.mjs, as Pyodide's own
+  builds have it) and served beside static/pyodide/ with each entry's sha256
   rewritten in the site's copy of pyodide-lock.json (PyPI's wheels are not byte-identical to
   Pyodide's). `comm` (pyodide-kernel needs it; not in the lock file) goes into the site's index.
 - nnwasm: dist/nnwasm-<version>-py3-none-any.whl (build_scripts/build_web.py), with Pyodide's
@@ -89,6 +90,14 @@ def find_wheel(dest, name, version):
     fail(f"no wheel for {name}=={version} in {dest}")
 
 
+def wheel_pyc(pairs):
+    """notebook/wheel_pyc.mjs: [in, out, in, out, ...] wheels, each out = in + Pyodide's bytecode."""
+    cmd = ["node", str(NOTEBOOK_DIR / "wheel_pyc.mjs"), *pairs]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        fail(f"`{' '.join(cmd[:4])} ...` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+
+
 def copy_if_changed(src, dest):
     if dest.exists() and dest.stat().st_size == src.stat().st_size and dest.read_bytes() == src.read_bytes():
         return
@@ -115,18 +124,23 @@ def stage(lite):
     lock = json.loads((PYODIDE_SRC / "pyodide-lock.json").read_text())
     startup = lock_closure(lock, STARTUP)
     download([f"{e['name']}=={e['version']}" for e in startup.values()] + EXTRA_INDEX_WHEELS, WHEEL_CACHE)
+    # with Pyodide's bytecode added (wheel_pyc.mjs), as Pyodide's own builds of them ship: the
+    # kernel's start then compiles no IPython module (made once, cached beside the PyPI wheels)
+    compiled = WHEEL_CACHE / "pyc"
+    compiled.mkdir(parents=True, exist_ok=True)
+    sources = {key: find_wheel(WHEEL_CACHE, e["name"], e["version"]) for key, e in startup.items()}
+    todo = [str(p) for w in sources.values() if not (compiled / w.name).exists() for p in (w, compiled / w.name)]
+    if todo:
+        wheel_pyc(todo)
     for key, entry in startup.items():
-        wheel = find_wheel(WHEEL_CACHE, entry["name"], entry["version"])
+        wheel = compiled / sources[key].name
         copy_if_changed(wheel, static / wheel.name)
         lock["packages"][key] = {**entry, "file_name": wheel.name, "sha256": sha256(wheel)}
     (static / "pyodide-lock.json").write_text(json.dumps(lock, separators=(",", ":")))
     pypi = lite / "pypi"
     pypi.mkdir(parents=True)
     # the same wheel with Pyodide's bytecode added (wheel_pyc.mjs): import nnwasm compiles nothing
-    cmd = ["node", str(NOTEBOOK_DIR / "wheel_pyc.mjs"), str(wheels[0]), str(pypi / wheels[0].name)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        fail(f"`{' '.join(cmd)}` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    wheel_pyc([str(wheels[0]), str(pypi / wheels[0].name)])
     for spec in EXTRA_INDEX_WHEELS:
         wheel = find_wheel(WHEEL_CACHE, *spec.split("=="))
         copy_if_changed(wheel, pypi / wheel.name)
