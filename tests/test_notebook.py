@@ -29,13 +29,18 @@ KERNEL_IDLE = """() => { const w = window.jupyterapp && jupyterapp.shell.current
   return !!k && k.status === "idle"; }"""
 CELLS = """() => { const nb = jupyterapp.shell.currentWidget; const cells = nb.content.model.cells; const out = [];
   for (let i = 0; i < cells.length; i++) { const c = cells.get(i).toJSON();
-    if (c.cell_type === "code") out.push({source: c.source, outputs: c.outputs}); }
+    if (c.cell_type === "code") out.push({source: c.source, outputs: c.outputs, execution_count: c.execution_count}); }
   return {status: nb.sessionContext.session.kernel.status, cells: out}; }"""
 EXECUTE = """async (code) => { const kernel = jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const future = kernel.requestExecute({code}); let text = "", error = null;
+  // ends at the code's last line of output, not at future.done: JupyterLite now and then loses the
+  // execute_reply (the kernel's status then stays "busy" too), though the code ran
+  const future = kernel.requestExecute({code: code + "\\nprint('__done__')"}); let text = "", error = null, finish;
+  const finished = new Promise((resolve) => { finish = resolve; });
   future.onIOPub = (msg) => { if (msg.header.msg_type === "stream") text += msg.content.text;
-    if (msg.header.msg_type === "error") error = msg.content.ename + ": " + msg.content.evalue; };
-  await future.done; return {text, error}; }"""
+    if (msg.header.msg_type === "error") { error = msg.content.ename + ": " + msg.content.evalue; finish(); }
+    if (text.endsWith("__done__\\n")) finish(); };
+  setTimeout(() => { error = error || "no output in 120 s"; finish(); }, 120000);
+  await finished; return {text: text.replace("__done__\\n", ""), error}; }"""
 
 
 def text_of(cell):
@@ -60,10 +65,19 @@ def server():
 def test_example_notebook_runs_offline_without_numpy(server, page):
     outside = []
     page.on("request", lambda r: None if r.url.startswith((server.origin, "data:", "blob:")) else outside.append(r.url))
-    t0 = time.monotonic()
-    page.goto(server.url)
-    page.wait_for_function(KERNEL_IDLE, timeout=240_000, polling=250)
-    t_kernel = time.monotonic() - t0
+    # Should the kernel report idle but not answer, the page is opened again, once; the timings
+    # are those of the attempt that worked.
+    for attempt in range(2):
+        t0 = time.monotonic()
+        page.goto(server.url)
+        page.wait_for_function(KERNEL_IDLE, timeout=240_000, polling=250)
+        t_kernel = time.monotonic() - t0
+        ready = page.evaluate(EXECUTE, "print('ready')")   # the kernel takes code now
+        if ready == {"text": "ready\n", "error": None}:
+            break
+        print(f"\nattempt {attempt + 1}: the kernel reported idle but did not answer ({ready!r})")
+    else:
+        pytest.fail("the notebook's kernel never answered")
     page.evaluate('() => { jupyterapp.commands.execute("notebook:run-all-cells"); }')
     t_first = None
     deadline = time.monotonic() + 300
@@ -74,9 +88,12 @@ def test_example_notebook_runs_offline_without_numpy(server, page):
             text_of(c)
         if t_first is None and "Tensor (1, 1000) float32" in "".join(text_of(c) for c in cells):
             t_first = time.monotonic() - t0
-        if cells[-1]["outputs"] and state["status"] == "idle":   # the last cell prints the timings
+        # the last cell prints the timings; the kernel's status is not waited for: JupyterLite's
+        # run-all now and then loses a status message and shows "busy" after the last cell
+        if "nnwasm's own part" in text_of(cells[-1]):
             break
-        assert time.monotonic() < deadline, f"cells still running after 300 s: {[bool(c['outputs']) for c in cells]}"
+        assert time.monotonic() < deadline, (f"cells still running after 300 s (kernel {state['status']}): "
+                                             f"{[(c['execution_count'], bool(c['outputs'])) for c in cells]}")
         time.sleep(0.5)
     t_done = time.monotonic() - t0
     out = {i: text_of(c) for i, c in enumerate(cells)}
