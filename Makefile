@@ -2,11 +2,12 @@
 #   make demo   installs everything, builds, and serves the demo (prints its URL)
 #   make test   installs everything, builds the model zoo, and runs the tests (slow zoo models skipped)
 #   make test-all   the same with the slow zoo models (NNWASM_ZOO_ALL=1)
+#   make notebook   builds and serves an offline JupyterLite site with nnwasm (docs/notebooks.md)
 PY      := .venv/bin/python
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT    ?= 8000
 
-.PHONY: setup build kernels web pack tfjs public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed bench-decoders clean
+.PHONY: setup build kernels web pack tfjs public-models zoo genzoo test test-all test-fast demo demo-plan bench bench-startup bench-zoo bench-speed bench-decoders clean notebook notebook-site
 
 setup: .venv/.installed node_modules/.installed
 	@[ -x /usr/lib/llvm-19/bin/clang ] && [ -x /usr/lib/llvm-19/bin/wasm-ld ] && [ -f /usr/lib/wasm32-wasi/libc.a ] \
@@ -72,10 +73,10 @@ genzoo: .venv-genzoo/.installed
 	$(GZPY) -m pip install -q -r $<
 	touch $@
 
-test: build public-models zoo genzoo tfjs
+test: build public-models zoo genzoo tfjs notebook-site
 	$(PY) -m pytest -q
 
-test-all: build public-models zoo genzoo tfjs
+test-all: build public-models zoo genzoo tfjs notebook-site
 	NNWASM_ZOO_ALL=1 $(PY) -m pytest -q
 
 test-fast: kernels public-models zoo genzoo
@@ -83,6 +84,22 @@ test-fast: kernels public-models zoo genzoo
 
 demo: build
 	$(PY) demo/serve.py --port $(PORT)
+
+# An offline JupyterLite site in build/notebook/site with the example notebook (docs/notebooks.md):
+# its tools in their own venv (notebook/requirements.txt, pinned), Pyodide from the npm pin,
+# the kernel's start-up wheels from PyPI, nnwasm's wheel from `make web` in the site's index
+NBVENV ?= $(HOME)/.cache/nnwasm/jupyterlite-venv
+NOTEBOOK_PORT ?= 8001
+notebook: notebook-site
+	$(PY) notebook/serve.py --port $(NOTEBOOK_PORT)
+
+notebook-site: web $(NBVENV)/.installed
+	$(PY) notebook/build_site.py --jupyter $(NBVENV)/bin/jupyter
+
+$(NBVENV)/.installed: notebook/requirements.txt
+	python3 -m venv $(NBVENV)
+	$(NBVENV)/bin/pip install -q -r $<
+	touch $@
 
 # Recompiles the demo's committed plan file (demo/assets/efficientnet-lite0.nnwp) after a change to
 # the compiler, the kernels' plan ABI or the file format; tests/test_demo_plan.py fails until then.

@@ -1,6 +1,9 @@
 """Builds the C kernels: kernels.wasm for the runtime, and the test builds.
 
-    python build_scripts/build_kernels.py [--wasm-only | --native-only] [--force]
+    python build_scripts/build_kernels.py [--wasm-only | --native-only | --runtime-only] [--force]
+
+--runtime-only builds only the package's kernels*.wasm (what setup.py runs for a wheel or sdist:
+no tests/ needed); --wasm-only also builds the C tests' wasm when tests/kernels/ exists.
 
 Steps (each skipped when its inputs and command are unchanged since the last build):
   1. gen_ops.py: kernels_c/ops.def -> kernels_c/gen/ops.h, py_runtime/nnwasm/wasm/opcodes.py
@@ -15,6 +18,7 @@ A compiler failure prints the compiler's output and exits 1.
 """
 import argparse
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -37,7 +41,7 @@ WARN = ["-std=c99", "-Wall", "-Wextra", f"-I{KERNELS}"]
 # libc pieces the kernels use (malloc/free, memcpy/memmove/memset, libm's exp/log/erf/...); linked
 # statically they need no WASI import. -ffp-contract=off: no fused multiply-add unless a kernel asks
 # for one (v4_fmadd, relaxed flavour only), so `simd` gives the same bits on every engine.
-LLVM_BIN = Path("/usr/lib/llvm-19/bin")
+LLVM_BIN = Path(os.environ.get("NNWASM_LLVM_BIN", "/usr/lib/llvm-19/bin"))   # override: another LLVM 19
 WASI_SYSROOT = Path("/usr")   # Debian's wasi-libc: /usr/include/wasm32-wasi, /usr/lib/wasm32-wasi
 CLANG_WASM = ["--target=wasm32-wasi", f"--sysroot={WASI_SYSROOT}", "-O3", "-ffp-contract=off",
               f"-fuse-ld={LLVM_BIN / 'wasm-ld'}"]   # Debian's clang looks for wasm-ld-19 otherwise
@@ -115,7 +119,8 @@ def llvm19():
     and Debian's (from the emscripten package) can't parse relaxed SIMD."""
     clang = LLVM_BIN / "clang"
     if not clang.exists() or not (LLVM_BIN / "wasm-ld").exists():
-        raise BuildError(f"{clang} or wasm-ld not found: `apt-get install clang-19 lld-19` (make setup does)")
+        raise BuildError(f"{clang} or wasm-ld not found: `apt-get install clang-19 lld-19` (make setup does; "
+                         f"NNWASM_LLVM_BIN names another LLVM 19 bin/ folder)")
     if not (WASI_SYSROOT / "lib" / "wasm32-wasi" / "libc.a").exists():
         raise BuildError("wasi-libc not found (/usr/lib/wasm32-wasi/libc.a): `apt-get install wasi-libc`")
     if not list((LLVM_BIN.parent / "lib" / "clang").glob("*/lib/wasi/libclang_rt.builtins-wasm32.a")):
@@ -147,7 +152,7 @@ def check_imports(wasm, allowed=ALLOWED_IMPORTS):
                          f"{sorted(allowed)} is provided by the runtime")
 
 
-def build_wasm(force):
+def build_wasm(force, tests=True):
     _, env = llvm19()
     kernels = c_files(KERNELS)
     for flavour, (out, _) in FLAVOURS.items():
@@ -156,6 +161,8 @@ def build_wasm(force):
     for flavour, (out, _) in THREAD_FLAVOURS.items():
         if build(out.name, wasm_cmd(flavour, kernels, out), sources(KERNELS), out, force, env):
             check_imports(out, {("env", "memory")})
+    if not tests or not TESTS.exists():   # a source tree without tests/ (an sdist) builds the runtime only
+        return
     for flavour in FLAVOURS:   # the C tests on each flavour's code (their tolerances hold for both)
         out = BUILD / "wasm" / ("test_kernels.wasm" if flavour == "simd" else f"test_kernels_{flavour}.wasm")
         cmd = wasm_cmd(flavour, kernels + c_files(TESTS), out, reactor=False)
@@ -181,14 +188,15 @@ def main(argv=None):
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--wasm-only", action="store_true", help="only the wasm builds")
     only.add_argument("--native-only", action="store_true", help="only the gcc builds")
+    only.add_argument("--runtime-only", action="store_true", help="only the package's kernels*.wasm (no tests/)")
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     opts = parser.parse_args(argv)
     try:
         if gen_ops.main([]) != 0:
             raise BuildError("gen_ops.py failed")
         if not opts.native_only:
-            build_wasm(opts.force)
-        if not opts.wasm_only:
+            build_wasm(opts.force, tests=not opts.runtime_only)
+        if not (opts.wasm_only or opts.runtime_only):
             build_native(opts.force)
     except BuildError as e:
         print(f"build_kernels: {e}", file=sys.stderr)

@@ -3,7 +3,6 @@ OrtValues fed to the run; outputs are fresh OrtValues, OrtValues the caller boun
 place), or, bound to the "wasm" device (bind_output(name, "wasm"), as onnxruntime binds "cuda"),
 OrtValues that stay in kernels.wasm's memory (wasm/device.py): a decoder's present key/values,
 fed back as the next step's past with bind_ortvalue_input, never cross to the host."""
-import ctypes
 
 from . import values
 from .errors import InvalidArgument
@@ -163,6 +162,7 @@ def _array_at(buffer_ptr, device_type, element_type, shape, what):
     n = dt.size
     for d in dims:
         n *= d
+    import ctypes   # here, not at import: ctypes costs ~0.2 s of `import nnwasm` in Pyodide
     raw = (ctypes.c_char * n).from_address(buffer_ptr)
     np = numpy_or_none()
     if np is None:

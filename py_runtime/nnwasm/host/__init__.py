@@ -11,9 +11,9 @@ CPython uses wasmtime (wasmtime_host.py); Pyodide uses the browser's or Node's W
 through its `js` module (pyodide_host.py). Everything above this layer is shared.
 """
 import functools
+import os
 import sys
 import threading
-from importlib import resources
 
 from . import flavours
 
@@ -49,7 +49,12 @@ def kernels_wasm_bytes(flavour="simd"):
     """A flavour's kernels.wasm shipped inside the package (built by build_scripts/build_kernels.py;
     flavours.py). Read once: a Pyodide memory snapshot holds it already (pyodide_snapshot.mjs)."""
     name = flavours.FILES[flavour]
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), name)   # a wheel installs files
     try:
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                return f.read()
+        from importlib import resources   # a zipped package (zipimport); not loaded otherwise
         return resources.files("nnwasm").joinpath(name).read_bytes()
     except FileNotFoundError:
         raise RuntimeError(f"nnwasm/{name} is missing: run `python build_scripts/build_kernels.py` "
