@@ -7,6 +7,23 @@ from . import dtypes
 from .errors import InvalidArgument
 
 
+class LazyBytes:
+    """Bytes that live elsewhere (an external data file, a plan's arena, made on demand):
+    len(), bytes(), the buffer protocol and indexing through the subclass's tobytes(), so a
+    TensorData can hold them as its data; fill(host, ptr) writes them to kernels.wasm's memory
+    without Python holding them (onnx_io/external.py, wasm/derived.py)."""
+    __slots__ = ()
+
+    def __bytes__(self):
+        return self.tobytes()
+
+    def __buffer__(self, flags):
+        return memoryview(self.tobytes())
+
+    def __getitem__(self, index):
+        return self.tobytes()[index]
+
+
 def numel(shape):
     n = 1
     for d in shape:

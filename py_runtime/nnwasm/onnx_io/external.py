@@ -17,6 +17,7 @@ kernels.wasm's memory, never into Python's.
 import weakref
 
 from ..errors import InvalidModel
+from ..tensor import LazyBytes
 
 WASM32_BYTES = 1 << 32
 
@@ -98,7 +99,7 @@ def _holder_gone(sources_ref, key, host, mem, off):
     sources.homes[key] = bytes(host.read(mem[1] + off, key[2]))   # mem: the runner's [plan, arena]
 
 
-class ExternalData:
+class ExternalData(LazyBytes):
     """A tensor's bytes in an external source; bytes-like (len, buffer protocol, slicing)."""
     __slots__ = ("sources", "key")
 
@@ -118,14 +119,6 @@ class ExternalData:
             return runner.host.read(runner.arena + off, self.key[2])
         where, offset, length = self.key
         return bytes(self.sources.sources[where].read(offset, length))
-
-    __bytes__ = tobytes
-
-    def __buffer__(self, flags):
-        return memoryview(self.tobytes())
-
-    def __getitem__(self, index):
-        return self.tobytes()[index]
 
     def fill(self, host, ptr):
         """Writes the bytes to kernels.wasm's memory at ptr (host's lock held by the caller)."""

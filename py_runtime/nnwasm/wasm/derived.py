@@ -7,8 +7,10 @@ same tensor to the session's other plans: its control-flow bodies, other variant
 left they are computed again."""
 import weakref
 
+from ..tensor import LazyBytes
 
-class DerivedBytes:
+
+class DerivedBytes(LazyBytes):
     """len(), the buffer protocol and fill(host, ptr), as onnx_io/external.py's ExternalData."""
     __slots__ = ("make", "length", "homes", "__weakref__")
 
@@ -39,14 +41,6 @@ class DerivedBytes:
             runner, off = home
             return runner.host.read(runner.arena + off, self.length)
         return bytes(self._made())
-
-    __bytes__ = tobytes
-
-    def __buffer__(self, flags):
-        return memoryview(self.tobytes())
-
-    def __getitem__(self, index):
-        return self.tobytes()[index]
 
     def fill(self, host, ptr):
         """Writes the bytes to kernels.wasm's memory at ptr (host's lock held by the caller)."""
