@@ -13,6 +13,7 @@ import pytest
 
 import nnwasm
 from model_builders import graph_model, ort_run, rand
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -436,17 +437,28 @@ def test_if_on_a_constant_condition_runs_only_the_taken_branch():
 
 def test_if_branch_wrong_for_these_shapes_fails_only_when_taken():
     """Exporters leave branches that only type-check for other input sizes (Silero's 8 kHz branch
-    with a 16 kHz chunk): as in onnxruntime, only taking such a branch is an error."""
+    with a 16 kHz chunk): with the input's dims symbolic, as in onnxruntime, only taking such a
+    branch is an error. Declared with dims that make the branch wrong whatever is fed, the model is
+    refused at load, as onnxruntime's graph attribute inferencing refuses it."""
     then_g = branch("then", [helper.make_node("Relu", ["X"], ["t"])], [vi("t", F, [2, 3])])
     else_g = branch("else", [helper.make_node("Add", ["X", "W"], ["e"])], [vi("e", F, [2, 3])],
                     [const("W", rand(4))])
-    model = graph_model([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g)],
-                        {"X": rand(2, 3), "c": np.array(True)}, ["Y"])
+    concrete = graph_model([helper.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g)],
+                           {"X": rand(2, 3), "c": np.array(True)}, ["Y"])
+    m = onnx.load_from_string(concrete)
+    for d, name in zip(m.graph.input[0].type.tensor_type.shape.dim, ("n", "k")):
+        d.dim_param = name
+    model = m.SerializeToString()
     x = rand(2, 3, seed=5)
+    np.testing.assert_allclose(ort_run(model, {"X": x, "c": np.array(True)})[0], np.maximum(x, 0))
     for sess in (wasm_session(model), nnwasm.InferenceSession(model, providers=["NumpyExecutionProvider"])):
         np.testing.assert_allclose(sess.run(None, {"X": x, "c": np.array(True)})[0], np.maximum(x, 0))
         with pytest.raises(nnwasm.InvalidArgument, match="else_branch can't run with these input shapes"):
             sess.run(None, {"X": x, "c": np.array(False)})
+    with pytest.raises(Exception, match="Incompatible dimensions"):
+        ort_run(concrete, {"X": x, "c": np.array(True)})
+    with pytest.raises(nnwasm.InvalidModel, match="else_branch fails shape inference with the model's declared shapes"):
+        nnwasm.InferenceSession(concrete)
 
 
 def test_malformed_control_nodes_are_invalid_models():

@@ -142,3 +142,38 @@ class BodyScope:
         spec.outputs = outs
         self.node.attrs[attr] = spec
         return spec
+
+
+def refuse_invalid_bodies(declared_nodes, graph):
+    """onnxruntime infers every subgraph at load with the types it declares (ONNX's graph attribute
+    inferencing) and refuses the model when one fails, taken or not: an If branch that can't be
+    right, a Loop body whose declared input shapes contradict its nodes. After the session's first
+    inference (declared input shapes), so that nnwasm refuses what onnxruntime refuses: an If of
+    `graph` (infer_shapes' result) whose branch failed, and a Loop whose body fails inferred with
+    its declared input shapes where it declares them (`declared_nodes`: the nodes before inference,
+    whose subgraphs are as loaded). Branches that fail only for the concrete shapes of a run stay
+    unusable, not refused (a model's branch for other input sizes)."""
+    for node in graph.nodes:
+        for attr, g in node.attrs.items():
+            if isinstance(g, UnusableBody):
+                raise InvalidModel(f"{node}: its {attr} fails shape inference with the model's declared "
+                                   f"shapes (onnxruntime refuses such a model at load): {g.reason}")
+    loaded = {n.name: n for n in declared_nodes if n.op_type == "Loop" and n.name}
+    for node in graph.nodes:
+        template = loaded.get(node.name)
+        spec = node.attrs.get("body") if node.op_type == "Loop" else None
+        if template is None or not isinstance(spec, Graph) or not isinstance(template.attrs.get("body"), Graph):
+            continue
+        body = template.attrs["body"]
+        if len(body.inputs) != len(spec.inputs) or all(vi.shape is None for vi in body.inputs):
+            continue
+        given = [(d.dtype or s.dtype, d.shape if d.shape is not None else s.shape, s.kind)
+                 for d, s in zip(body.inputs, spec.inputs)]
+        if [g[1] for g in given] == [s.shape for s in spec.inputs]:
+            continue   # its declared shapes are the ones it was inferred with
+        scope = BodyScope(replace(node, attrs=dict(template.attrs)), graph.values, graph.initializers)
+        try:
+            scope.specialise("body", given)
+        except InvalidModel as e:
+            raise InvalidModel(f"{node}: its body fails shape inference with the input shapes it declares "
+                               f"(onnxruntime refuses such a model at load): {e}") from None

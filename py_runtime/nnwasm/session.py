@@ -383,7 +383,9 @@ class InferenceSession:
         self._overridable = {n: model.values.get(n) or ValueInfo(n, model.initializers[n].dtype,
                                                                  model.initializers[n].shape) for n in names}
         graph = optimizer.optimize(model, "graph", self._level, self._providers)
+        declared = list(graph.nodes)
         self._graph = passes.infer_shapes(graph)
+        passes.refuse_invalid_bodies(declared, self._graph)
         # Inputs whose values set shapes (shape_values.py): variants are per value too.
         self._shape_values = shape_values.shape_value_inputs(self._graph)
         static = all(v.is_static() and v.kind == "tensor" for v in graph.inputs) and not self._shape_values
