@@ -58,10 +58,12 @@ function logicalCores() {
   if (isNode) return osCores;
   return 1;
 }
+// No top-level await: transformers.js require()s this module graph (Node's require(esm) refuses
+// one that awaits), so node:os comes from process.getBuiltinModule (Node >= 20.16), else 1.
 let osCores = 1;
 if (isNode) {
-  const os = await import("node:os");
-  osCores = os.availableParallelism?.() ?? os.cpus().length;
+  const os = globalThis.process?.getBuiltinModule?.("node:os");
+  if (os) osCores = os.availableParallelism?.() ?? os.cpus().length;
 }
 
 let warned = false;

@@ -41,7 +41,7 @@ describe("env, as onnxruntime clients read it", () => {
 describe("session options (session-options.mjs)", () => {
   test("freeDimensionOverrides are checked and passed on", () => {
     assert.deepEqual(sessionSettings({ freeDimensionOverrides: { batch_size: 1 } }).freeDimensionOverrides, { batch_size: 1 });
-    assert.deepEqual(sessionSettings({}), { freeDimensionOverrides: null, externalData: null });
+    assert.deepEqual(sessionSettings({}), { freeDimensionOverrides: null, externalData: null, preferredOutputLocation: null });
     assert.throws(() => sessionSettings({ freeDimensionOverrides: { n: -1 } }), /freeDimensionOverrides\['n'\] must be an integer >= 0/);
     assert.throws(() => sessionSettings({ freeDimensionOverrides: [1] }), /must be an object/);
   });

@@ -14,7 +14,7 @@ every element type of a TypeProto is one onnxruntime knows (0 is not); node name
 a graph. docs/hardening.md lists what onnx's checker refuses but onnxruntime accepts (nnwasm
 follows onnxruntime)."""
 import json
-import pkgutil
+import os
 from functools import lru_cache
 
 from ..errors import InvalidModel
@@ -26,10 +26,19 @@ _ATTR_NAMES = ("UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS
 SINGLE, OPTIONAL, VARIADIC, MIXED = 0, 1, 2, 3   # MIXED: a variadic whose values may differ in type
 
 
+def _schema_bytes():
+    """op_schemas.json beside this file; from a zipped package (Pyodide may import nnwasm from
+    the wheel, a zip) through the loader, importing nothing more than a file read needs."""
+    path = os.path.join(os.path.dirname(__file__), "op_schemas.json")
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            return f.read()
+    return __loader__.get_data(path)   # zipimport's loader reads members by path
+
+
 @lru_cache(maxsize=None)
 def data():
-    # pkgutil: Pyodide imports nnwasm from the wheel, a zip, where no path opens the file
-    d = json.loads(pkgutil.get_data(__name__, "op_schemas.json").decode("utf-8"))
+    d = json.loads(_schema_bytes().decode("utf-8"))
     d["elem_types"] = {int(k): v for k, v in d["elem_types"].items()}
     types = d["types"]
     for ops in d["ops"].values():
