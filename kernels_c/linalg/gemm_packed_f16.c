@@ -85,6 +85,23 @@ static inline v4 finish(v4 acc, v4 bias, const float *r, int32_t act, float lo, 
   return v4_clamp(acc, v4_set1(lo), v4_set1(hi));
 }
 
+/* the epilogue of mr rows' two accumulators: bias, residual, activation, the w columns stored */
+static NNW_ALWAYS_INLINE void store_rows(int mr, v4 acc[3][2], float *y, int32_t j, int32_t w,
+                                         const struct gemm_packed_f16 *p, const float *bias, const float *r) {
+  float bb[NR] = {0}, rr[NR] = {0}, out[NR];
+  if (bias != NULL) memcpy(bb, bias + j, 4 * (size_t)w);
+  for (int i = 0; i < mr; i++) {
+    const float *ri = NULL;
+    if (r != NULL) {
+      memcpy(rr, r + (size_t)i * p->n + j, 4 * (size_t)w);
+      ri = rr;
+    }
+    v4_store(out, finish(acc[i][0], v4_load(bb), ri, p->act, p->lo, p->hi));
+    v4_store(out + 4, finish(acc[i][1], v4_load(bb + 4), ri != NULL ? ri + 4 : NULL, p->act, p->lo, p->hi));
+    memcpy(y + (size_t)i * p->n + j, out, 4 * (size_t)w);
+  }
+}
+
 /* rows 0..mr-1 (mr < 4) of one panel, its halves widened in registers; w columns kept. scaled:
  * a holds A's rows times 2^112, and the halves are widened without their multiply. */
 static NNW_ALWAYS_INLINE void rows_f16(int mr, int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
@@ -101,18 +118,7 @@ static NNW_ALWAYS_INLINE void rows_f16(int mr, int32_t k, const float *a, const 
       acc[i][1] = v4_fmadd(acc[i][1], av, b1);
     }
   }
-  float bb[NR] = {0}, rr[NR] = {0}, out[NR];
-  if (bias != NULL) memcpy(bb, bias + j, 4 * (size_t)w);
-  for (int i = 0; i < mr; i++) {
-    const float *ri = NULL;
-    if (r != NULL) {
-      memcpy(rr, r + (size_t)i * p->n + j, 4 * (size_t)w);
-      ri = rr;
-    }
-    v4_store(out, finish(acc[i][0], v4_load(bb), ri, p->act, p->lo, p->hi));
-    v4_store(out + 4, finish(acc[i][1], v4_load(bb + 4), ri != NULL ? ri + 4 : NULL, p->act, p->lo, p->hi));
-    memcpy(y + (size_t)i * p->n + j, out, 4 * (size_t)w);
-  }
+  store_rows(mr, acc, y, j, w, p, bias, r);
 }
 
 /* rows_f16 for one row, its two accumulators plain locals */
@@ -175,18 +181,7 @@ static NNW_ALWAYS_INLINE void rows_dup(int mr, int32_t k, const float *a, const 
       acc[i][1] = v4_fmadd(acc[i][1], av, b1);
     }
   }
-  float bb[NR] = {0}, rr[NR] = {0}, out[NR];
-  if (bias != NULL) memcpy(bb, bias + j, 4 * (size_t)w);
-  for (int i = 0; i < mr; i++) {
-    const float *ri = NULL;
-    if (r != NULL) {
-      memcpy(rr, r + (size_t)i * p->n + j, 4 * (size_t)w);
-      ri = rr;
-    }
-    v4_store(out, finish(acc[i][0], v4_load(bb), ri, p->act, p->lo, p->hi));
-    v4_store(out + 4, finish(acc[i][1], v4_load(bb + 4), ri != NULL ? ri + 4 : NULL, p->act, p->lo, p->hi));
-    memcpy(y + (size_t)i * p->n + j, out, 4 * (size_t)w);
-  }
+  store_rows(mr, acc, y, j, w, p, bias, r);
 }
 #undef NNW_F16_STEP
 
