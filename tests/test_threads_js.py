@@ -94,6 +94,12 @@ def test_memory_that_cannot_be_shared_leaves_one_thread_and_one_warning():
                    "warnings": ["nnwasm: no thread pool (RangeError: no shared memory (test)); running on 1 thread"]}
 
 
+def test_helpers_ready_before_a_late_first_run_are_used():
+    """A session created and then idle past the start timeout (helpers ready, no run to enable them)
+    still gets its threads: the bench's ResNet-50 at 2 threads ran on one after a 30 s wait."""
+    assert faults("idle")["idle"] == {"threads": 2, "same": True, "warnings": []}
+
+
 def test_100_create_run_release_cycles_in_node():
     out = faults("cycles")["cycles"]
     assert out["ran2"] == 100 and out["workersAfter"] == 0, out   # every cycle ran on 2 threads; no worker left

@@ -185,9 +185,11 @@ export class ThreadPool {
     if (this.state !== "starting" || this.users === 0) return;
     const k = this.k.exports, n = this.threads - 1;
     if (k.nnw_pool_prepare(n) !== 0) return this.#fail(`could not prepare ${n} helper threads`);
+    // helpers ready but no run since (a session created, then idle): not a failure; the next run
+    // enables them (beforeRun)
     const timer = setTimeout(() => {
-      if (this.state === "starting") this.#fail(`helpers not ready after ${START_TIMEOUT_MS / 1000} s`);
-    }, START_TIMEOUT_MS);
+      if (this.state === "starting" && !this.#allReady()) this.#fail(`helpers not ready after ${ThreadPool.startTimeoutMs / 1000} s`);
+    }, ThreadPool.startTimeoutMs);
     timer.unref?.();
     this.startTimer = timer;
     for (let w = 1; w <= n; w++) {
@@ -224,9 +226,12 @@ export class ThreadPool {
   }
 
   /** Before a run: enables the helpers once all reached their loop (a first run may go on one). */
+  #allReady() {
+    return this.helpers.length === this.threads - 1 && this.k.exports.nnw_pool_ready() === this.threads - 1;
+  }
+
   beforeRun() {
-    if (this.state === "starting" && this.helpers.length === this.threads - 1 &&
-        this.k.exports.nnw_pool_ready() === this.threads - 1) {
+    if (this.state === "starting" && this.#allReady()) {
       this.k.exports.nnw_pool_enable(this.threads - 1);
       clearTimeout(this.startTimer);
       this.state = "running";
@@ -298,6 +303,7 @@ export class ThreadPool {
 }
 
 ThreadPool.testFailStart = new Set(); // tests: helper ids whose start fails
+ThreadPool.startTimeoutMs = START_TIMEOUT_MS; // tests shorten it
 
 let pyodidePool = null;
 

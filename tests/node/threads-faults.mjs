@@ -2,7 +2,8 @@
 // per process (a fault leaves the realm on one thread for good): argv[2] the folder of
 // kernels*.wasm, argv[3] the mode: "trap" (helper 1 traps in a job), "failstart" (helper 1 refuses
 // to start), "noshare" (a WebAssembly.Memory that can't be shared), "cycles" (100 create/run/release
-// with 2 threads). Prints one JSON line.
+// with 2 threads), "idle" (a session left idle past the helpers' start timeout, then run). Prints one
+// JSON line.
 import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
 import { loadKernels } from "../../web/plan-session.mjs";
 import { poolStats, ThreadPool } from "../../web/threads.mjs";
@@ -16,6 +17,8 @@ if (mode === "noshare") {
     return new Memory(desc);
   };
 }
+// "idle": the start timeout is for helpers that never come; ready ones waiting for a run are not that
+if (mode === "idle") ThreadPool.startTimeoutMs = 300; // before loadKernels() starts the pool
 env.wasm.numThreads = 2;
 env.wasm.relaxedSimd = false;
 env.wasm.wasmPaths = kernels.endsWith("/") ? kernels : kernels + "/";
@@ -78,6 +81,13 @@ if (mode === "trap") {
   const again = bytes((await s.run(feeds)).y);
   out.failStart = { threads: s.numThreads, same: Buffer.compare(first, again) === 0, workers: poolStats.liveWorkers,
                     warnings: warnings.filter((w) => w.includes("thread")) };
+  await s.release();
+} else if (mode === "idle") {
+  const s = await InferenceSession.create(new Uint8Array(plan));
+  const first = bytes((await s.run(feeds)).y);
+  await sleep(1500);
+  const again = bytes((await s.run(feeds)).y);
+  out.idle = { threads: s.numThreads, same: Buffer.compare(first, again) === 0, warnings: warnings.filter((w) => w.includes("thread")) };
   await s.release();
 } else {
   let ran2 = 0;
