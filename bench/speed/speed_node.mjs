@@ -69,13 +69,14 @@ async function makeRuntime(name) {
   if (name === "nnwasm" || name === "nnwasm-pyodide") {
     const { InferenceSession, Tensor, env } = await import("../../web/nnwasm.mjs");
     if (name === "nnwasm" && !meta.plan) throw new Error(`no plan file: ${meta.plan_error}`);
-    // cfg.threads (bench_speed.py --threads): onnxruntime-web's setting, read by nnwasm's web layer once
-    // its thread pool lands (branch jsthreads); until then nnwasm runs one thread whatever it says
+    // cfg.threads (bench_speed.py --threads): onnxruntime-web's setting, nnwasm's pool (web/threads.mjs);
+    // cfg.flavour "simd" (--flavour-ab): the baseline kernels where relaxed SIMD would be chosen
     if (env?.wasm) env.wasm.numThreads = THREADS;
+    if (cfg.flavour === "simd") env.wasm.relaxedSimd = false;
     const bytes = name === "nnwasm" ? new Uint8Array(readFileSync(join(cfg.dir, meta.plan))) : onnx;
     const session = await InferenceSession.create(bytes, { executionProviders: ["wasm"] });
     const x = feeds(Tensor);
-    const r = { run: () => session.run(x), session };
+    const r = { run: () => session.run(x), session, flavour: () => session.kernelsFlavour, threads: () => session.numThreads };
     if (name === "nnwasm") {
       const { loadKernels } = await import("../../web/plan-session.mjs");
       const { exports } = await loadKernels();
@@ -86,7 +87,8 @@ async function makeRuntime(name) {
   if (name === "nnwasm-fp32") {
     const base = JSON.parse(readFileSync(join(cfg.dir, `${cfg.base}.json`), "utf8"));
     if (!base.plan) throw new Error(`no plan file for ${cfg.base}: ${base.plan_error}`);
-    const { InferenceSession, Tensor } = await import("../../web/nnwasm.mjs");
+    const { InferenceSession, Tensor, env } = await import("../../web/nnwasm.mjs");
+    if (cfg.flavour === "simd") env.wasm.relaxedSimd = false;
     const session = await InferenceSession.create(new Uint8Array(readFileSync(join(cfg.dir, base.plan))));
     const x = feeds(Tensor, base);
     return { run: () => session.run(x) }; // no session: its outputs are not this model's
@@ -134,7 +136,7 @@ for (const name of cfg.runtimes) {
     const out = await r.run();
     if (r.session) ready.max_abs_diff[name] = maxDiff(out);
     if (r.gflop) ready.peak_gflop_per_run = r.gflop;
-    if (r.threads !== undefined) ready.tfjs_threads = r.threads;
+    if (typeof r.threads === "number") ready.tfjs_threads = r.threads;
     runtimes[name] = r;
   } catch (e) {
     ready.errors[name] = `${e.name}: ${String(e.message).split("\n").slice(0, 3).join(" ").slice(0, 300)}`;
@@ -163,7 +165,8 @@ async function handle(c) {
     }
     const last = {};
     for (const [k, r] of Object.entries(runtimes)) last[k] = await timed(r.run);
-    return { warm_runs: runs, last_ms: last };
+    const nn = runtimes.nnwasm; // the flavour and threads its runs use once warm (the pool starts off the first runs)
+    return { warm_runs: runs, last_ms: last, nnwasm: nn?.flavour ? { flavour: nn.flavour(), threads: nn.threads() } : null };
   }
   if (c.cmd === "round") {
     const times = {};

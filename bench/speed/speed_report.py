@@ -153,6 +153,8 @@ def markdown(res, rows):
     for w, v, t, ok in targets(rows):
         lines.append(f"| {w} | {f(v)} | {'>=' if 'at least' in w else '<='} {t} | {'–' if ok is None else ('yes' if ok else '**no**')} |")
     lines += threads_section(res)
+    lines += flavour_section(res)
+    lines += issue16_section(res, rows)
     lines += ["", "## Top ops (nnwasm plan in Node, profiled after the timed rounds: op type, kernel, ms a run, share)", ""]
     for m in res["models"]:
         ops = m.get("ops") or {}
@@ -170,13 +172,15 @@ def markdown(res, rows):
 
 def threads_section(res):
     """bench_speed.py --threads: per thread count t > 1, ratios within rounds (issue 16's targets)"""
-    counts = sorted({int(k.split("@")[1]) for m in res["models"] for r in m["rounds"] for k in r if "@" in k})
+    counts = thread_counts(res)
     lines = []
     for t in counts:
+        runs_on = sorted({f"{o['flavour']} at {o['threads']} threads" for m in res["models"]
+                          for o in [m.get(f"nnwasm_runs_on@{t}")] if o})
         lines += ["", f"## {t} threads against 1 (ratios of times within rounds; issue 16 targets in brackets)", "",
-                  f"nnwasm in Node at {t} threads sets its `env.wasm.numThreads` = {t}; until the Node/page pool lands "
-                  "(branch jsthreads) it runs one thread, so its column measures 1 thread. onnxruntime-web sets the same. "
-                  f"CPython: SessionOptions.intra_op_num_threads = {t} (kernels-threads.wasm).", "",
+                  f"nnwasm in Node: `env.wasm.numThreads` = {t} (web/threads.mjs' pool of worker_threads; once warm it ran "
+                  f"{', '.join(runs_on) or 'as the result does not say'}), against one thread on the default flavour. "
+                  f"onnxruntime-web: the same setting. CPython: SessionOptions.intra_op_num_threads = {t} (kernels-threads.wasm).", "",
                   f"| model | Node nnwasm {t}T ms | ort-web {t}T ms | nnwasm {t}T/1T [<= 0.55-0.6] | ort-web {t}T/1T | "
                   f"nnwasm {t}T / ort-web {t}T [<= 0.5] | CPython {t}T ms | CPython {t}T/1T | CPython {t}T / Node {t}T [<= 1.2] |",
                   "|---|---|---|---|---|---|---|---|---|"]
@@ -186,6 +190,119 @@ def threads_section(res):
                          f"{f(ratio(m, a('nnwasm'), 'nnwasm'))} | {f(ratio(m, a('ort-web'), 'ort-web'))} | "
                          f"{f(ratio(m, a('nnwasm'), a('ort-web')))} | {f(med(m, a('py-nnwasm')), '.1f')} | "
                          f"{f(ratio(m, a('py-nnwasm'), 'py-nnwasm'))} | {f(ratio(m, a('py-nnwasm'), a('nnwasm')))} |")
+    return lines
+
+
+def thread_counts(res):
+    return sorted({int(k.split("@")[1]) for m in res["models"] for r in m["rounds"] for k in r
+                   if "@" in k and k.split("@")[1].isdigit()})
+
+
+def amdahl_rows(res):
+    """per model: p, the share of nnwasm's one-thread Node profile in ops whose kernel splits
+    (bench_threads.SPLITS), and the predicted speed-ups 1 / ((1 - p) + p / n) at 2, 4, 8 threads"""
+    from bench_threads import SPLITS, amdahl
+    out = {}
+    for m in res["models"]:
+        ops = m.get("ops") or {}
+        total = sum(ops.values())
+        if total:
+            p = sum(v for k, v in ops.items() if k.split()[-1] in SPLITS) / total
+            out[m["model"]] = (p, {n: amdahl(p, n) for n in (2, 4, 8)})
+    return out
+
+
+def fitted_rows(res):
+    """per model, from the profiles at 1 and 2 threads on the same kernels (the 2-thread flavour's
+    one-thread twin: simd for simd+threads, from --flavour-ab, else the default flavour's): each op
+    fitted as a serial part s and a parallel part p (t1 = s + p, t2 = s + p / 2: wake-ups, joins,
+    imbalance and what stays on the caller land in s), then t(n) = s + p / n summed over ops.
+    (speed-up at 4 and 8, share of the 1-thread time the fit calls parallel, base flavour)"""
+    out = {}
+    for m in res["models"]:
+        two = m.get("ops@2")
+        flav = ((m.get("nnwasm_runs_on@2") or {}).get("flavour") or "").removesuffix("+threads")
+        base = m.get("ops@simd") if flav == "simd" and m.get("ops@simd") else m.get("ops")
+        if not two or not base:
+            continue
+        t1 = sum(base.values())
+        s_tot = p_tot = 0.0
+        for k, a in base.items():
+            b = min(two.get(k, a), a)   # an op no faster at 2 threads: all serial
+            s_tot += max(0.0, 2 * b - a)
+            p_tot += a - max(0.0, 2 * b - a)
+        out[m["model"]] = ({n: t1 / (s_tot + p_tot / n) for n in (2, 4, 8)}, p_tot / t1,
+                           flav or (m.get("nnwasm_runs_on") or {}).get("flavour", "?"))
+    return out
+
+
+def flavour_section(res):
+    """--flavour-ab: nnwasm on the default flavour (relaxed where the engine has it) against the
+    baseline simd flavour, both one thread, interleaved"""
+    if not any("nnwasm@simd" in r for m in res["models"] for r in m["rounds"]):
+        return []
+    lines = ["", "## Flavours: relaxed SIMD against the baseline (Node, one thread, ratios within rounds)", "",
+             "| model | nnwasm ms (runs on) | simd ms | default / simd | int8 / fp32 (default) | int8 / fp32 (simd) |",
+             "|---|---|---|---|---|---|"]
+    for m in res["models"]:
+        on = (m.get("nnwasm_runs_on") or {}).get("flavour", "?")
+        lines.append(f"| {NAMES[m['model']]} | {f(med(m, 'nnwasm'), '.1f')} ({on}) | {f(med(m, 'nnwasm@simd'), '.1f')} | "
+                     f"{f(ratio(m, 'nnwasm', 'nnwasm@simd'))} | {f(ratio(m, 'nnwasm', 'nnwasm-fp32'))} | "
+                     f"{f(ratio(m, 'nnwasm@simd', 'nnwasm-fp32@simd'))} |")
+    return lines
+
+
+def issue16_section(res, rows):
+    """issue 16's targets, from this run: threads, relaxed SIMD, CPython against Node, Amdahl"""
+    t = 2 if 2 in thread_counts(res) else None
+    by = {m["model"]: m for m in res["models"]}
+    am = amdahl_rows(res)
+    out = []
+    for n, m in by.items():
+        if t:
+            out.append((f"nnwasm 2T / 1T, {NAMES[n]}", ratio(m, "nnwasm@2", "nnwasm"),
+                        0.55 if n in ("resnet50", "bert_4l", "efficientnet_lite0") else 0.6))
+            out.append((f"nnwasm 2T / ort-web 2T, {NAMES[n]}", ratio(m, "nnwasm@2", "ort-web@2"), 0.5))
+    for n in ["mobilenet_v2_int8_qdq", "bert_4l_int8_dynamic"]:
+        if n in by:
+            out.append((f"relaxed int8 / fp32, {NAMES[n]}", ratio(by[n], "nnwasm", "nnwasm-fp32"), 0.5))
+    if "bert_4l_int8_dynamic" in by:
+        out.append(("relaxed BERT int8 / ort-web int8", rows["bert_4l_int8_dynamic"]["over_ortweb"], 0.5))
+    for n, m in by.items():
+        if m["base"] is None and any("nnwasm@simd" in r for r in m["rounds"]):
+            gemm = n in ("resnet50", "bert_4l")   # GEMM-bound: >= 1.1x faster than simd
+            out.append((f"relaxed / simd, {NAMES[n]}", ratio(m, "nnwasm", "nnwasm@simd"), round(1 / 1.1, 3) if gemm else 1.0))
+    if t:
+        for n, m in by.items():
+            out.append((f"CPython 2T / Node 2T, {NAMES[n]}", ratio(m, "py-nnwasm@2", "nnwasm@2"), 1.2))
+    fit = fitted_rows(res)
+    for n in ("resnet50", "bert_4l"):
+        if n in am:
+            out.append((f"predicted 4-thread speed-up (at least), {NAMES[n]}: Amdahl on the split kernels' share", am[n][1][4], 3.2))
+        if n in fit:
+            out.append((f"predicted 4-thread speed-up (at least), {NAMES[n]}: fitted to the 1- and 2-thread profiles", fit[n][0][4], 3.2))
+    if not out:
+        return []
+    lines = ["", "## Issue 16's targets (this run)", "", "| target | measured | goal | met |", "|---|---|---|---|"]
+    for w, v, g in out:
+        ok = None if v is None else (v >= g if "at least" in w else v <= g)
+        lines.append(f"| {w} | {f(v)} | {'>=' if 'at least' in w else '<='} {g} | {'–' if ok is None else ('yes' if ok else '**no**')} |")
+    if am:
+        lines += ["", "Amdahl: p = the share of nnwasm's one-thread Node profile (the top-ops profile below) in ops whose kernel "
+                  "splits over the pool (bench_threads.SPLITS); predicted speed-up at n threads 1 / ((1 - p) + p / n), an upper "
+                  "bound (perfect balance, no wake-ups; the serial parts inside split kernels counted as split).", "",
+                  "The fit: each op's time at 1 and 2 threads (profiles on the same kernels: the 2-thread flavour's "
+                  "one-thread twin) split into a serial part s and a parallel part p (t1 = s + p, t2 = s + p / 2), so "
+                  "wake-ups, joins, imbalance and the caller's own parts count as serial; t(n) = s + p / n. Noisy where "
+                  "the machine was: the profiles are medians of a few runs each.", "",
+                  "| model | p (Amdahl) | 2T | 4T | 8T | measured 2T speed-up | fitted p | fitted 4T | fitted 8T | 1T base |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for n, (p, sp) in am.items():
+            meas = ratio(by[n], "nnwasm@2", "nnwasm") if t else None
+            fp, f4, f8, fb = ((f"{fit[n][1]:.3f}", f"{fit[n][0][4]:.2f}x", f"{fit[n][0][8]:.2f}x", fit[n][2]) if n in fit
+                              else ("–",) * 4)
+            lines.append(f"| {NAMES[n]} | {p:.3f} | {sp[2]:.2f}x | {sp[4]:.2f}x | {sp[8]:.2f}x | "
+                         f"{'–' if not meas else f'{1 / meas:.2f}x'} | {fp} | {f4} | {f8} | {fb} |")
     return lines
 
 
