@@ -54,26 +54,25 @@ def _max_accepted(ok, lo, hi):
     return lo
 
 
+def _fields(s, formal):
+    """(domain, name, since, deprecated, attrs, arity, inputs, outputs, constraints) of schema s;
+    formal(p): a formal input's or output's (type string, option name, homogeneous)."""
+    return (s.domain, s.name, s.since_version, s.deprecated,
+            {a.name: (int(a.type), a.required) for a in s.attributes.values()},
+            (s.min_input, s.max_input, s.min_output, s.max_output),
+            [formal(p) for p in s.inputs], [formal(p) for p in s.outputs],
+            {tc.type_param_str: list(tc.allowed_type_strs) for tc in s.type_constraints})
+
+
 def _onnx_schemas():
-    """(domain, name, since, deprecated, attrs, arity, inputs, outputs, constraints) of onnx's
-    ai.onnx / ai.onnx.ml schemas and onnxruntime's com.microsoft ones (the two APIs spell the same
-    fields differently)."""
+    """_fields() of onnx's ai.onnx / ai.onnx.ml schemas and onnxruntime's com.microsoft ones (the
+    two APIs spell a formal parameter's fields differently)."""
     for s in onnx.defs.get_all_schemas_with_history():
         if s.domain in ("", "ai.onnx.ml"):
-            yield (s.domain, s.name, s.since_version, s.deprecated,
-                   {a.name: (int(a.type), a.required) for a in s.attributes.values()},
-                   (s.min_input, s.max_input, s.min_output, s.max_output),
-                   [(p.type_str, p.option.name, p.is_homogeneous) for p in s.inputs],
-                   [(p.type_str, p.option.name, p.is_homogeneous) for p in s.outputs],
-                   {tc.type_param_str: list(tc.allowed_type_strs) for tc in s.type_constraints})
+            yield _fields(s, lambda p: (p.type_str, p.option.name, p.is_homogeneous))
     for s in C.get_all_operator_schema():
         if s.domain == "com.microsoft":
-            yield (s.domain, s.name, s.since_version, s.deprecated,
-                   {a.name: (int(a.type), a.required) for a in s.attributes.values()},
-                   (s.min_input, s.max_input, s.min_output, s.max_output),
-                   [(p.typeStr, p.option.name, p.isHomogeneous) for p in s.inputs],
-                   [(p.typeStr, p.option.name, p.isHomogeneous) for p in s.outputs],
-                   {tc.type_param_str: list(tc.allowed_type_strs) for tc in s.type_constraints})
+            yield _fields(s, lambda p: (p.typeStr, p.option.name, p.isHomogeneous))
 
 
 def main():

@@ -1,5 +1,5 @@
 """Serves the demo on 127.0.0.1 from the repository root, so /demo/, /web/ and /dist/web/ resolve,
-with the MIME types and cross-origin isolation headers it needs (`python -m http.server` sets neither).
+with the MIME types and cross-origin isolation headers it needs (build_scripts/static_server.py).
 
     python demo/serve.py [--port 8000]      (--port 0 picks a free port)
 
@@ -7,8 +7,6 @@ Importable: DemoServer(port=0) binds at once; .url is the demo's address; run it
 with serve_forever() and stop it with shutdown(). The handler class is DemoRequestHandler.
 """
 import argparse
-import functools
-import http.server
 import posixpath
 import sys
 import urllib.parse
@@ -17,27 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "build_scripts"))
 from bundle_demo import ensure_bundle  # noqa: E402
-
-MIME_TYPES = {
-    ".wasm": "application/wasm",
-    ".mjs": "text/javascript",
-    ".js": "text/javascript",
-    ".json": "application/json",
-    ".whl": "application/zip",
-    ".zip": "application/zip",
-    ".onnx": "application/octet-stream",
-    ".png": "image/png",
-    ".css": "text/css",
-    ".html": "text/html",
-}
-
-# Cross-origin isolation (COOP + COEP) keeps SharedArrayBuffer available to the page; CORP
-# lets our own files load under require-corp and no other origin embed them.
-ISOLATION_HEADERS = {
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Embedder-Policy": "require-corp",
-    "Cross-Origin-Resource-Policy": "same-origin",
-}
+from static_server import IsolatedHandler, StaticServer, serve_until_interrupted  # noqa: E402
 
 # A strict Content-Security-Policy the demo and the library work under (no inline script, no eval,
 # workers from this origin; tests/test_browser_csp.py): `--csp` or DemoServer(csp=STRICT_CSP).
@@ -48,9 +26,7 @@ STRICT_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'"
 SERVED_PREFIXES = ("/demo/", "/web/", "/dist/web/")
 
 
-class DemoRequestHandler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
-
+class DemoRequestHandler(IsolatedHandler):
     def send_head(self):
         raw = urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0])
         path = posixpath.normpath(raw) + ("/" if raw.endswith("/") and raw != "/" else "")
@@ -65,26 +41,8 @@ class DemoRequestHandler(http.server.SimpleHTTPRequestHandler):
             return None
         return super().send_head()
 
-    def end_headers(self):
-        for name, value in ISOLATION_HEADERS.items():
-            self.send_header(name, value)
-        if self.server.csp:
-            self.send_header("Content-Security-Policy", self.server.csp)
-        # Rebuilt wheels and edited modules must show up on reload.
-        self.send_header("Cache-Control", "no-cache")
-        super().end_headers()
 
-    def log_message(self, format, *args):
-        if self.server.verbose:
-            super().log_message(format, *args)
-
-
-class DemoServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    # The page asks for ~20 files at once (its preloads and modulepreloads); socketserver's
-    # default backlog of 5 refused some on a busy machine ("Failed to fetch").
-    request_queue_size = 64
-
+class DemoServer(StaticServer):
     def __init__(self, port=8000, root=ROOT, verbose=False, extra_prefixes=(), handler=DemoRequestHandler,
                  csp=None):
         """extra_prefixes: more URL path prefixes to serve; handler: a DemoRequestHandler subclass
@@ -93,19 +51,12 @@ class DemoServer(http.server.ThreadingHTTPServer):
         Serving this checkout, it first rebuilds demo/app.bundle.mjs if a module changed since."""
         if Path(root).resolve() == ROOT and ensure_bundle() and verbose:
             print("rebuilt demo/app.bundle.mjs (a module had changed)")
-        self.verbose = verbose
-        self.csp = csp
         self.prefixes = SERVED_PREFIXES + tuple(extra_prefixes)
-        handler = functools.partial(handler, directory=str(root))
-        super().__init__(("127.0.0.1", port), handler)
-
-    @property
-    def port(self):
-        return self.server_address[1]
+        super().__init__(root, port, handler, verbose=verbose, csp=csp)
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}/demo/"
+        return f"{self.origin}/demo/"
 
 
 def main(argv=None):
@@ -116,12 +67,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not (ROOT / "dist" / "web" / "nnwasm-web.json").exists():
         print("warning: dist/web/ is not built yet: run `python build_scripts/build_web.py`")
-    with DemoServer(args.port, verbose=not args.quiet, csp=STRICT_CSP if args.csp else None) as server:
-        print(f"nnwasm demo: {server.url}  (Ctrl-C stops)", flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+    serve_until_interrupted(DemoServer(args.port, verbose=not args.quiet, csp=STRICT_CSP if args.csp else None), "demo")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,40 @@
-"""Pages for Chromium tests on loopback only: a static server on 127.0.0.1 serving folders under
-URL prefixes plus pages held in memory, and a page run that aborts (and lists) every request
-leaving that server. Used by tests/test_transformers_js.py and tests/test_generative_page.py."""
+"""Pages for Chromium tests on loopback only: running(server), the one way a test's fixture serves
+a page (demo/serve.py's DemoServer from demo_serve(), notebook/serve.py's NotebookServer, a plain
+folder); serve(), a static server on 127.0.0.1 serving folders under URL prefixes plus pages held
+in memory; and run_page(), a page run that aborts (and lists) every request leaving that server."""
+import contextlib
+import functools
 import http.server
+import importlib.util
 import threading
 import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=None)
+def demo_serve():
+    """demo/serve.py as a module (a script, not in a package: loaded by path under the name
+    demo_serve, so that notebook/serve.py, imported as `serve`, does not shadow it)."""
+    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def running(server):
+    """server (bound, not yet serving) serving in a daemon thread for the block; then shut down,
+    closed and its thread joined."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def serve(roots, pages):

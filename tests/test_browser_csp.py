@@ -5,15 +5,14 @@ photo on the plan path (page thread and proxy worker), through Pyodide (?onnx, i
 on the page's thread) and a picked file, with no violation reported: neither a
 `securitypolicyviolation` event (the page's, or a worker's through its console) nor a console
 message about the policy."""
-import importlib.util
 import subprocess
 import sys
-import threading
 
 import pytest
 from playwright.sync_api import expect
 
 from conftest import ROOT
+from page_server import demo_serve, running
 from test_browser_demo import BOOT_TIMEOUT_MS
 
 pytestmark = pytest.mark.browser
@@ -27,27 +26,15 @@ document.addEventListener("securitypolicyviolation", (e) => {
 """
 
 
-def _serve_module():
-    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
-    return serve
-
-
 @pytest.fixture(scope="module")
 def csp_server():
     """dist/web/ rebuilt from the current sources, served by demo/serve.py with its strict CSP."""
     proc = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
-    serve = _serve_module()
-    server = serve.DemoServer(port=0, csp=serve.STRICT_CSP)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    serve = demo_serve()
+    with running(serve.DemoServer(port=0, csp=serve.STRICT_CSP)) as server:
+        yield server
 
 
 @pytest.fixture
@@ -81,7 +68,7 @@ def _assert_clean(page):
 def test_the_server_sends_the_policy(csp_server):
     import urllib.request
     with urllib.request.urlopen(csp_server.url) as r:
-        assert r.headers["Content-Security-Policy"] == _serve_module().STRICT_CSP
+        assert r.headers["Content-Security-Policy"] == demo_serve().STRICT_CSP
         html = r.read().decode()
     assert "<script>" not in html and "<script type=\"module\">" not in html, "an inline script in index.html"
 

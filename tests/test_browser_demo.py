@@ -4,12 +4,10 @@ console error from its plan file without requesting a file of Pyodide's or the w
 Pyodide (/demo/?onnx, or an .onnx picked on the page) give the same top-1 and keep painting while
 Pyodide boots in its worker; classify a picked file and a dropped one, and show an error for a
 file that is no image."""
-import importlib.util
 import json
 import re
 import subprocess
 import sys
-import threading
 from urllib.parse import urlparse
 
 import numpy as np
@@ -19,6 +17,7 @@ from playwright.sync_api import expect
 
 import imagenet_fixture
 from conftest import ROOT
+from page_server import demo_serve, running
 
 pytestmark = pytest.mark.browser
 
@@ -53,16 +52,8 @@ def demo_server():
     proc = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
-    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
-    server = serve.DemoServer(port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with running(demo_serve().DemoServer(port=0)) as server:
+        yield server
 
 
 @pytest.fixture

@@ -1,15 +1,14 @@
 """A .nnwp plan file run in a page by Debian's chromium, on the page's thread and in the proxy
 worker: web/nnwasm.mjs must fetch the file and kernels.wasm only (no Pyodide, no wheel), and give
 outputs bit-identical to CPython's."""
-import importlib.util
 import json
 import subprocess
 import sys
-import threading
 
 import pytest
 
 from conftest import ROOT
+from page_server import demo_serve, running
 from plan_fixtures import build_plan_fixtures
 
 pytestmark = pytest.mark.browser
@@ -69,16 +68,8 @@ def plan_site(tmp_path_factory):
             v["file"] = v["path"].rsplit("/", 1)[1]
     (demo / "fixtures.json").write_text(json.dumps(fixtures))
     (demo / "plan.html").write_text(PAGE)
-    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
-    server = serve.DemoServer(port=0, root=root)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server, fixtures
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with running(demo_serve().DemoServer(port=0, root=root)) as server:
+        yield server, fixtures
 
 
 @pytest.mark.parametrize("mode", ["", "?proxy"], ids=["page", "proxy-worker"])

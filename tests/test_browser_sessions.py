@@ -4,14 +4,12 @@ once, each run three times concurrently with its own feeds, every answer checked
 sum in the page; then all released while a last run of each is pending (release() waits for it),
 and a run after release() rejects. Plus one .onnx session with symbolic dims through Pyodide in
 the proxy worker, run concurrently at eight sizes."""
-import importlib.util
 import json
-import threading
 
 import pytest
 
 import nnwasm
-from conftest import ROOT
+from page_server import demo_serve, running
 from test_memory_bounds import _outer_model
 
 pytestmark = pytest.mark.browser
@@ -54,16 +52,8 @@ main().then((r) => (window.__result = r), (e) => (window.__result = `${e.name}: 
 
 @pytest.fixture(scope="module")
 def server():
-    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
-    s = serve.DemoServer(port=0)
-    thread = threading.Thread(target=s.serve_forever, daemon=True)
-    thread.start()
-    yield s
-    s.shutdown()
-    s.server_close()
-    thread.join(timeout=10)
+    with running(demo_serve().DemoServer(port=0)) as s:
+        yield s
 
 
 def test_eight_sessions_in_one_page(page, server):

@@ -4,18 +4,17 @@ and onnxruntime-node's sibling files (web/external-data.mjs, onnx_io/external.py
 folder, past the end, missing, wrong path, over 4 GB) fails create() cleanly. The ~1.5 GB model
 (tests/extdata_models.py, cached outside git) runs only with NNWASM_ZOO_ALL=1 (`make test-all`),
 as the slow zoo models do."""
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import threading
 import urllib.parse
 
 import pytest
 
 from conftest import ROOT
 from extdata_models import build_bad, build_big, build_over_4gb, cache_dir
+from page_server import demo_serve, running
 from test_browser_demo import demo_server  # noqa: F401 (the fixture: dist/web/ rebuilt and served)
 from test_node_shim import web_bundle  # noqa: F401
 
@@ -49,19 +48,12 @@ def test_external_data_in_node(web_bundle, cases):  # noqa: F811
     assert "ℹ skipped 0" in proc.stdout or not BIG, "the big model was skipped"
 
 
-def _demo_serve():
-    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
-    return serve
-
-
 @pytest.fixture(scope="module")
 def file_server(demo_server, cases):  # noqa: F811 (demo_server: dist/web/ rebuilt)
     """The demo server's files plus /extdata/ (the cases, or with NNWASM_ZOO_ALL=1 the whole file
     system, for the cached big model), on one origin: Chromium refuses a page's fetch of another
     loopback port ("loopback address space")."""
-    serve = _demo_serve()
+    serve = demo_serve()
     root = "/" if BIG else str(cases)
 
     class Handler(serve.DemoRequestHandler):
@@ -70,12 +62,8 @@ def file_server(demo_server, cases):  # noqa: F811 (demo_server: dist/web/ rebui
                 return os.path.join(root, urllib.parse.unquote(path.split("?", 1)[0])[len("/extdata/"):])
             return super().translate_path(path)
 
-    server = serve.DemoServer(port=0, extra_prefixes=("/extdata/",), handler=Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server, root
-    server.shutdown()
-    server.server_close()
+    with running(serve.DemoServer(port=0, extra_prefixes=("/extdata/",), handler=Handler)) as server:
+        yield server, root
 
 
 # Creates sessions by URL (the data by URL, as bytes, as a Blob), runs them, and tries bad input.

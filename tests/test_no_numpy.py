@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 
 from imagenet_fixture import preprocess
 from model_builders import graph_model, ort_run, rand
+from test_node_shim import web_bundle  # noqa: F401 (the fixture: dist/web/ rebuilt)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "demo" / "assets" / "efficientnet-lite0.onnx"
@@ -203,25 +204,17 @@ def test_cpython_with_numpy_blocked(cases):
 
 
 @pytest.mark.node
-def test_pyodide_without_numpy(cases):
+def test_pyodide_without_numpy(cases, web_bundle):  # noqa: F811
     node = shutil.which("node")
     assert node, "Node.js is not installed"
     d, want = cases
-    dist = _web_bundle()
+    dist = web_bundle
     proc = subprocess.run([node, str(ROOT / "tests" / "node" / "run-python.mjs"), dist.as_uri() + "/", str(d),
                            str(d / "script.py"), str(d)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     check(out, want)
     assert all("buffer_ok" in out[k] for k in want), "Pyodide's Python has PEP 688: memoryview(tensor) works"
-
-
-def _web_bundle():
-    """dist/web rebuilt from the current sources (idempotent), as tests/test_node_shim.py does."""
-    proc = subprocess.run([sys.executable, str(ROOT / "build_scripts" / "build_web.py")],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"build_web.py failed:\n{proc.stdout}\n{proc.stderr}"
-    return ROOT / "dist" / "web"
 
 
 def test_the_same_feeds_with_numpy(cases):

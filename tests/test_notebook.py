@@ -10,7 +10,6 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "notebook"))
+from page_server import running  # noqa: E402
 from serve import SITE, NotebookServer  # noqa: E402
 
 MODEL = ROOT / "demo" / "assets" / "efficientnet-lite0.onnx"
@@ -56,10 +56,8 @@ def server():
         if os.environ.get("NNWASM_REQUIRE_NOTEBOOK") == "1":
             pytest.fail(f"{SITE} is missing: run `make notebook-site`")
         pytest.skip(f"{SITE} is missing: run `make notebook-site`")
-    srv = NotebookServer()
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv
-    srv.shutdown()
+    with running(NotebookServer()) as srv:
+        yield srv
 
 
 def test_example_notebook_runs_offline_without_numpy(server, page):

@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import threading
 
 import numpy as np
 import pytest
@@ -25,6 +24,7 @@ from onnx import helper
 
 from conftest import ROOT
 from model_builders import graph_model, rand
+from page_server import running
 
 pytestmark = pytest.mark.node
 
@@ -237,12 +237,8 @@ def site(project, models, tmp_path_factory):
     page_inputs = {k: {**v, "file": "models/" + os.path.basename(v["path"])} for k, v in inputs.items()}
     (root / "index.html").write_text(PAGE.replace("INPUTS", json.dumps(page_inputs)))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(StaticHandler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with running(server):
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
 
 
 @pytest.mark.browser

@@ -3,15 +3,13 @@ served with COOP/COEP by demo/serve.py: zoo plan files give on 2 threads the bit
 of CPython's `simd` flavour, on the page's thread (the caller spins: a page's main thread may not
 block) and in the proxy worker; a page that is not cross-origin isolated runs 1 thread with one
 warning. A representative set of the zoo by default, all of it with NNWASM_ZOO_ALL=1."""
-import importlib.util
 import os
-import threading
 
 import pytest
 
 import threads_fixtures
 from conftest import ROOT
-from page_server import serve
+from page_server import demo_serve, running, serve
 
 pytestmark = pytest.mark.browser
 
@@ -70,16 +68,8 @@ def site(tmp_path_factory):
     names = threads_fixtures.ALL if os.environ.get("NNWASM_ZOO_ALL") == "1" else threads_fixtures.FAST
     fixtures = threads_fixtures.build(demo, names)
     (demo / "threads.html").write_text(PAGE)
-    spec = importlib.util.spec_from_file_location("demo_serve", ROOT / "demo" / "serve.py")
-    demo_serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo_serve)
-    server = demo_serve.DemoServer(port=0, root=root, extra_prefixes=("/kernels/",))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server, root, fixtures
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with running(demo_serve().DemoServer(port=0, root=root, extra_prefixes=("/kernels/",))) as server:
+        yield server, root, fixtures
 
 
 def run(page, url):

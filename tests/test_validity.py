@@ -171,6 +171,23 @@ def test_schema_table_is_current():
     assert d["opsets"][""][1] >= onnx.defs.onnx_opset_version() and d["max_ir_version"] >= onnx.IR_VERSION
 
 
+def test_loader_first_checks_follow_onnx_schemas():
+    """The bounds the loader checks an ai.onnx node against before decoding its attributes (derived
+    from op_schemas.json) are onnx's, over every version of each op."""
+    big = 2 ** 31 - 1
+    arity, kinds = {}, {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        if s.domain == "":
+            lo_i, hi_i, lo_o, hi_o = arity.get(s.name, (big, 0, big, 0))
+            arity[s.name] = (min(lo_i, s.min_input), max(hi_i, s.max_input),
+                             min(lo_o, s.min_output), max(hi_o, s.max_output))
+            for a in s.attributes.values():
+                kinds.setdefault(a.name, set()).add(int(a.type))
+    assert validity.ai_onnx_arity() == {op: tuple(None if n >= big else n for n in b) for op, b in arity.items()}
+    assert validity.ai_onnx_attribute_types() == kinds
+    assert validity.ai_onnx_arity()["Conv"] == (2, 3, 1, 1) and validity.ai_onnx_arity()["Concat"] == (1, None, 1, 1)
+
+
 def test_validity_does_not_import_onnx():
     import subprocess
     import sys

@@ -17,6 +17,7 @@ import { readFileSync, existsSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createInterface } from "node:readline";
+import { watchWasmMemories } from "../wasm_memories.mjs";
 
 const cfg = JSON.parse(process.argv[2]);
 const meta = JSON.parse(readFileSync(join(cfg.dir, `${cfg.model}.json`), "utf8"));
@@ -32,29 +33,8 @@ const firstLine = (e) => {
 // nnwasm's Pyodide has one and kernels.wasm another): peak wasm memory = their sizes at the end
 // (a wasm memory never shrinks).
 const memories = [];
-const RealMemory = WebAssembly.Memory;
-WebAssembly.Memory = function Memory(desc) {
-  const m = new RealMemory(desc);
-  memories.push(m);
-  return m;
-};
-WebAssembly.Memory.prototype = RealMemory.prototype;
-for (const fn of ["instantiate", "instantiateStreaming"]) {
-  const real = WebAssembly[fn];
-  WebAssembly[fn] = async (...args) => {
-    const r = await real.apply(WebAssembly, args);
-    for (const e of Object.values((r.instance ?? r).exports ?? {})) if (e instanceof RealMemory) memories.push(e);
-    return r;
-  };
-}
 // nnwasm's Pyodide instantiates kernels.wasm synchronously (WebAssembly.Instance), its memory its own
-const RealInstance = WebAssembly.Instance;
-WebAssembly.Instance = function Instance(module, imports) {
-  const r = new RealInstance(module, imports);
-  for (const e of Object.values(r.exports)) if (e instanceof RealMemory) memories.push(e);
-  return r;
-};
-WebAssembly.Instance.prototype = RealInstance.prototype;
+watchWasmMemories((m) => memories.push(m), { instances: true });
 const wasmBytes = () => [...new Set(memories)].reduce((s, m) => s + m.buffer.byteLength, 0);
 
 const ARRAYS = { float32: Float32Array, float16: Uint16Array, int64: BigInt64Array, int32: Int32Array, bool: Uint8Array, uint8: Uint8Array };

@@ -16,6 +16,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { watchWasmMemories } from "../wasm_memories.mjs";
 
 const cfg = JSON.parse(process.argv[2]);
 const meta = JSON.parse(readFileSync(join(cfg.dir, `${cfg.model}.json`), "utf8"));
@@ -27,21 +28,7 @@ const now = () => performance.now();
 // how onnxruntime-web's heap is found (its module is internal).
 let owner = null;
 const memories = [];
-const RealMemory = WebAssembly.Memory;
-WebAssembly.Memory = function Memory(desc) {
-  const m = new RealMemory(desc);
-  memories.push([owner, m]);
-  return m;
-};
-WebAssembly.Memory.prototype = RealMemory.prototype;
-for (const fn of ["instantiate", "instantiateStreaming"]) {
-  const real = WebAssembly[fn];
-  WebAssembly[fn] = async (...args) => {
-    const r = await real.apply(WebAssembly, args);
-    for (const e of Object.values((r.instance ?? r).exports ?? {})) if (e instanceof RealMemory) memories.push([owner, e]);
-    return r;
-  };
-}
+watchWasmMemories((m) => memories.push([owner, m]));
 
 function feeds(TensorClass, m = meta) {
   return Object.fromEntries(Object.entries(m.cases[0].inputs).map(([n, t]) => {

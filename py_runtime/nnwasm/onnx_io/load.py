@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 
 from .. import dtypes, ir
 from ..errors import InvalidArgument, InvalidModel, Unsupported
-from .arity import ARITY
-from .attr_types import ATTRIBUTE_TYPES
 from .messages import AttributeProto as A
 from .messages import parse_model_proto
 from .tensors import ExternalFiles, sparse_tensor_data, tensor_data
@@ -259,8 +257,9 @@ class _Converter:
             # Models of ai.onnx.ml ops only may omit ai.onnx; one that uses it must import it.
             raise InvalidModel(f"{where}: {node} uses domain '{domain or 'ai.onnx'}', for which the model "
                                f"imports no opset")
-        if domain == "" and node.op_type in ARITY:
-            lo_i, hi_i, lo_o, hi_o = ARITY[node.op_type]
+        arity = validity.ai_onnx_arity().get(node.op_type) if domain == "" else None
+        if arity is not None:
+            lo_i, hi_i, lo_o, hi_o = arity
             for what, count, lo, hi in (("inputs", len(node.inputs), lo_i, hi_i),
                                         ("outputs", len(node.outputs), lo_o, hi_o)):
                 if count < lo or (hi is not None and count > hi):
@@ -276,11 +275,12 @@ class _Converter:
             try:
                 if not a.type and self.ir_version >= 2:
                     raise _BadAttribute("has no type (required from IR version 2)")
-                if domain == "" and a.name in ATTRIBUTE_TYPES and not a.ref_attr_name:
+                kinds = validity.ai_onnx_attribute_types().get(a.name) if domain == "" and not a.ref_attr_name else None
+                if kinds is not None:
                     kind = a.type or _infer_type(a)
-                    if kind not in ATTRIBUTE_TYPES[a.name]:
+                    if kind not in kinds:
                         raise _BadAttribute(f"is of type {_TYPE_NAMES.get(kind, kind)}; ai.onnx defines it as "
-                                            f"{' or '.join(sorted(_TYPE_NAMES[t] for t in ATTRIBUTE_TYPES[a.name]))}")
+                                            f"{' or '.join(sorted(_TYPE_NAMES[t] for t in kinds))}")
                 node.attrs[a.name] = self.attribute(a, scope, depth)
             except _BadAttribute as e:
                 raise InvalidModel(f"{where}: {node}, attribute '{a.name}' {e}") from None

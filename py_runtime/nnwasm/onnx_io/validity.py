@@ -48,6 +48,35 @@ def data():
     return d
 
 
+@lru_cache(maxsize=None)
+def ai_onnx_arity():
+    """op -> (fewest inputs, most inputs, fewest outputs, most outputs) of any version of each
+    ai.onnx op (None: variadic; empty names count, as in onnx's checker). The loader refuses a node
+    outside these bounds before it decodes the node's attributes, so that no later pass meets a
+    Conv without weights or a Relu without an output; check_node then applies the bounds of the
+    version the model imports."""
+    out = {}
+    for op, versions in data()["ops"][""].items():
+        bounds = [v[3] for v in versions]
+        out[op] = (min(b[0] for b in bounds), None if any(b[1] is None for b in bounds) else max(b[1] for b in bounds),
+                   min(b[2] for b in bounds), None if any(b[3] is None for b in bounds) else max(b[3] for b in bounds))
+    return out
+
+
+@lru_cache(maxsize=None)
+def ai_onnx_attribute_types():
+    """attribute name -> the types (AttributeProto codes) any version of any ai.onnx op gives an
+    attribute of that name. The loader refuses a node of ai.onnx whose attribute has another type
+    (typed or, before IR version 2, inferred) before decoding it, so that a FLOAT `axis` or an
+    INTS `transB` never reaches a shape function or a kernel."""
+    out = {}
+    for versions in data()["ops"][""].values():
+        for v in versions:
+            for name, (kind, _) in v[2].items():
+                out.setdefault(name, set()).add(kind)
+    return {name: frozenset(kinds) for name, kinds in out.items()}
+
+
 def dname(domain):
     return _DOMAIN_NAMES.get(domain, domain)
 

@@ -93,6 +93,16 @@ def _outputs_static(node, inputs, consts):
     return dt, tuple(shape)
 
 
+def _small_input(node, inputs, consts):
+    """(the constant input 0, _outputs_static()) when that input is small enough to fold and the
+    output's type and shape are known; else None."""
+    x = S.get(consts, 0)
+    if not _small(x):
+        return None
+    out = _outputs_static(node, inputs, consts)
+    return None if out is None else (x, out)
+
+
 @folder("Shape")
 def fold_shape(node, inputs, consts):
     s = S.shape(S.get(inputs, 0))
@@ -232,12 +242,10 @@ def fold_concat(node, inputs, consts):
 
 @folder("Slice")
 def fold_slice(node, inputs, consts):
-    x = S.get(consts, 0)
-    if not _small(x):
+    got = _small_input(node, inputs, consts)
+    if got is None:
         return None
-    out = _outputs_static(node, inputs, consts)
-    if out is None:
-        return None
+    x, out = got
     starts, ends, axes, steps, _ = indexing.slice_args(node, consts)
     picks = [list(range(d)) for d in x.shape]
     for a, start, end, step in indexing.slice_spec(node, len(x.shape), starts, ends, axes, steps):
@@ -253,12 +261,10 @@ def fold_slice(node, inputs, consts):
 @folder("Transpose")
 def fold_transpose(node, inputs, consts):
     """PyTorch's exported pads (ConstantOfShape, Concat, Reshape, Slice, Transpose, Cast) pass here."""
-    x = S.get(consts, 0)
-    if not _small(x):
+    got = _small_input(node, inputs, consts)
+    if got is None:
         return None
-    out = _outputs_static(node, inputs, consts)
-    if out is None:
-        return None
+    x, out = got
     perm = node.attr("perm") or list(range(len(x.shape)))[::-1]
     vals, strides = x.tolist(), _strides(x.shape)
     res = [vals[sum(i * strides[p] for i, p in zip(idx, perm))]
@@ -305,12 +311,10 @@ def _empty_reduction(op_type, dtype):
 
 @folder(*_REDUCE)
 def fold_reduce(node, inputs, consts):
-    x = S.get(consts, 0)
-    if not _small(x):
+    got = _small_input(node, inputs, consts)
+    if got is None:
         return None
-    out = _outputs_static(node, inputs, consts)
-    if out is None:
-        return None
+    x, out = got
     if x.numel == 0:   # every output element reduces no element (an empty output: nothing to fill)
         return [tensor(out[0], out[1], [_empty_reduction(node.op_type, x.dtype)] * math.prod(out[1]))]
     # Group the input's elements by their output position: reduced axes' indices dropped.

@@ -55,6 +55,14 @@ def _bias_strides(shape, heads, s, t):
     return (shape[1] * s * t if shape[0] != 1 else 0, s * t if shape[1] != 1 else 0, t)
 
 
+def _bias_args(b, g, ab, heads, s, t):
+    """_attend's arguments for an additive bias ab (none: {}); check_* made sure of its form."""
+    if not ab:
+        return {}
+    m_bs, m_hs, m_rs = _bias_strides(_shape(g, ab), heads, s, t)
+    return dict(bias=b.ref(ab), m_bs=m_bs, m_hs=m_hs, m_rs=m_rs)
+
+
 def _no_bias():
     return dict(bias=None, m_bs=0, m_hs=0, m_rs=0)
 
@@ -180,10 +188,8 @@ def lower_gqa(node, b):
     kc, kcs = _append(b, past_k, p_used, kx, ks, b.ref(node.outputs[1]), batch, hkv, t, s, d, lens, lens_add)
     vc, vcs = _append(b, past_v, p_used, vx, vs, b.ref(node.outputs[2]), batch, hkv, t, s, d, lens, lens_add)
     kw = dict(causal=1, lens=lens, lens_add=lens_add, c0=0, window=node.attr("local_window_size", -1),
-              softcap=float(node.attr("softcap", 0.0)), smooth=node.attr("smooth_softmax", 0))
-    if ab:
-        m_bs, m_hs, m_rs = _bias_strides(_shape(g, ab), hq, s, t)
-        kw.update(bias=b.ref(ab), m_bs=m_bs, m_hs=m_hs, m_rs=m_rs)
+              softcap=float(node.attr("softcap", 0.0)), smooth=node.attr("smooth_softmax", 0),
+              **_bias_args(b, g, ab, hq, s, t))
     if sink:
         kw.update(sink=b.ref(sink))
     scale = node.attr("scale", 0.0) or 1 / math.sqrt(d)
@@ -301,12 +307,8 @@ def lower_mha(node, b):
                          batch, n, t, l, h)
         vx, vs = _append(b, b.ref(pv) if p else None, p, vx, vs, _out_or_scratch(b, node, 2, F32 * batch * n * t * hv),
                          batch, n, t, l, hv)
-    kw = {}
-    if node.attr("unidirectional", 0):
-        kw.update(causal=2, c0=p)
-    if ab:
-        m_bs, m_hs, m_rs = _bias_strides(_shape(g, ab), n, s, t)
-        kw.update(bias=b.ref(ab), m_bs=m_bs, m_hs=m_hs, m_rs=m_rs)
+    kw = dict(causal=2, c0=p) if node.attr("unidirectional", 0) else {}
+    kw.update(_bias_args(b, g, ab, n, s, t))
     if kpm:
         kw.update(_refs(b, _mask_args(g, kpm, batch, s, t)))
     scale = node.attr("scale", 0.0) or 1 / math.sqrt(h)
@@ -380,12 +382,8 @@ def lower_attention_ms(node, b):
         past_half = F32 * batch * n * p * hq
         kx, ks = _append(b, b.ref(past) if p else None, p, kx, ks, pk, batch, n, t, s, hq)
         vx, vs = _append(b, b.ref(past, past_half) if p else None, p, vx, vs, pv, batch, n, t, s, hv)
-    kw = {}
-    if node.attr("unidirectional", 0):
-        kw.update(causal=2, c0=p)
-    if ab:
-        m_bs, m_hs, m_rs = _bias_strides(_shape(g, ab), n, s, t)
-        kw.update(bias=b.ref(ab), m_bs=m_bs, m_hs=m_hs, m_rs=m_rs)
+    kw = dict(causal=2, c0=p) if node.attr("unidirectional", 0) else {}
+    kw.update(_bias_args(b, g, ab, n, s, t))
     if mask:
         ms = _shape(g, mask)
         if len(ms) == 4:

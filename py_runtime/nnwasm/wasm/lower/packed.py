@@ -59,19 +59,22 @@ def _residual(b, add, y, shape, before):
     return r if b.position.get(r, -1) < before else None
 
 
-def float_epilogue(node, b, n):
-    """(value to write, bias, residual or None, act) when node's [.., N] float output only feeds a
-    bias Add of a constant [N] (then a Gelu, or a residual Add); None when it does not. The fused
-    nodes are marked, so lowering skips them. (lower/quant.py: MatMulIntegerToFloat as q8_gemm_ep)"""
+def _epilogue(node, b, n, relu):
+    """(value to write, bias, residual or None, act, act_min) when node's [.., N] float output only
+    feeds a bias Add of a constant [N], then maybe a Gelu (erf), a Relu (with relu), or a residual
+    Add; None when it does not. The fused nodes are marked, so lowering skips them."""
     y = node.outputs[0]
     shape = b.shape(y)
     add = _only_user(b, y, "Add")
     if add is None or add.domain == "com.microsoft" or not _bias(b, add, y, n, shape):
         return None
-    bias, y, act, r, fused = _bias(b, add, y, n, shape), add.outputs[0], 0, None, [add]
-    nxt = _only_user(b, y, "Gelu", "Add")
+    bias, y, act, lo, r, fused = _bias(b, add, y, n, shape), add.outputs[0], 0, -math.inf, None, [add]
+    nxt = _only_user(b, y, "Gelu", "Relu", "Add") if relu else _only_user(b, y, "Gelu", "Add")
     if nxt is not None and nxt.op_type == "Gelu" and nxt.attr("approximate", "none") == "none":
         act, y = 1, nxt.outputs[0]
+        fused.append(nxt)
+    elif nxt is not None and nxt.op_type == "Relu" and nxt.domain != "com.microsoft":
+        lo, y = 0.0, nxt.outputs[0]
         fused.append(nxt)
     elif nxt is not None and nxt.op_type == "Add" and nxt.domain != "com.microsoft":
         r = _residual(b, nxt, y, shape, b.position.get(node.outputs[0], 0))
@@ -79,33 +82,23 @@ def float_epilogue(node, b, n):
             y = nxt.outputs[0]
             fused.append(nxt)
     b.fused.update(id(f) for f in fused)
-    return y, bias, r, act
+    return y, bias, r, act, lo
+
+
+def float_epilogue(node, b, n):
+    """(value to write, bias, residual or None, act) when node's [.., N] float output only feeds a
+    bias Add of a constant [N] (then a Gelu, or a residual Add); None when it does not. The fused
+    nodes are marked, so lowering skips them. (lower/quant.py: MatMulIntegerToFloat as q8_gemm_ep)"""
+    ep = _epilogue(node, b, n, relu=False)
+    return ep[:4] if ep is not None else None
 
 
 def lower_matmul_packed(node, b, m, n, k):
     """The MatMul (and what it fuses) as one gemm_packed op."""
-    w, y = node.inputs[1], node.outputs[0]
-    shape = b.shape(y)
-    bias = r = None
-    act, lo, hi = 0, -math.inf, math.inf
-    fused = []
-    add = _only_user(b, y, "Add")
-    if add is not None and add.domain != "com.microsoft" and _bias(b, add, y, n, shape):
-        bias, y = _bias(b, add, y, n, shape), add.outputs[0]
-        fused.append(add)
-        nxt = _only_user(b, y, "Gelu", "Relu", "Add")
-        if nxt is not None and nxt.op_type == "Gelu" and nxt.attr("approximate", "none") == "none":
-            act, y = 1, nxt.outputs[0]
-            fused.append(nxt)
-        elif nxt is not None and nxt.op_type == "Relu" and nxt.domain != "com.microsoft":
-            lo, y = 0.0, nxt.outputs[0]
-            fused.append(nxt)
-        elif nxt is not None and nxt.op_type == "Add" and nxt.domain != "com.microsoft":
-            r = _residual(b, nxt, y, shape, b.position.get(node.outputs[0], 0))
-            if r is not None:
-                y = nxt.outputs[0]
-                fused.append(nxt)
-    b.fused.update(id(f) for f in fused)
+    w = node.inputs[1]
+    ep = _epilogue(node, b, n, relu=True)
+    y, bias, r, act, lo = ep if ep is not None else (node.outputs[0], None, None, 0, -math.inf)
+    hi = math.inf
     hp = half_panels(b, w, k, n)   # a float16 model's weight: its halves (lower/half.py)
     if hp is not None:
         return emit_gemm_half(b, hp, b.ref(node.inputs[0]), b.ref(y), m, n, k, b.ref(bias) if bias else None,

@@ -72,40 +72,34 @@ def nearest_tables(spec, xs, out, scale, moved):
     return tables
 
 
-def linear_taps(spec, n_in, n_out, scale):
-    """(indices, weights), two taps per output index, as the reference's triangle kernel gives them."""
+def _taps(spec, n_in, n_out, scale, offsets, weight):
+    """(indices, weights): for each output index, the taps floor(x) + offsets around its source x,
+    each weighed by weight(|tap - x|), normalised as the reference does."""
     idx, wt = [], []
     for y in range(n_out):
         x = _source(spec, float(y), n_in, n_out, scale)
-        taps = [math.floor(x) + k for k in (0, 1)]
-        w = [max(1 - abs(t - x), 0.0) for t in taps]
+        taps = [math.floor(x) + k for k in offsets]
+        w = [weight(abs(t - x)) for t in taps]
         if spec.exclude_outside:
             w = [0.0 if t < 0 or t > n_in - 1 else v for t, v in zip(taps, w)]
         total = sum(w) or 1
         idx += [min(max(t, 0), n_in - 1) for t in taps]
         wt += [v / total for v in w]
     return idx, wt
+
+
+def linear_taps(spec, n_in, n_out, scale):
+    """(indices, weights), two taps per output index, as the reference's triangle kernel gives them."""
+    return _taps(spec, n_in, n_out, scale, (0, 1), lambda d: max(1 - d, 0.0))
 
 
 def cubic_taps(spec, n_in, n_out, scale):
     """(indices, weights), four taps per output index (floor(x) - 1 .. floor(x) + 2: the only ones
     Keys' kernel weighs), normalised as the reference does."""
-    idx, wt = [], []
     a = spec.cubic_a
-    for y in range(n_out):
-        x = _source(spec, float(y), n_in, n_out, scale)
-        taps = [math.floor(x) + k for k in (-1, 0, 1, 2)]
-        w = []
-        for t in taps:
-            d = abs(t - x)
-            w.append(((a + 2) * d - (a + 3)) * d * d + 1 if d <= 1 else
-                     ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0)
-        if spec.exclude_outside:
-            w = [0.0 if t < 0 or t > n_in - 1 else v for t, v in zip(taps, w)]
-        total = sum(w) or 1
-        idx += [min(max(t, 0), n_in - 1) for t in taps]
-        wt += [v / total for v in w]
-    return idx, wt
+    return _taps(spec, n_in, n_out, scale, (-1, 0, 1, 2),
+                 lambda d: ((a + 2) * d - (a + 3)) * d * d + 1 if d <= 1 else
+                 ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0)
 
 
 def _pair(table, p):
