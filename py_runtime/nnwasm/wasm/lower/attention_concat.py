@@ -97,8 +97,16 @@ class _Match:
 def _kv_side(m, name, reader, transposed):
     """(present, past, new, [nodes]) if `name` (read by `reader`) is a present = Concat(past, new, 2),
     possibly through a Transpose (perm 0 1 3 2; transposed) and a repeat_kv, else None."""
-    g, nodes = m.g, []
+    g, nodes, factor = m.g, [], 1.0
     if transposed:
+        sc = m.op(name, "Mul")
+        if sc is not None and m.only(name, reader):   # K^T * c: torch's sdpa export scales Q and K^T by sqrt(scale)
+            i = next((i for i in sc.inputs if m.op(i, "Transpose") is not None), None)
+            factor = _scalar(m, sc.inputs[1] if sc.inputs[0] == i else sc.inputs[0]) if i else None
+            if factor is None:
+                return None
+            nodes.append(sc)
+            reader, name = sc, i
         t = m.op(name, "Transpose")
         if t is None or list(t.attr("perm", [])) != [0, 1, 3, 2] or not m.only(name, reader):
             return None
@@ -133,7 +141,7 @@ def _kv_side(m, name, reader, transposed):
     if _shape(g, past) is None or len(_shape(g, past)) != 4 or not _f32(g, past, new, name):
         return None
     nodes.append(c)
-    return name, past, new, nodes, c
+    return name, past, new, nodes, factor
 
 
 def _match(m, mm2):
@@ -141,16 +149,27 @@ def _match(m, mm2):
     if len(mm2.inputs) != 2:
         return None
     probs = mm2.inputs[0]
-    chain = []
+    chain, reader = [], mm2
     node = m.producer.get(probs)
-    while node is not None and node.op_type == "Cast" and node.attr("to") == 1 \
-            and m.only(node.outputs[0], chain[-1] if chain else mm2):
+    while node is not None and node.op_type == "Cast" and node.attr("to") == 1 and m.only(node.outputs[0], reader):
         chain.append(node)
-        node = m.producer.get(node.inputs[0])
+        reader, node = node, m.producer.get(node.inputs[0])
+    nan_zero = None   # Where(IsNaN(p), 0, p): torch's sdpa export zeroes the rows a mask leaves empty
+    if node is not None and node.op_type == "Where" and m.only(node.outputs[0], reader):
+        isnan = m.op(node.inputs[0], "IsNaN")
+        if isnan is None or isnan.inputs[0] != node.inputs[2] or _scalar(m, node.inputs[1]) != 0.0 \
+                or not m.only(node.inputs[0], node):
+            return None
+        users = m.users.get(node.inputs[2], [])
+        if len(users) != 2 or {id(u) for u in users} != {id(node), id(isnan)} or node.inputs[2] in m.outputs:
+            return None
+        nan_zero = node.inputs[1]
+        chain += [node, isnan]
+        node = m.producer.get(node.inputs[2])
+    elif not (node is not None and m.only(node.outputs[0], reader)):
+        return None
     sm = node
     if sm is None or sm.op_type != "Softmax" or sm.opset < 13 or sm.attr("axis", -1) not in (-1, 3):
-        return None
-    if not m.only(sm.outputs[0], chain[-1] if chain else mm2):
         return None
     x = sm.inputs[0]
     xs = _shape(g, x)
@@ -213,10 +232,12 @@ def _match(m, mm2):
     if ks[0] != batch or dk != d or vs[:3] != (batch, hkv, t) or hq % hkv or ys != (batch, hq, s, vs[3]) \
             or xs != (batch, hq, s, t) or _shape(g, k[2])[2] != s or _shape(g, v[2])[2] != s:
         return None
+    scale *= k[4]
     bias = _broadcast([_shape(g, n) for n in (mask, where and where[0]) if n])
     if bias is not None and _bias_strides(bias, hq, s, t) is None:
         return None
     return dict(nodes=nodes + k[3] + v[3], q=q, k=k, v=v, mask=mask, where=where, scale=scale, y=mm2.outputs[0],
+                nan_zero=nan_zero,
                 dims=(batch, hq, hkv, s, t, d, vs[3]))
 
 
@@ -322,14 +343,23 @@ def _lower(b, f):
     elif f["mask"] is not None:
         m_bs, m_hs, m_rs = _bias_strides(_shape(g, f["mask"]), hq, s, t)
         kw.update(bias=b.ref(f["mask"]), m_bs=m_bs, m_hs=m_hs, m_rs=m_rs)
-    _attention(b, f, ks, vs, batch, hq, hkv, s, t, d, dv, kw)
+    if f["nan_zero"] is None:
+        return _attention(b, f, b.ref(f["y"]), ks, vs, batch, hq, hkv, s, t, d, dv, kw)
+    # Where(IsNaN(probs), 0, probs) @ V: a row whose keys are all masked (NaN probabilities) gives 0;
+    # attention_kv gives NaN there, made 0 after it (a NaN from Q, K or V makes that row NaN in both)
+    n = batch * hq * s * dv
+    z, nan = b.scratch(F32 * n), b.scratch(n)
+    _attention(b, f, z, ks, vs, batch, hq, hkv, s, t, d, dv, kw)
+    b.emit("unary_bool", kind=1, x=z, y=nan, count=n)
+    b.emit("where", esize=4, cond=nan, x=b.ref(f["nan_zero"]), y=z, out=b.ref(f["y"]), rank=1, **_six("d", [n], 1),
+           **_six("cs", [1], 0), **_six("xs", [0], 0), **_six("ys", [1], 0))
 
 
-def _attention(b, f, ks, vs, batch, hq, hkv, s, t, d, dv, kw):
+def _attention(b, f, y, ks, vs, batch, hq, hkv, s, t, d, dv, kw):
     """attention_kv (the arguments lower/attention_kv.py's _attend gives it) reading K and V at the
     present's strides, which may hold a capacity dim: checked with the plain strides, emitted with
     these."""
-    args = dict(q=b.ref(f["q"]), k=b.ref(f["k"][0]), v=b.ref(f["v"][0]), y=b.ref(f["y"]), batch=batch, heads=hq,
+    args = dict(q=b.ref(f["q"]), k=b.ref(f["k"][0]), v=b.ref(f["v"][0]), y=y, batch=batch, heads=hq,
                 kv_heads=hkv, s=s, t=t, d=d, dv=dv, q_bs=hq * s * d, q_rs=d, q_hs=s * d, k_bs=ks[0], k_rs=ks[1],
                 k_hs=ks[2], v_bs=vs[0], v_rs=vs[1], v_hs=vs[2], y_bs=hq * s * dv, y_rs=dv, y_hs=s * dv,
                 scale=float(f["scale"]), lens=None, sink=None, causal=0, c0=0, lens_add=0, window=-1, smooth=0,
