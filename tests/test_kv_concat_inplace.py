@@ -19,7 +19,7 @@ from nnwasm.wasm.runner import WasmRunner
 from test_kv_inplace import bound, build_genzoo, host_numpy, plain, sessions, sidecar
 
 BY_CODE = {op.code: (name, op) for name, op in OPS.items()}
-DECODERS = ["llama_merged", "gpt2_merged"]
+DECODERS = ["llama_merged", "gpt2_merged", "qwen2", "gpt2"]   # qwen2, gpt2: torch's sdpa form
 
 
 def plan_ops(runner):
@@ -253,10 +253,11 @@ def test_the_cache_grows_past_its_capacity():
     assert caps[0] == 64 and caps[-1] == 128, caps
 
 
-@pytest.mark.parametrize("name", ["whisper_merged", "gpt2", "qwen2"])
+@pytest.mark.parametrize("name", ["whisper_merged", "marian_merged"])
 def test_other_decoders_keep_their_tokens(name):
-    """Whisper's decoder (its cross-attention past is not appended), a single-file GPT-2 and Qwen2:
-    generation with the cache kept gives onnxruntime's tokens and the bits of CPU outputs."""
+    """Encoder-decoders, Whisper's and Marian's (their cross-attention past is read, not appended; the
+    self-attention's is): generation with the cache kept gives onnxruntime's tokens and the bits of
+    CPU outputs."""
     meta = sidecar(name)
     want_steps, got_steps = [], []
     want = build_genzoo.generate(meta, plain(sessions(meta)), on_step=lambda k, f, o: want_steps.append(o))
