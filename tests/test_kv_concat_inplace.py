@@ -268,3 +268,37 @@ def test_other_decoders_keep_their_tokens(name):
             if ".encoder." in key and k:
                 continue
             np.testing.assert_array_equal(g[key], w[key], err_msg=f"{name} step {k} {key}")
+
+
+@pytest.mark.parametrize("name", ["llama_merged", "gpt2_merged", "qwen2"])
+def test_several_new_tokens_on_a_kept_cache(name):
+    """A step of 3 tokens on a kept past (a prompt continued): the fused attention over [S, T] scores
+    with the model's causal mask gives the bits of CPU outputs and onnxruntime's values."""
+    pytest.importorskip("onnxruntime")
+    meta = sidecar(name)
+    sess, ref = sessions(meta)["decoder"], sessions(meta)["decoder"]
+    theirs = build_genzoo.ort_runner(build_genzoo.genzoo_dir(), {"decoder": meta["roles"]["decoder"]["file"]})
+    seen = []
+    new = build_genzoo.generate(meta, bound({"decoder": sess}, meta), steps=3, on_step=lambda k, f, o: seen.append(o))
+    past, more = _as_past(meta, seen[-1]), [new[-1], 31, 77]
+    n = next(iter(past.values())).shape()[2]
+    ins = {i.name for i in sess.get_inputs()}
+    feeds = {"input_ids": np.array([more], np.int64), "attention_mask": np.ones((1, n + 3), np.int64)}
+    if "position_ids" in ins:
+        feeds["position_ids"] = np.arange(n, n + 3, dtype=np.int64)[None]
+    if "use_cache_branch" in ins:
+        feeds["use_cache_branch"] = np.array([True])
+    b = sess.io_binding()
+    for k, v in {**feeds, **past}.items():
+        (b.bind_ortvalue_input if isinstance(v, nnwasm.OrtValue) else b.bind_cpu_input)(k, v)
+    names = [o.name for o in sess.get_outputs()]
+    for o in names:
+        b.bind_output(o, "wasm" if o.startswith("present") else "cpu")
+    sess.run_with_iobinding(b)
+    got = {k: v.numpy() for k, v in zip(names, b.get_outputs())}
+    host = {**feeds, **{k: v.numpy() for k, v in past.items()}}
+    want = dict(zip(names, ref.run(None, host)))
+    ort = theirs("decoder", host)
+    for k in names:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+        np.testing.assert_allclose(got[k], ort[k], rtol=1e-4, atol=1e-4, err_msg=k)

@@ -105,7 +105,7 @@ def main():
     print(f"load after: {os.getloadavg()[0]:.1f}")
     labels = list(procs)
     print("| past | " + " | ".join(f"{x} ms/step" for x in labels) + " | " +
-          " | ".join(f"{x}/A" for x in labels[1:]) + " |\n|---" * (2 * len(labels)) + "|")
+          " | ".join(f"{x}/A" for x in labels[1:]) + " |\n" + "|---" * (2 * len(labels)) + "|")
     for past in args.past:
         med = {x: statistics.median(ms[x, past]) for x in labels}
         print(f"| {past} | " + " | ".join(f"{med[x]:.1f}" for x in labels) + " | " +
