@@ -302,3 +302,25 @@ def test_several_new_tokens_on_a_kept_cache(name):
     for k in names:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
         np.testing.assert_allclose(got[k], ort[k], rtol=1e-4, atol=1e-4, err_msg=k)
+
+
+def test_a_capacity_past_its_block_is_refused_by_the_kernels():
+    """The capacity dims are plan words like the offsets: a block said to hold more rows than it
+    does (a corrupted tensor) gets nnw_plan_check's refusal before anything runs, never an access
+    outside the allocation, and the session then runs the good cache."""
+    meta = sidecar("llama_merged")
+    sess = sessions(meta)["decoder"]
+    seen = []
+    new = build_genzoo.generate(meta, bound({"decoder": sess}, meta), steps=3, on_step=lambda k, f, o: seen.append(o))
+    past, tokens = _as_past(meta, seen[-1]), list(build_genzoo.PROMPT) + new
+    t = next(iter(past.values()))._value
+    good = t.cap
+    t.cap = 1 << 20
+    with pytest.raises(nnwasm.KernelError, match="refused"):
+        _step(sess, meta, past, tokens)
+    t.cap = good
+    ref = sessions(meta)["decoder"]
+    got = _step(sess, meta, past, tokens)
+    want = dict(zip([o.name for o in ref.get_outputs()],
+                    ref.run(None, _host_feeds(ref, {k: v.numpy() for k, v in past.items()}, tokens))))
+    np.testing.assert_array_equal(got["logits"].numpy(), want["logits"])
