@@ -246,7 +246,8 @@ class PlanBuilder:
         words = header + init_words + words
         # words that are expressions of symbolic dims (symbolic.py), evaluated again for each run's dims
         self.sym_words = [(i, w) for i, w in enumerate(words) if isinstance(w, Sym)]
-        self.capacity = {o: c for o, c in self.capacity.items() if o in placed and c[0] in placed}
+        if any(o not in placed or c[0] not in placed for o, c in self.capacity.items()):
+            raise AssertionError("a capacity dim of a value that is not placed (will_place disagrees with finish)")
         caps = {d: 0 for c in self.capacity.values() for d in c[1:]}
         if placed:   # packed with the placed offsets at 0; the runner writes their words before loading
             with Binding({**dict(current_dims() or ()), **{v: 0 for v in placed.values()}, **caps}):
