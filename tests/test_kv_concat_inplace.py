@@ -324,3 +324,29 @@ def test_a_capacity_past_its_block_is_refused_by_the_kernels():
     want = dict(zip([o.name for o in ref.get_outputs()],
                     ref.run(None, _host_feeds(ref, {k: v.numpy() for k, v in past.items()}, tokens))))
     np.testing.assert_array_equal(got["logits"].numpy(), want["logits"])
+
+
+def test_shared_blocks_are_freed_with_their_last_tensor():
+    """Each step's present shares its past's block: the block stays while any of them lives and is
+    freed with the last (no block leaks across a generation, none freed under a live tensor)."""
+    meta = sidecar("llama_merged")
+    sess = sessions(meta)
+    seen = []
+    build_genzoo.generate(meta, bound(sess, meta), steps=10, on_step=lambda k, f, o: seen.append(o))
+    kept = [v for v in seen[4].values() if isinstance(v, nnwasm.OrtValue)]   # an older present, kept
+    before = {k: v.numpy().copy() for k, v in enumerate(kept)}
+    del seen
+    gc.collect()
+    regions = {id(r._region): r._region for r in runners()}
+    for region in regions.values():
+        region.collect()
+        live = {s for s, views in region.views.items() if len(views)}
+        assert set(region.blocks) == live, (sorted(region.blocks), sorted(live))
+    for k, v in enumerate(kept):   # still its bytes: its block was not freed under it
+        np.testing.assert_array_equal(v.numpy(), before[k])
+    region, held = kept[0]._value._cell[0], {v._value._cell[1] for v in kept}
+    assert all(v._value._cell[0] is region for v in kept) and held <= set(region.blocks)
+    del kept, v
+    gc.collect()
+    region.collect()
+    assert not held & set(region.blocks), (sorted(held), sorted(region.blocks))
