@@ -37,6 +37,10 @@ class WasmTensor(TensorData):
         with self.host.lock:
             return self.host.read(self.ptr, self.nbytes)
 
+    def write(self, data):
+        """Writes compact host bytes into the tensor (under the host lock)."""
+        self.host.write(self.ptr, data)
+
     def copy_to(self, dst):
         """Copies the tensor's bytes, compact, to dst in kernels.wasm's memory (under the host lock)."""
         if self.nbytes:

@@ -132,6 +132,15 @@ class RegionTensor(WasmTensor):
         with self.host.lock:
             return read_rows(self.host, self.ptr, self.shape, self.dtype.size, self.cap)
 
+    def write(self, data):
+        if self.cap is None:
+            return WasmTensor.write(self, data)
+        b, h, p, d = self.shape
+        size, stride = p * d * self.dtype.size, self.cap * d * self.dtype.size
+        data = memoryview(data).cast("B")
+        for k in range(b * h if size else 0):
+            self.host.write(self.ptr + k * stride, data[k * size:(k + 1) * size])
+
     def copy_to(self, dst):
         if self.cap is None:
             return WasmTensor.copy_to(self, dst)
