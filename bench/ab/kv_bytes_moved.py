@@ -4,6 +4,9 @@ steps after, from the plans' words as they stand for each run.
 
     PYTHONPATH=TREE/py_runtime .venv/bin/python bench/ab/kv_bytes_moved.py MODEL.onnx P
 """
+import struct
+import sys
+
 import numpy as np
 import nnwasm
 from nnwasm.wasm.opcodes import OPS
