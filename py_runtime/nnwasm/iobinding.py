@@ -129,7 +129,7 @@ class IOBinding:
                     raise InvalidArgument(f"run_with_iobinding: output '{name}' is {g.dtype.ort_type} {list(g.shape)}, "
                                           f"the value bound for it is {d.dtype.ort_type} {list(d.shape)}")
                 with d.host.lock:
-                    d.host.write(d.ptr, g.data)
+                    d.write(g.data)
             if name in into:
                 results.append(dest)
                 continue

@@ -37,6 +37,20 @@ class WasmTensor(TensorData):
         with self.host.lock:
             return self.host.read(self.ptr, self.nbytes)
 
+    def write(self, data):
+        """Writes compact host bytes into the tensor (under the host lock)."""
+        self.host.write(self.ptr, data)
+
+    def copy_to(self, dst):
+        """Copies the tensor's bytes, compact, to dst in kernels.wasm's memory (under the host lock)."""
+        if self.nbytes:
+            self.host.call("nnw_memmove", dst, self.ptr, self.nbytes)
+
+    def copy_from(self, src):
+        """Writes compact bytes at src in kernels.wasm's memory into the tensor (under the host lock)."""
+        if self.nbytes:
+            self.host.call("nnw_memmove", self.ptr, src, self.nbytes)
+
 
 def nbytes(t):
     """A tensor's byte size, without reading a device tensor's bytes."""

@@ -61,6 +61,10 @@ class PlanBuilder:
         # buffer: it reads the input only where it writes the output); kept by finish() for placed
         # pairs whose input no other op reads, the runner aliasing them when asked (wasm/region.py)
         self.in_place = {}
+        # {present: (past, past's capacity dim, present's capacity dim)}: placed values whose block
+        # holds [B, H, cap, D] rows, cap bound per run (lower/attention_concat.py, wasm/region.py)
+        self.capacity = {}
+        self.lower_as = {}   # {id(node): lower(b)}: a plan-level fusion lowered at this node
 
     # --- what lowering uses -------------------------------------------------------------
     def shape(self, name):
@@ -112,6 +116,23 @@ class PlanBuilder:
     def emit(self, op, **args):
         self._check(op, args)
         self.ops.append((op, args))
+
+    def emit_unchecked(self, op, check_args, args):
+        """emit(op, **args) where some arguments are run-time dims (a block's row capacity) that
+        have no value at plan build: check_args, the same op with plain values, is checked."""
+        self._check(op, check_args)
+        self.ops.append((op, args))
+
+    def will_place(self, name):
+        """Whether finish() gives `name` no arena place but a block of the runner's device region."""
+        both = name in self.inputs and name in self.outputs
+        return (self.place_io and (name in self.inputs or name in self.outputs) and not both
+                and name not in self.graph.initializers and name not in self.constants
+                and isinstance(self.nbytes(name), Sym))
+
+    @staticmethod
+    def capacity_dim(name):
+        return f"@cap:{name}"
 
     def emit_init(self, op, **args):
         """An op run once at plan load, on weights and persistent buffers only."""
@@ -225,8 +246,11 @@ class PlanBuilder:
         words = header + init_words + words
         # words that are expressions of symbolic dims (symbolic.py), evaluated again for each run's dims
         self.sym_words = [(i, w) for i, w in enumerate(words) if isinstance(w, Sym)]
+        if any(o not in placed or c[0] not in placed for o, c in self.capacity.items()):
+            raise AssertionError("a capacity dim of a value that is not placed (will_place disagrees with finish)")
+        caps = {d: 0 for c in self.capacity.values() for d in c[1:]}
         if placed:   # packed with the placed offsets at 0; the runner writes their words before loading
-            with Binding({**dict(current_dims() or ()), **{v: 0 for v in placed.values()}}):
+            with Binding({**dict(current_dims() or ()), **{v: 0 for v in placed.values()}, **caps}):
                 plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(value(w)) for w in words]))
         else:
             plan = bytearray(struct.pack(f"<{header_and_ops}i", *[_i32(value(w)) for w in words]))

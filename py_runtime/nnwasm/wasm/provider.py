@@ -10,6 +10,7 @@ from ..partition import Deferred
 from ..profiling import node_label
 from ..tensor import numel
 from .control import compile_nodes, control_refusal, host_op_refusal
+from .lower.attention_concat import fuse as fuse_attention_concat
 from .lower.empty import empty_refusal, has_empty, lower_empty
 from .lowering import LOWERINGS, lowering_key
 from .plan import PlanArgumentError, PlanBuilder
@@ -79,7 +80,8 @@ class WasmExecutionProvider:
         ins = [(n, 0 if n in b.placed else io[n], b.nbytes(n)) for n in inputs]
         outs = [(n, 0 if n in b.placed else io[n], b.dtype(n), b.shape(n)) for n in outputs]
         return WasmRunner(b.host, plan, arena, ins, outs, ops, b.sym_words, b.kept_bytes, sym_fills=b.sym_fills,
-                          fills=b.fills, placed=b.placed, in_place=b.in_place, budget=self.budget)
+                          fills=b.fills, placed=b.placed, in_place=b.in_place, budget=self.budget,
+                          capacity=b.capacity)
 
     def build_plan(self, nodes, graph, inputs, outputs, fill_weights=False, place_io=False):
         """(builder, plan bytes, arena bytes, {value: arena offset}, [PlanOp] of the run ops): the
@@ -93,11 +95,14 @@ class WasmExecutionProvider:
         b.members = {id(n) for n in nodes}
         b.position = {o: i for i, n in enumerate(nodes) for o in n.outputs if o}
         ops = []
+        fuse_attention_concat(b, nodes)
         for node in nodes:
             if id(node) not in b.fused:
                 try:
                     lowering = LOWERINGS[lowering_key(node)]
-                    if not (has_empty(node, graph) and not getattr(lowering[0], "empty_ok", False)
+                    if id(node) in b.lower_as:
+                        b.lower_as[id(node)](b)
+                    elif not (has_empty(node, graph) and not getattr(lowering[0], "empty_ok", False)
                             and lower_empty(node, b)):
                         lowering[1](node, b)
                 except PlanArgumentError as e:

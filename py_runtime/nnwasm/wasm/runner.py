@@ -8,7 +8,7 @@ from collections import namedtuple
 from ..errors import InvalidArgument, KernelError, MemoryLimitExceeded, WasmOutOfMemory
 from .. import symbolic
 from . import device
-from .region import ALIGN, Region, RegionTensor
+from .region import ALIGN, Region, RegionTensor, copy_rows, read_rows
 from ..tensor import TensorData, numel
 
 STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opcode",
@@ -32,7 +32,7 @@ class WasmRunner:
     or grown, so a plan or a run's dims past the limit are refused before anything is copied."""
 
     def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
-                 fills=(), placed=None, in_place=None, budget=None):
+                 fills=(), placed=None, in_place=None, budget=None, capacity=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.budget = budget
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
@@ -47,6 +47,9 @@ class WasmRunner:
         # placed: {io name: dim name} of inputs and outputs bound per run to the device region
         self.placed, self._region, self._bound = placed or {}, None, None
         self.in_place = in_place or {}   # {output: input} kv_append may write over (PlanBuilder.in_place)
+        # {present: (past, past's capacity dim, present's)}: blocks of [B, H, cap, D] rows (region.py)
+        self.capacity = capacity or {}
+        self._caps = {}   # this run's {capacity dim: rows}
         head = struct.unpack_from("<8i", plan)
         self._words_bytes = 4 * (8 + head[5] + head[6])   # the op words kept in memory (_load)
         if self.placed:
@@ -184,8 +187,7 @@ class WasmRunner:
                         off = self._region.base + blocks[name]
                     t = env[name]
                     if isinstance(t, device.WasmTensor) and t.host is host:   # on the device: no host copy
-                        if t.nbytes:
-                            host.call("nnw_memmove", arena + off, t.ptr, t.nbytes)
+                        t.copy_to(arena + off)
                     else:
                         host.write(arena + off, t.data)
                 status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
@@ -200,21 +202,34 @@ class WasmRunner:
                 for name, off, dt, shape in outputs:
                     n = dt.size * numel(shape)
                     target = targets.get(name)
+                    cap = self._caps.get(self.capacity[name][2]) if name in self.capacity else None
                     if name in placed:
-                        if target is not None and name not in temps:   # written in place, into target
+                        if target is not None and name not in temps and cap is None:   # written in place, into target
                             env[name] = target
                             continue
-                        if name in keep and target is None:   # written in place: the block becomes the tensor's
+                        if name in keep and target is None and (name in temps or cap is not None):
+                            # written in its block: the block becomes the tensor's (a cache's: shared
+                            # with the past it grew from)
                             temps.discard(name)
-                            env[name] = RegionTensor(self, blocks[name], dt, shape)
+                            env[name] = RegionTensor(self, blocks[name], dt, shape, cap)
                             continue
                         off = self._region.base + blocks[name]
+                        if cap is not None and cap != shape[2]:   # rows of a larger block: compacted
+                            if target is None:
+                                outs.append((name, dt, shape, read_rows(host, arena + off, shape, dt.size, cap)))
+                                continue
+                            ptr = self._malloc(n)
+                            try:
+                                copy_rows(host, ptr, arena + off, shape, dt.size, shape[2], cap)
+                                _check_target(name, dt, shape, target)
+                                target.copy_from(ptr)
+                            finally:
+                                host.release([ptr])
+                            env[name] = target
+                            continue
                     if target is not None:   # bound to a wasm OrtValue: copied there
-                        if target.dtype != dt or target.shape != tuple(shape):
-                            raise InvalidArgument(f"output '{name}' is {dt.ort_type} {list(shape)}, the OrtValue "
-                                                  f"bound for it is {target.dtype.ort_type} {list(target.shape)}")
-                        if n:
-                            host.call("nnw_memmove", target.ptr, arena + off, n)
+                        _check_target(name, dt, shape, target)
+                        target.copy_from(arena + off)
                         env[name] = target
                         continue
                     if name in keep:   # stays in kernels.wasm's memory (IOBinding to the "wasm" device)
@@ -250,6 +265,7 @@ class WasmRunner:
                     start = region.alloc(t.nbytes)
                 t.move_to(self, start)
         blocks, temps, need = {}, set(), []
+        caps, cap_of = {}, {c[1]: c[0] for c in self.capacity.values()}   # past -> its capacity dim
         for name, _, nbytes in inputs:
             if name in self.placed:
                 t = env[name]
@@ -258,11 +274,34 @@ class WasmRunner:
                     need.append((name, nbytes))
                 else:
                     blocks[name] = start
+                if name in cap_of.values():   # a cache's past: its block's rows a head
+                    rows = t.rows if start is not None else t.shape[2]
+                    caps[self._cap_dim_of(name)] = rows
+        keep, claimed = device.kept(), set()
         for name, _, dt, shape in outputs:
             if name not in self.placed:
                 continue
             t, src = targets.get(name), self.in_place.get(name)
             start = t.in_region(region) if isinstance(t, RegionTensor) else None
+            if name in self.capacity:
+                past, cap_in, cap_out = self.capacity[name]
+                p = env[past]
+                at = blocks.get(past) if isinstance(p, RegionTensor) and p.in_region(region) is not None else None
+                rows = shape[2]
+                if (at is not None and at not in claimed and caps[cap_in] >= rows
+                        and region.tail_free(at, p.shape[2])):
+                    claimed.add(at)
+                    blocks[name], caps[cap_out] = at, caps[cap_in]   # the new rows go after the past's, in its block
+                    continue
+                # a new block: room to grow in place for the steps to come where the present is kept
+                # (a past that had room but is shared keeps its capacity; one that is full doubles it)
+                cap = rows
+                if name in keep and t is None:
+                    had = caps[cap_in] if at is not None else 0
+                    cap = had if had >= rows else grow(rows, had)
+                caps[cap_out] = cap
+                need.append((name, dt.size * numel(shape) // max(rows, 1) * cap))
+                continue
             if start is not None and src is not None and env.get(src) is t and t.nbytes == dt.size * numel(shape):
                 blocks[name] = start   # the past's buffer is the present's: it grows in place
             else:
@@ -284,7 +323,9 @@ class WasmRunner:
             # doubled: a move copies the weights too (the kept prefix), so it must be rare as the cache grows
             more = region.used() + sum(max(ALIGN, -(-n // ALIGN) * ALIGN) for _, n in need)
             self._realloc(self._cap, 2 * max(more, region.size))
-        key = (symbolic.current_dims(), region.base, region.size, tuple(sorted(blocks.items())))
+        self._caps = caps
+        key = (symbolic.current_dims(), region.base, region.size, tuple(sorted(blocks.items())),
+               tuple(sorted(caps.items())))
         if key != self._bound:
             try:
                 self._rebind(blocks)
@@ -292,8 +333,11 @@ class WasmRunner:
                 for name in temps:
                     region.free(blocks[name])
                 raise
-            self._bound = (symbolic.current_dims(), region.base, region.size, key[3])
+            self._bound = (symbolic.current_dims(), region.base, region.size, key[3], key[4])
         return blocks, temps
+
+    def _cap_dim_of(self, past):
+        return next(c[1] for c in self.capacity.values() if c[0] == past)
 
     def _place_initial(self, plan):
         """Before the load: a region with room for twice this binding's placed inputs and outputs,
@@ -304,6 +348,12 @@ class WasmRunner:
         sizes = [(n, symbolic.value(nb)) for n, nb in sizes]
         region.base, region.size = self._cap, 2 * sum(max(ALIGN, -(-n // ALIGN) * ALIGN) for _, n in sizes)
         blocks = {n: region.alloc(nb) for n, nb in sizes}
+        rows, nb = {}, dict(sizes)
+        for n, _, _, shape in self.outputs:
+            if n in self.capacity:   # the past's rows from its bytes: [B, H, P, D] as the present's [B, H, T, D]
+                rows[n] = symbolic.value(shape[2])
+                rows[self.capacity[n][0]] = nb[self.capacity[n][0]] * rows[n] // max(nb[n], 1)
+        self._caps = {d: max(rows[n], 0) for o, c in self.capacity.items() for n, d in ((c[0], c[1]), (o, c[2]))}
         values = self._store(blocks)
         need = next(values)
         if need > self._cap:
@@ -323,6 +373,7 @@ class WasmRunner:
         dims = dict(symbolic.current_dims() or ())
         if blocks is not None:
             dims.update((self.placed[n], self._region.base + s) for n, s in blocks.items())
+            dims.update(self._caps)
         return iter(self._eval(dims, memoryview(self._words).cast("i")))
 
     def _realloc(self, cap, region_bytes=0):
@@ -409,10 +460,22 @@ class WasmRunner:
     def close(self):
         if self._region is not None:   # tensors kept in the region move to buffers of their own
             with self.host.lock:
-                for t in list(self._region.tensors.values()):
+                for t in self._region.tensors:
                     t.evict(self._malloc)
         self._finalizer()
 
+
+
+def grow(rows, cap):
+    """A new block's rows a head for a cache of `rows` rows that outgrew `cap` (0: none yet): at least
+    double, in steps of 64, so a generation copies its cache a logarithmic number of times."""
+    return -(-max(rows, 2 * cap, 64) // 64) * 64
+
+
+def _check_target(name, dt, shape, target):
+    if target.dtype != dt or target.shape != tuple(shape):
+        raise InvalidArgument(f"output '{name}' is {dt.ort_type} {list(shape)}, the OrtValue "
+                              f"bound for it is {target.dtype.ort_type} {list(target.shape)}")
 
 
 def _nbytes(data):
