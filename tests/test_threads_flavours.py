@@ -156,3 +156,28 @@ def test_pyodide_in_node24_picks_relaxed_threads(fixtures):
     assert out["models"][key]["sha256"] == plan["models"][key]["sha256"]
     forced = node(NODE24, folder, 2, "false", "onnx", key)
     assert forced["flavour"] == "simd+threads"
+
+
+@pytest.mark.parametrize("name", ["bert_tiny", "mobilenet_v3_small", "bert_tiny_int8_dynamic", "mobilenet_v3_small_fp16"])
+def test_cpython_relaxed_threads_zoo_every_op_split_same_bits_as_relaxed(name):
+    """relaxed+threads with the threshold off (every op of a splitting kernel splits): relaxed's bits"""
+    if not flavours.relaxed_simd_supported():
+        pytest.skip("this wasmtime has no relaxed SIMD")
+    import sys as _sys
+    _sys.path.insert(0, str(ROOT / "build_scripts"))
+    import build_zoo
+    from test_zoo import load_case
+    meta = build_zoo.load_sidecar(name)
+    if not meta:
+        pytest.fail(f"the model zoo is not built in {build_zoo.zoo_dir()}: run `make zoo`")
+    path = str(build_zoo.zoo_dir() / meta["file"])
+    one, two = session(path, 1, "relaxed"), session(path, 2, "relaxed")
+    host = _HOSTS[two.get_provider_assignment().kernels_flavour]
+    host.call("nnw_pool_test_split_all", 1)
+    jobs = host.call("nnw_pool_jobs")
+    for case in meta["cases"]:
+        feeds, _ = load_case(build_zoo.zoo_dir(), case)
+        for a, b in zip(one.run(None, feeds), two.run(None, feeds)):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), case["name"]
+    assert host.call("nnw_pool_jobs") > jobs
+    two.release()
