@@ -1,5 +1,5 @@
 """Only what pyproject.toml can't say: the package's data files kernels.wasm, kernels-relaxed.wasm
-and kernels-threads.wasm (one per kernel flavour, built from kernels_c/ by LLVM 19).
+kernels-threads.wasm and kernels-relaxed-threads.wasm (one per kernel flavour, built from kernels_c/ by LLVM 19).
 
 Wheels and sdists are built from what they contain (docs/packaging.md):
 - From a source checkout (git clone, `git archive`), `pip wheel .` and `python -m build` first build
@@ -20,7 +20,7 @@ from setuptools.command.sdist import sdist
 
 ROOT = Path(__file__).resolve().parent
 PACKAGE = ROOT / "py_runtime" / "nnwasm"
-KERNEL_FILES = ["kernels.wasm", "kernels-relaxed.wasm", "kernels-threads.wasm"]
+KERNEL_FILES = ["kernels.wasm", "kernels-relaxed.wasm", "kernels-threads.wasm", "kernels-relaxed-threads.wasm"]
 
 
 def ensure_kernels():

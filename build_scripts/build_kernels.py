@@ -65,7 +65,7 @@ THREAD_FLAVOURS = {
                      ["-msimd128", "-matomics", "-mbulk-memory", "-Wl,--import-memory,--shared-memory",
                       f"-Wl,--max-memory={THREADS_MAX_MEMORY}", "-Wl,--no-check-features",
                       "-Wl,--export=__stack_pointer"]),
-    "relaxed+threads": (KERNELS_WASM.with_name("kernels-relaxed-threads.wasm"),   # hosts: jsthreads / later
+    "relaxed+threads": (KERNELS_WASM.with_name("kernels-relaxed-threads.wasm"),   # where relaxed SIMD validates
                         ["-msimd128", "-mrelaxed-simd", "-matomics", "-mbulk-memory", "-Wl,--import-memory,--shared-memory",
                          f"-Wl,--max-memory={THREADS_MAX_MEMORY}", "-Wl,--no-check-features", "-Wl,--export=__stack_pointer"]),
 }

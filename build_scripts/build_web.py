@@ -10,6 +10,7 @@
     dist/web/kernels.wasm     the same kernels.wasm as in the wheel, for .nnwp plan files (no Pyodide)
     dist/web/kernels-relaxed.wasm   its `relaxed` flavour (web/flavours.mjs), picked where the engine has relaxed SIMD
     dist/web/kernels-threads.wasm   the `simd+threads` build (web/threads.mjs), for env.wasm.numThreads > 1
+    dist/web/kernels-relaxed-threads.wasm   `relaxed+threads`, the same where relaxed SIMD validates
     dist/web/kernels-warmup.nnwp  a tiny plan that plan sessions run while a real plan downloads, so
                               V8 has optimized the kernels by its first run (warmup_plan.py)
     dist/web/pyodide-snapshot.bin.gz  Pyodide's memory with this wheel's nnwasm imported (made in
@@ -198,9 +199,10 @@ def main():
     # Plan files (.nnwp) run on kernels.wasm alone, without Pyodide or the wheel.
     ship("kernels.wasm", kernels)
     ship(relaxed_path.name, relaxed)
-    threads_path = PACKAGE / "kernels-threads.wasm"   # `simd+threads` (web/threads.mjs): env.wasm.numThreads > 1
-    if threads_path.exists():
-        ship(threads_path.name, threads_path.read_bytes())
+    # `simd+threads` and `relaxed+threads` (web/threads.mjs): env.wasm.numThreads > 1
+    for threads_path in (PACKAGE / "kernels-threads.wasm", PACKAGE / "kernels-relaxed-threads.wasm"):
+        if threads_path.exists():
+            ship(threads_path.name, threads_path.read_bytes())
     ship(WARMUP, warmup_plan_bytes())
     for name in PYODIDE_FILES:
         ship(f"pyodide/{name}", (PYODIDE_SRC / name).read_bytes())

@@ -35,7 +35,8 @@ else if (params.has("relaxed")) env.wasm.relaxedSimd = true;
 // Threads (web/threads.mjs): ?threads=N, else onnxruntime-web's default, min(4, ceil(cores / 2))
 // when the page is cross-origin isolated (demo/serve.py sends COOP/COEP): 2 threads on 4 cores, 1
 // on 2 (there a second thread shares the cores with the page's own work: docs/threads.md measured a
-// slower first result). More than one runs kernels-threads.wasm (the simd kernels with atomics); the
+// slower first result). More than one runs the flavour's build with atomics (kernels-relaxed-threads.wasm
+// where relaxed SIMD validates, else kernels-threads.wasm); the
 // helpers start while the plan downloads and runs use them once they are ready.
 if (params.has("threads")) env.wasm.numThreads = Number(params.get("threads"));
 if (!params.has("onnx") && !params.has("proxy")) (env.wasm.warmUp ? warmUpKernels() : loadKernels()).catch(() => {});
@@ -139,7 +140,8 @@ function showPath(session, { plan, name }) {
   flavour.id = "kernels-flavour";
   flavour.textContent = `kernels.wasm flavour: ${session.kernelsFlavour ?? "?"}` +
     ({ relaxed: " (relaxed SIMD: fused multiply-add)", simd: " (SIMD128, bit-identical everywhere)",
-       "simd+threads": " (SIMD128 with atomics on a shared memory, bit-identical everywhere)" }[session.kernelsFlavour] ?? "");
+       "simd+threads": " (SIMD128 with atomics on a shared memory, bit-identical everywhere)",
+       "relaxed+threads": " (relaxed SIMD with atomics on a shared memory)" }[session.kernelsFlavour] ?? "");
   const threads = document.createElement("li");
   threads.id = "threads";
   $("providers").append(flavour, threads);
@@ -156,7 +158,7 @@ function defaultThreads() {
 function showThreads(session) {
   const item = $("threads");
   if (!item) return;
-  const n = session.numThreads ?? 1, asked = session.kernelsFlavour === "simd+threads" ? defaultThreads() : 1;
+  const n = session.numThreads ?? 1, asked = session.kernelsFlavour?.endsWith("+threads") ? defaultThreads() : 1;
   item.textContent = n > 1 ? `threads: ${n} (Web Workers on a shared memory; the page is cross-origin isolated)`
     : asked > 1 && self.crossOriginIsolated ? `threads: 1 so far (${asked - 1} helper${asked > 2 ? "s" : ""} starting)`
     : `threads: 1${self.crossOriginIsolated ? "" : " (the page is not cross-origin isolated)"}`;

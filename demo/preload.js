@@ -14,10 +14,11 @@
   let relaxed = params.has("relaxed");
   try { relaxed = !params.has("simd") && (relaxed || WebAssembly.validate(probe)); } catch { relaxed = false; }
   // threads (app.mjs: ?threads=N, else onnxruntime-web's default min(4, ceil(cores / 2)) when
-  // the page is cross-origin isolated) take kernels-threads.wasm, the simd kernels with atomics
+  // the page is cross-origin isolated) take the flavour's build with atomics
   const cores = Math.min(4, Math.ceil((navigator.hardwareConcurrency || 1) / 2));
   const threads = params.has("threads") ? Number(params.get("threads")) : (self.crossOriginIsolated ? cores : 1);
-  const kernels = threads > 1 && self.crossOriginIsolated ? "../dist/web/kernels-threads.wasm"
+  const kernels = threads > 1 && self.crossOriginIsolated
+    ? (relaxed ? "../dist/web/kernels-relaxed-threads.wasm" : "../dist/web/kernels-threads.wasm")
     : relaxed ? "../dist/web/kernels-relaxed.wasm" : "../dist/web/kernels.wasm";
   const files = ["assets/efficientnet-lite0.json", "assets/imagenet_labels.json", "assets/coffee.png",
                  ...(onnx ? ["assets/efficientnet-lite0.onnx"] : [kernels, "../dist/web/kernels-warmup.nnwp", "assets/efficientnet-lite0.nnwp"])];

@@ -143,13 +143,13 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
     assert page.errors == []
     paths = [urlparse(u).path for u in page.requests]
     # The demo server isolates the page (COOP/COEP): onnxruntime-web's default, min(4, ceil(cores / 2))
-    # threads (web/threads.mjs); above 1 the page preloads and runs kernels-threads.wasm, else (as
-    # Chromium has relaxed SIMD) kernels-relaxed.wasm (web/flavours.mjs)
+    # threads (web/threads.mjs); as Chromium has relaxed SIMD, above 1 the page preloads and runs
+    # kernels-relaxed-threads.wasm, else kernels-relaxed.wasm (web/flavours.mjs)
     threads = min(4, -(-page.evaluate("navigator.hardwareConcurrency") // 2))
     assert "/demo/assets/efficientnet-lite0.nnwp" in paths, paths
     if threads > 1:
-        assert "/dist/web/kernels-threads.wasm" in paths, paths
-        expect(page.locator("#kernels-flavour")).to_contain_text("kernels.wasm flavour: simd+threads")
+        assert "/dist/web/kernels-relaxed-threads.wasm" in paths, paths
+        expect(page.locator("#kernels-flavour")).to_contain_text("kernels.wasm flavour: relaxed+threads")
         expect(page.locator("#threads")).to_contain_text(f"threads: {threads} (Web Workers on a shared memory")
     else:
         assert "/dist/web/kernels-relaxed.wasm" in paths, paths
@@ -165,19 +165,19 @@ def test_demo_classifies_the_default_photo(watched_page, demo_server):
 
 
 def test_demo_on_two_threads(watched_page, demo_server):
-    """/demo/?threads=2: kernels-threads.wasm, its helper in a Web Worker; the page says so once the
-    helper runs (the first run may go on one thread)."""
+    """/demo/?threads=2: kernels-relaxed-threads.wasm (Chromium has relaxed SIMD), its helper in a Web
+    Worker; the page says so once the helper runs (the first run may go on one thread)."""
     page = watched_page
     page.goto(demo_server.url + "?threads=2")
     _expect_first_result(page)
     expect(page.locator("#error")).to_be_hidden()
-    expect(page.locator("#kernels-flavour")).to_contain_text("kernels.wasm flavour: simd+threads")
+    expect(page.locator("#kernels-flavour")).to_contain_text("kernels.wasm flavour: relaxed+threads")
     page.click("#bench")
     expect(page.locator("#status")).to_have_text("Timed 10 runs.", timeout=60_000)
     expect(page.locator("#threads")).to_contain_text("threads: 2 (Web Workers on a shared memory; the page is cross-origin isolated)")
     paths = [urlparse(u).path for u in page.requests]
-    assert "/dist/web/kernels-threads.wasm" in paths and "/web/pool-worker.mjs" in paths, paths
-    assert "/dist/web/kernels-relaxed.wasm" not in paths and "/dist/web/kernels.wasm" not in paths, paths
+    assert "/dist/web/kernels-relaxed-threads.wasm" in paths and "/web/pool-worker.mjs" in paths, paths
+    assert not {"/dist/web/kernels-relaxed.wasm", "/dist/web/kernels.wasm", "/dist/web/kernels-threads.wasm"} & set(paths), paths
     assert page.errors == []
     _assert_offline(page, demo_server.port)
 

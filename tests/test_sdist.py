@@ -22,7 +22,7 @@ from model_builders import graph_model, ort_run, rand
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "py_runtime" / "nnwasm"
-KERNEL_FILES = ["kernels.wasm", "kernels-relaxed.wasm", "kernels-threads.wasm"]
+KERNEL_FILES = ["kernels.wasm", "kernels-relaxed.wasm", "kernels-threads.wasm", "kernels-relaxed-threads.wasm"]
 WHEELHOUSE = Path(os.environ.get("NNWASM_BUILD_WHEELHOUSE", Path.home() / ".cache" / "nnwasm" / "build-wheelhouse"))
 
 

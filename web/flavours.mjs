@@ -11,10 +11,12 @@
 // auto) when neither is set. Asking for `relaxed` where the engine lacks it runs `simd` with one
 // console warning. Plan files run on either.
 
-// "simd+threads": the simd kernels with atomics on a shared memory, for env.wasm.numThreads > 1
-// (threads.mjs); there is no relaxed build with threads yet.
+// "simd+threads" / "relaxed+threads": those kernels with atomics on a shared memory, for
+// env.wasm.numThreads > 1 (threads.mjs); the flavour with threads is resolveFlavour's plus
+// "+threads" (threadsFlavour).
 export const FLAVOUR_FILES = Object.freeze({ simd: "kernels.wasm", relaxed: "kernels-relaxed.wasm",
-                                             "simd+threads": "kernels-threads.wasm" });
+                                             "simd+threads": "kernels-threads.wasm",
+                                             "relaxed+threads": "kernels-relaxed-threads.wasm" });
 
 // (module (func (result v128)
 //   (i32x4.relaxed_dot_i8x16_i7x16_add_s (i8x16.splat 1) (i8x16.splat 1) (i8x16.splat 1))
@@ -69,6 +71,13 @@ export function resolveFlavour(wasm = {}) {
     console.warn("nnwasm: this WebAssembly engine has no relaxed SIMD; running the 'simd' kernels instead of 'relaxed'");
   }
   return "simd";
+}
+
+/** The flavour that runs for env.wasm's request on `threads` threads: resolveFlavour's, with
+ * "+threads" above one thread ("relaxed+threads" where relaxed SIMD validates, else "simd+threads"). */
+export function threadsFlavour(wasm = {}, threads = 1) {
+  const base = resolveFlavour(wasm);
+  return threads > 1 ? `${base}+threads` : base;
 }
 
 /** A kernels.wasm URL made into the flavour's file (the same folder); URLs of other files are kept. */

@@ -134,7 +134,7 @@ export class InferenceSession {
     // boot (once per page) and this session's creation took.
     this.providers = impl.providers;
     this.providerAssignment = impl.providerAssignment;
-    this.kernelsFlavour = impl.kernelsFlavour; // the kernels.wasm flavour: "simd", "relaxed", "simd+threads" (flavours.mjs)
+    this.kernelsFlavour = impl.kernelsFlavour; // the kernels.wasm flavour: "simd", "relaxed", "simd+threads", "relaxed+threads" (flavours.mjs)
     this.timings = impl.timings;
   }
 

@@ -3,7 +3,7 @@
 // calling conventions as py_runtime/nnwasm/host/ and wasm/runner.py (whose STATUS table this
 // mirrors); feeds are checked with the Python session's wording, so errors read the same.
 import { env, resolveKernelsURL } from "./env.mjs";
-import { FLAVOUR_FILES, flavourURL, resolveFlavour } from "./flavours.mjs";
+import { FLAVOUR_FILES, flavourURL, threadsFlavour } from "./flavours.mjs";
 import { loadBytes, toURL } from "./load-bytes.mjs";
 import { parsePlanFile, weightsLayout } from "./plan-file.mjs";
 import { Trace } from "./profiling.mjs";
@@ -94,34 +94,33 @@ async function instantiateKernels(simdCandidates, forceThreads = undefined) {
   const t0 = performance.now();
   let source = null, url = null, flavour = null;
   const failures = [];
-  // env.wasm.numThreads > 1 (threads.mjs) takes kernels-threads.wasm, the simd kernels with atomics
+  // env.wasm.numThreads > 1 (threads.mjs) takes the flavour's build with atomics: kernels-relaxed-
+  // threads.wasm where relaxed SIMD validates (and env.wasm.relaxedSimd is not false), else
+  // kernels-threads.wasm; each falls back to the next file it finds: relaxed+threads, simd+threads, simd
   const threads = forceThreads ?? resolveNumThreads(env.wasm);
-  if (threads > 1 && env.wasm?.relaxedSimd === true) {
-    console.warn("nnwasm: no relaxed SIMD build with threads; running 'simd+threads' (env.wasm.numThreads > 1)");
-  }
-  // the flavour's files first, then (a dist/ built before flavours existed) the simd ones
-  const want = threads > 1 ? "simd+threads" : resolveFlavour(env.wasm);
-  const candidates = simdCandidates.map((c) => ({ url: flavourURL(toURL(c).href, want), flavour: want }));
-  if (want !== "simd") candidates.push(...simdCandidates.map((c) => ({ url: toURL(c).href, flavour: "simd" })));
+  const want = threadsFlavour(env.wasm, threads);
+  const chain = want === "simd" ? ["simd"] : want === "relaxed+threads" ? [want, "simd+threads", "simd"] : [want, "simd"];
+  const candidates = chain.flatMap((f) => simdCandidates.map((c) => ({ url: f === "simd" ? toURL(c).href : flavourURL(toURL(c).href, f), flavour: f })));
   for (const candidate of candidates) {
     try {
       source = await kernelsSource(candidate.url);
       url = candidate.url;
-      const ours = /\/kernels(-relaxed|-threads)?\.wasm$/.test(new URL(url).pathname); // else a wasmPaths file of the user's
+      const ours = /\/kernels(-relaxed|-threads|-relaxed-threads)?\.wasm$/.test(new URL(url).pathname); // else a wasmPaths file of the user's
       flavour = ours ? candidate.flavour : "custom";
       break;
     } catch (e) {
       failures.push(e.message);
     }
   }
-  if (want === "simd+threads" && flavour !== want && source !== null) {
-    console.warn(`nnwasm: no ${FLAVOUR_FILES[want]} next to kernels.wasm (${failures[0]}); running on 1 thread`);
+  if (want.endsWith("+threads") && flavour !== want && source !== null) {
+    console.warn(`nnwasm: no ${FLAVOUR_FILES[want]} next to kernels.wasm (${failures[0]}); ` +
+                 (flavour === "simd+threads" ? "running 'simd+threads'" : "running on 1 thread"));
   }
   if (source === null) {
     throw new Error(`nnwasm: cannot load kernels.wasm (${failures.join("; ")}); run ` +
                     "`python build_scripts/build_web.py`, or set env.wasm.wasmPaths");
   }
-  if (flavour === "simd+threads") {
+  if (flavour.endsWith("+threads")) {
     const threaded = await instantiateThreaded(source, url, threads);
     if (threaded !== null) return { ...threaded, url, flavour, compileMs: performance.now() - t0 };
     return instantiateKernels(simdCandidates.map((c) => toURL(c).href), 1);
@@ -231,7 +230,7 @@ export class PlanSession {
     }
     const session = new PlanSession(exports, parsed, { bootMs: compileMs, createMs: performance.now() - t0 },
                                      options.memoryLimitBytes ?? null);
-    session.kernelsFlavour = flavour; // which kernels.wasm runs it: "simd", "relaxed", "simd+threads" (flavours.mjs)
+    session.kernelsFlavour = flavour; // which kernels.wasm runs it: "simd", "relaxed", "simd+threads", "relaxed+threads" (flavours.mjs)
     session.pool = pool; // the realm's ThreadPool (threads.mjs) or null
     pool?.acquire(); // starts the helpers, not awaited: the first runs may go on one thread
     trace?.session("session_initialization", t1);

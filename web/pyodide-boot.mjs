@@ -232,7 +232,8 @@ async function bootOnce() {
   // the kernels.wasm flavour env.wasm asks for, read by nnwasm.host.flavours (Python resolves it
   // with the same probe)
   pyodide.runPython(`import os\nos.environ["NNWASM_KERNELS_FLAVOUR"] = "${requestedFlavour(env.wasm)}"`);
-  // env.wasm.numThreads > 1 (threads.mjs): the Python sessions' WASM nodes run on kernels-threads.wasm
+  // env.wasm.numThreads > 1 (threads.mjs): the Python sessions' WASM nodes run on their flavour's
+  // +threads build (kernels-relaxed-threads.wasm or kernels-threads.wasm)
   // with the realm's JS thread pool (host/pyodide_host.py asks for it at the first session)
   const threads = resolveNumThreads(env.wasm);
   if (threads > 1) {

@@ -204,9 +204,10 @@ export class PyodideSession {
     return JSON.parse(callPython(this.bridge, bridgeFunction(this.runtime, "end_profiling"), this.handle));
   }
 
-  /** The threads the next run uses: the realm's pool (threads.mjs) on "simd+threads", else 1. */
+  /** The threads the next run uses: the realm's pool (threads.mjs) on "simd+threads" or
+   * "relaxed+threads", else 1. */
   get numThreads() {
-    return this.kernelsFlavour === "simd+threads" ? pyodideThreadPool()?.active ?? 1 : 1;
+    return this.kernelsFlavour?.endsWith("+threads") ? pyodideThreadPool()?.active ?? 1 : 1;
   }
 
   release() {

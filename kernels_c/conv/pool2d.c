@@ -6,6 +6,7 @@
 
 #include "internal.h"
 #include "simd.h"
+#include "threads/split.h"
 
 enum { MAX, AVERAGE, KINDS };
 
@@ -163,12 +164,42 @@ static void max_plane(const struct pool *p, const float *x, float *y, float *r) 
   }
 }
 
+/* Threads (threads/split.h): planes (image x channel) in tiles, each computed whole by the code
+ * one thread uses (max_plane's row buffer: each worker's own, in its pack buffer, with the same
+ * -inf border): N threads give the bits of one. */
+struct pool_job {
+  const struct pool *p;
+  const float *x;
+  float *y;
+  int fits;
+};
+
+static void pool_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct pool_job *j = ctx;
+  const struct pool *p = j->p;
+  size_t hw = (size_t)p->h * p->w, ohw = (size_t)p->oh * p->ow;
+  float *r = j->fits ? nnw_pool_pack_buf(worker) : NULL;
+  if (r != NULL) max_row_border(p, r);
+  for (size_t i = (size_t)start; i < (size_t)start + (size_t)count; i++) {
+    if (r != NULL) max_plane(p, j->x + i * hw, j->y + i * ohw, r);
+    else pool_plane(p, j->x + i * hw, j->y + i * ohw);
+  }
+}
+
 void nnw_run_pool2d(const int32_t *args, uint8_t *arena) {
   struct pool p;
   pool_decode(args, &p);
   const float *x = nnw_f32_at(arena, p.x);
   float *y = nnw_f32_at(arena, p.y);
   size_t planes = (size_t)p.n * p.c, hw = (size_t)p.h * p.w, ohw = (size_t)p.oh * p.ow;
+  /* every output reads a window: its taps, at least one input element each */
+  uint64_t work = (uint64_t)planes * ohw * (uint64_t)p.kh * (uint64_t)p.kw;
+  int32_t threads = planes <= INT32_MAX ? nnw_split_threads(work, NNW_SPLIT_MIN_ELEMS, (int32_t)planes) : 1;
+  if (threads > 1) {
+    struct pool_job job = {&p, x, y, max_plane_fits(&p)};
+    nnw_parallel_for((int32_t)planes, nnw_split_tile((int32_t)planes, threads), pool_task, &job);
+    return;
+  }
   if (max_plane_fits(&p)) {
     float r[MAX_ROW];
     max_row_border(&p, r);

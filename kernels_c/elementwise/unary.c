@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "act4.h"
 #include "simd.h"
+#include "threads/split.h"
 #include "vmath.h"
 
 enum {
@@ -99,11 +100,7 @@ static int scalar_loop(int32_t kind, const float *x, float *y, int32_t count) {
 #undef LOOP
 }
 
-void nnw_run_unary(const int32_t *v, uint8_t *arena) {
-  int32_t kind = v[NNW_UNARY_KIND], count = v[NNW_UNARY_COUNT];
-  v4 p0 = v4_set1(nnw_arg_f32(v[NNW_UNARY_P0])), p1 = v4_set1(nnw_arg_f32(v[NNW_UNARY_P1]));
-  const float *x = nnw_f32_at(arena, v[NNW_UNARY_X]);
-  float *y = nnw_f32_at(arena, v[NNW_UNARY_Y]);
+static void unary_run(int32_t kind, const float *x, float *y, int32_t count, v4 p0, v4 p1) {
   if (scalar_loop(kind, x, y, count)) return;
   int32_t i = 0;
   switch (kind) {
@@ -125,4 +122,36 @@ void nnw_run_unary(const int32_t *v, uint8_t *arena) {
     v4_store(t, apply(kind, v4_load(t), p0, p1));
     memcpy(y + i, t, sizeof(float) * (size_t)(count - i));
   }
+}
+
+/* Threads (threads/split.h): long runs in chunks of CHUNK elements (a multiple of 4: the vector
+ * loop meets the same groups of four, the tail stays the last chunk's); each element is computed
+ * alone, so N threads give the bits of one. */
+enum { CHUNK = 4096 };
+
+struct unary_job {
+  int32_t kind, count;
+  const float *x;
+  float *y;
+  v4 p0, p1;
+};
+
+static void unary_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct unary_job *j = ctx;
+  int32_t i0 = start * CHUNK, n = j->count - i0 < count * CHUNK ? j->count - i0 : count * CHUNK;
+  (void)worker;
+  unary_run(j->kind, j->x + i0, j->y + i0, n, j->p0, j->p1);
+}
+
+void nnw_run_unary(const int32_t *v, uint8_t *arena) {
+  struct unary_job job = {v[NNW_UNARY_KIND], v[NNW_UNARY_COUNT], nnw_f32_at(arena, v[NNW_UNARY_X]),
+                          nnw_f32_at(arena, v[NNW_UNARY_Y]), v4_set1(nnw_arg_f32(v[NNW_UNARY_P0])),
+                          v4_set1(nnw_arg_f32(v[NNW_UNARY_P1]))};
+  int32_t chunks = (int32_t)(((int64_t)job.count + CHUNK - 1) / CHUNK);
+  int32_t threads = nnw_split_threads((uint64_t)job.count, NNW_SPLIT_MIN_ELEMS, chunks);
+  if (threads > 1) {
+    nnw_parallel_for(chunks, nnw_split_tile(chunks, threads), unary_task, &job);
+    return;
+  }
+  unary_run(job.kind, job.x, job.y, job.count, job.p0, job.p1);
 }

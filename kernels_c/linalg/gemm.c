@@ -69,50 +69,89 @@ static float dot(const float *a, const float *b, int32_t k) {
   return s;
 }
 
-/* y[i, j] = dot(a row i, b row j); four rows of b share each load of a */
-static void gemm_nt(const struct gemm *p, const float *a, const float *b, float *y,
-                    const struct nnw_epilogue *ep) {
+/* y[i, j] = dot(a row i, b row j) for columns [j0, j1) of row i (j0 a multiple of 4); four rows of
+ * b share each load of a */
+static void gemm_nt_row(const struct gemm *p, const float *a, const float *b, float *y,
+                        const struct nnw_epilogue *ep, int32_t i, int32_t j0, int32_t j1) {
   int32_t k = p->k;
-  for (int32_t i = 0; i < p->m; i++) {
-    const float *ai = a + (size_t)i * k;
-    int32_t j = 0;
-    for (; j + 4 <= p->n; j += 4) {
-      const float *b0 = b + (size_t)j * k, *b1 = b0 + k, *b2 = b1 + k, *b3 = b2 + k;
-      v4 s0 = v4_set1(0.0f), s1 = s0, s2 = s0, s3 = s0;
-      int32_t kk = 0;
-      for (; kk + 4 <= k; kk += 4) {
-        v4 av = v4_load(ai + kk);
-        s0 = v4_fmadd(s0, av, v4_load(b0 + kk));
-        s1 = v4_fmadd(s1, av, v4_load(b1 + kk));
-        s2 = v4_fmadd(s2, av, v4_load(b2 + kk));
-        s3 = v4_fmadd(s3, av, v4_load(b3 + kk));
-      }
-      float t0 = v4_hsum(s0), t1 = v4_hsum(s1), t2 = v4_hsum(s2), t3 = v4_hsum(s3);
-      for (; kk < k; kk++) {
-        t0 += ai[kk] * b0[kk];
-        t1 += ai[kk] * b1[kk];
-        t2 += ai[kk] * b2[kk];
-        t3 += ai[kk] * b3[kk];
-      }
-      float *yi = y + (size_t)i * p->n + j;
-      yi[0] = finish(t0, i, j, ep);
-      yi[1] = finish(t1, i, j + 1, ep);
-      yi[2] = finish(t2, i, j + 2, ep);
-      yi[3] = finish(t3, i, j + 3, ep);
+  const float *ai = a + (size_t)i * k;
+  int32_t j = j0;
+  for (; j + 4 <= j1; j += 4) {
+    const float *b0 = b + (size_t)j * k, *b1 = b0 + k, *b2 = b1 + k, *b3 = b2 + k;
+    v4 s0 = v4_set1(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    int32_t kk = 0;
+    for (; kk + 4 <= k; kk += 4) {
+      v4 av = v4_load(ai + kk);
+      s0 = v4_fmadd(s0, av, v4_load(b0 + kk));
+      s1 = v4_fmadd(s1, av, v4_load(b1 + kk));
+      s2 = v4_fmadd(s2, av, v4_load(b2 + kk));
+      s3 = v4_fmadd(s3, av, v4_load(b3 + kk));
     }
-    for (; j < p->n; j++) y[(size_t)i * p->n + j] = finish(dot(ai, b + (size_t)j * k, k), i, j, ep);
+    float t0 = v4_hsum(s0), t1 = v4_hsum(s1), t2 = v4_hsum(s2), t3 = v4_hsum(s3);
+    for (; kk < k; kk++) {
+      t0 += ai[kk] * b0[kk];
+      t1 += ai[kk] * b1[kk];
+      t2 += ai[kk] * b2[kk];
+      t3 += ai[kk] * b3[kk];
+    }
+    float *yi = y + (size_t)i * p->n + j;
+    yi[0] = finish(t0, i, j, ep);
+    yi[1] = finish(t1, i, j + 1, ep);
+    yi[2] = finish(t2, i, j + 2, ep);
+    yi[3] = finish(t3, i, j + 3, ep);
   }
+  for (; j < j1; j++) y[(size_t)i * p->n + j] = finish(dot(ai, b + (size_t)j * k, k), i, j, ep);
 }
 
 /* both transposed: rare in exported models, kept simple */
-static void gemm_tt(const struct gemm *p, const float *a, const float *b, float *y,
-                    const struct nnw_epilogue *ep) {
+static void gemm_tt_row(const struct gemm *p, const float *a, const float *b, float *y,
+                        const struct nnw_epilogue *ep, int32_t i, int32_t j0, int32_t j1) {
+  for (int32_t j = j0; j < j1; j++) {
+    float s = 0.0f;
+    for (int32_t kk = 0; kk < p->k; kk++) s += a[(size_t)kk * p->m + i] * b[(size_t)j * p->k + kk];
+    y[(size_t)i * p->n + j] = finish(s, i, j, ep);
+  }
+}
+
+/* Threads (threads/split.h): NT and TT over units of (row, four columns), row-major, each output
+ * computed by the code one thread uses for it (whole groups of four, the row's tail last): N
+ * threads give the bits of one. A one-row product (a classifier's Linear) splits by its columns. */
+struct nt_job {
+  const struct gemm *p;
+  const float *a, *b;
+  float *y;
+  const struct nnw_epilogue *ep;
+  int32_t quads;
+};
+
+static void nt_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct nt_job *j = ctx;
+  const struct gemm *p = j->p;
+  (void)worker;
+  for (int32_t u = start; u < start + count;) {
+    int32_t i = u / j->quads, q0 = u % j->quads;
+    int32_t q1 = j->quads < q0 + (start + count - u) ? j->quads : q0 + (start + count - u);
+    int32_t j1 = 4 * q1 < p->n ? 4 * q1 : p->n;
+    if (p->trans_a) gemm_tt_row(p, j->a, j->b, j->y, j->ep, i, 4 * q0, j1);
+    else gemm_nt_row(p, j->a, j->b, j->y, j->ep, i, 4 * q0, j1);
+    u += q1 - q0;
+  }
+}
+
+static void gemm_nt_split(const struct gemm *p, const float *a, const float *b, float *y,
+                          const struct nnw_epilogue *ep) {
+  int32_t quads = (p->n + 3) / 4;
+  uint64_t units = (uint64_t)p->m * (uint64_t)quads;
+  struct nt_job job = {p, a, b, y, ep, quads};
+  int32_t threads = units <= INT32_MAX
+                        ? nnw_split_threads((uint64_t)p->m * p->n * p->k, NNW_SPLIT_MIN_FLOPS, (int32_t)units) : 1;
+  if (threads > 1) {
+    nnw_parallel_for((int32_t)units, nnw_split_tile((int32_t)units, threads), nt_task, &job);
+    return;
+  }
   for (int32_t i = 0; i < p->m; i++) {
-    for (int32_t j = 0; j < p->n; j++) {
-      float s = 0.0f;
-      for (int32_t kk = 0; kk < p->k; kk++) s += a[(size_t)kk * p->m + i] * b[(size_t)j * p->k + kk];
-      y[(size_t)i * p->n + j] = finish(s, i, j, ep);
-    }
+    if (p->trans_a) gemm_tt_row(p, a, b, y, ep, i, 0, p->n);
+    else gemm_nt_row(p, a, b, y, ep, i, 0, p->n);
   }
 }
 
@@ -125,10 +164,8 @@ void nnw_run_gemm(const int32_t *args, uint8_t *arena) {
   if (!p.trans_b) {
     ptrdiff_t a_rs = p.trans_a ? 1 : p.k, a_cs = p.trans_a ? p.m : 1;
     nnw_gemm_nn_split(p.m, p.n, p.k, a, a_rs, a_cs, b, p.n, y, p.n, &ep);   /* threads/split.h */
-  } else if (!p.trans_a) {
-    gemm_nt(&p, a, b, y, &ep);
   } else {
-    gemm_tt(&p, a, b, y, &ep);
+    gemm_nt_split(&p, a, b, y, &ep);
   }
 }
 

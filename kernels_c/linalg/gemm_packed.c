@@ -10,7 +10,7 @@
 #include "gemm_packed.h"
 #include "pack_a.h"
 #include "simd.h"
-#include "threads/pool.h"
+#include "threads/split.h"
 #include "vmath.h"
 
 #define MR 4
@@ -279,11 +279,11 @@ static void cols_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
 void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
   struct gemm_packed p;
   gp_decode(args, &p);
-  int32_t threads = nnw_pool_threads(), npanels = (p.n + NR - 1) / NR;
-  if (threads > 1 && npanels > 1 && (uint64_t)p.m * (uint64_t)p.n * (uint64_t)p.k >= GEMM_PARALLEL_MACS) {
+  int32_t npanels = (p.n + NR - 1) / NR;
+  int32_t threads = nnw_split_threads((uint64_t)p.m * (uint64_t)p.n * (uint64_t)p.k, GEMM_PARALLEL_MACS, npanels);
+  if (threads > 1) {
     struct cols_job job = {p, arena};
-    int32_t tile = (npanels + 2 * threads - 1) / (2 * threads); /* two tiles a thread */
-    nnw_parallel_for(npanels, tile, cols_task, &job);
+    nnw_parallel_for(npanels, nnw_split_tile(npanels, threads), cols_task, &job);
     return;
   }
   nnw_gemm_packed_cols(p.m, p.n, p.n, p.k, nnw_f32_at(arena, p.a), nnw_f32_at(arena, p.bp),
@@ -293,4 +293,9 @@ void nnw_run_gemm_packed(const int32_t *args, uint8_t *arena) {
 void nnw_gemm_packed_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
                           const float *bias, const float *r, float *y, int32_t act, float lo, float hi) {
   gemm_cols(m, cols, ldy, k, a, bp, bias, r, y, act, lo, hi, nnw_pack_a_buf);
+}
+
+void nnw_gemm_packed_cols_buf(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
+                              const float *bias, const float *r, float *y, int32_t act, float lo, float hi, float *pbuf) {
+  gemm_cols(m, cols, ldy, k, a, bp, bias, r, y, act, lo, hi, pbuf);
 }

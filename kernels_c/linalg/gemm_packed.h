@@ -10,4 +10,8 @@
 void nnw_gemm_packed_cols(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
                           const float *bias, const float *r, float *y, int32_t act, float lo, float hi);
 
+/* the same with the A-packing buffer given (a pool worker's: threads/pool.h's nnw_pool_pack_buf) */
+void nnw_gemm_packed_cols_buf(int32_t m, int32_t cols, int32_t ldy, int32_t k, const float *a, const float *bp,
+                              const float *bias, const float *r, float *y, int32_t act, float lo, float hi, float *pbuf);
+
 #endif

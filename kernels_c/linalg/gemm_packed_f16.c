@@ -19,6 +19,7 @@
 #include "half.h"
 #include "internal.h"
 #include "simd.h"
+#include "threads/split.h"
 #include "vmath.h"
 
 #define NR 8
@@ -186,8 +187,9 @@ static NNW_ALWAYS_INLINE void rows_dup(int mr, int32_t k, const float *a, const 
 #undef NNW_F16_STEP
 
 static void gemv_dup(int32_t m, int32_t k, const float *a, const uint16_t *bp, float *y,
-                     const struct gemm_packed_f16 *p, const float *bias, const float *r) {
-  for (int32_t j = 0; j < p->n; j += NR, bp += (size_t)NR * k) {
+                     const struct gemm_packed_f16 *p, const float *bias, const float *r, int32_t q0, int32_t q1) {
+  bp += (size_t)q0 * NR * k;
+  for (int32_t j = q0 * NR; j < p->n && j < q1 * NR; j += NR, bp += (size_t)NR * k) {
     int32_t w = p->n - j < NR ? p->n - j : NR;
     if (m == 1) rows_dup(1, k, a, bp, y, j, w, p, bias, r);
     else if (m == 2) rows_dup(2, k, a, bp, y, j, w, p, bias, r);
@@ -199,9 +201,11 @@ static void gemv_dup(int32_t m, int32_t k, const float *a, const uint16_t *bp, f
  * registers (a loop over a variable row count kept them in memory: 2x slower) */
 #define NNW_GEMV(name, sc)                                                                          \
   static void name(int32_t m, int32_t k, const float *a, const uint16_t *bp, float *y,              \
-                   const struct gemm_packed_f16 *p, const float *bias, const float *r) {            \
+                   const struct gemm_packed_f16 *p, const float *bias, const float *r, int32_t q0,  \
+                   int32_t q1) {                                                                  \
     int32_t n = p->n;                                                                             \
-    for (int32_t j = 0; j < n; j += NR, bp += (size_t)NR * k) {                                   \
+    bp += (size_t)q0 * NR * k;                                                                    \
+    for (int32_t j = q0 * NR; j < n && j < q1 * NR; j += NR, bp += (size_t)NR * k) {              \
       int32_t w = n - j < NR ? n - j : NR;                                                        \
       if (m == 1) row1_f16(k, a, bp, y, j, w, p, bias, r, sc);                                    \
       else if (m == 2) rows_f16(2, k, a, bp, y, j, w, p, bias, r, sc);                            \
@@ -212,6 +216,45 @@ NNW_GEMV(gemv_scaled, 1)
 NNW_GEMV(gemv_full, 0)
 #undef NNW_GEMV
 
+/* Threads (threads/split.h): y's columns in tiles of whole 8-column panels, each panel's outputs
+ * computed by the code one thread uses (GEMV: the same row function per panel; blocks: each tile
+ * widens its own panels of the block into their place in scratch and runs gemm_packed's core on
+ * them, as gemm_packed's own split does), so N threads give the bits of one. */
+enum { F16_SCALED, F16_FULL, F16_DUP, F16_BLOCK };
+
+struct f16_job {
+  const struct gemm_packed_f16 *p;
+  const float *a, *bias, *r;
+  const uint16_t *bp;
+  float *y, *s;
+  int32_t mode, q0, cols; /* F16_BLOCK: the block's first panel and its columns */
+};
+
+static void widen(const uint16_t *h, float *s, size_t halves) {
+  for (size_t e = 0; e < halves; e += NR) {
+    v4 lo, hi;
+    nnw_half8_to_v4(h + e, &lo, &hi);
+    v4_store(s + e, lo);
+    v4_store(s + e + 4, hi);
+  }
+}
+
+static void f16_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct f16_job *j = ctx;
+  const struct gemm_packed_f16 *p = j->p;
+  int32_t m = p->m, k = p->k;
+  if (j->mode == F16_DUP) gemv_dup(m, k, j->a, j->bp, j->y, p, j->bias, j->r, start, start + count);
+  else if (j->mode == F16_SCALED) gemv_scaled(m, k, j->a, j->bp, j->y, p, j->bias, j->r, start, start + count);
+  else if (j->mode == F16_FULL) gemv_full(m, k, j->a, j->bp, j->y, p, j->bias, j->r, start, start + count);
+  else {
+    int32_t c0 = start * NR, cols = j->cols - c0 < count * NR ? j->cols - c0 : count * NR, j0 = j->q0 * NR + c0;
+    float *s = j->s + (size_t)c0 * k;
+    widen(j->bp + (size_t)(j->q0 + start) * NR * k, s, (size_t)count * NR * k);
+    nnw_gemm_packed_cols_buf(m, cols, p->n, k, j->a, s, j->bias != NULL ? j->bias + j0 : NULL,
+                             j->r != NULL ? j->r + j0 : NULL, j->y + j0, p->act, p->lo, p->hi, nnw_pool_pack_buf(worker));
+  }
+}
+
 void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
   struct gemm_packed_f16 p;
   decode(args, &p);
@@ -219,6 +262,8 @@ void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
   const uint16_t *bp = (const uint16_t *)(const void *)(arena + p.bp);
   float *y = nnw_f32_at(arena, p.y), *s = nnw_f32_at(arena, p.scratch);
   int32_t m = p.m, n = p.n, k = p.k, panels = (n + NR - 1) / NR;
+  int32_t threads = nnw_split_threads((uint64_t)m * (uint64_t)n * (uint64_t)k, NNW_SPLIT_MIN_FLOPS, panels);
+  struct f16_job job = {&p, a, bias, r, bp, y, s, F16_BLOCK, 0, 0};
   if (m < 4) {
     int hinted = (nnw_host_hints & NNW_HINT_SPLAT_BY_SHUFFLE) != 0;
     size_t len = (size_t)m * k;
@@ -228,26 +273,24 @@ void nnw_run_gemm_packed_f16(const int32_t *args, uint8_t *arena) {
       if (v >= 65536.0f && v != INFINITY) scaled = 0; /* a 2^112 would overflow */
       s[e] = a[e] * NNW_HALF_SCALE;
     }
-    if (scaled && hinted) {
-      gemv_dup(m, k, s, bp, y, &p, bias, r);
-      return;
-    }
-    if (!hinted) {
-      if (scaled) gemv_scaled(m, k, s, bp, y, &p, bias, r);
-      else gemv_full(m, k, a, bp, y, &p, bias, r);
+    if (scaled || !hinted) {
+      job.mode = scaled && hinted ? F16_DUP : scaled ? F16_SCALED : F16_FULL;
+      job.a = scaled ? s : a;
+      if (threads > 1) nnw_parallel_for(panels, nnw_split_tile(panels, threads), f16_task, &job);
+      else f16_task(&job, 0, panels, 0);
       return;
     }
   }
   for (int32_t q0 = 0; q0 < panels; q0 += p.block) {
     int32_t nq = panels - q0 < p.block ? panels - q0 : p.block, j0 = q0 * NR;
-    const uint16_t *h = bp + (size_t)q0 * NR * k;
-    for (size_t e = 0; e < (size_t)nq * NR * k; e += NR) {
-      v4 lo, hi;
-      nnw_half8_to_v4(h + e, &lo, &hi);
-      v4_store(s + e, lo);
-      v4_store(s + e + 4, hi);
-    }
     int32_t cols = n - j0 < nq * NR ? n - j0 : nq * NR;
+    if (threads > 1 && nq > 1) {
+      job.q0 = q0;
+      job.cols = cols;
+      nnw_parallel_for(nq, nnw_split_tile(nq, threads), f16_task, &job);
+      continue;
+    }
+    widen(bp + (size_t)q0 * NR * k, s, (size_t)nq * NR * k);
     nnw_gemm_packed_cols(m, cols, n, k, a, s, bias != NULL ? bias + j0 : NULL, r != NULL ? r + j0 : NULL, y + j0,
                          p.act, p.lo, p.hi);
   }

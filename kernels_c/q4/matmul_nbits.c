@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "../internal.h"
+#include "../threads/split.h"
 #include "nbits_int8.h"
 #include "q4.h"
 
@@ -234,27 +235,61 @@ static Q4_INLINE void gemv4_small(const struct q4run *p, const float *ap, const 
   for (int c = 0; c < NC; c++) out[c] = v4_hsum(tot[c]);
 }
 
-static Q4_INLINE void gemv_bits(const struct q4run *p, float *ap, float *asum, int bits) {
-  for (int32_t i = 0; i < p->s.m; i++) {
-    prep_row(&p->s, p->a + (size_t)i * (size_t)p->s.k, ap, asum);
-    float *yi = p->y + (size_t)i * (size_t)p->s.n;
-    for (int32_t j = 0; j < p->s.n; j += NC) {
-      int32_t cols[NC];
-      float out[NC];
-      for (int c = 0; c < NC; c++) cols[c] = j + c < p->s.n ? j + c : p->s.n - 1; /* repeats: dropped */
-      if (p->s.bs >= 4 * (32 / bits))
-        gemv4_big(p, ap, asum, j, cols, out, bits);
-      else
-        gemv4_small(p, ap, asum, cols, out, bits);
-      for (int c = 0; c < NC && j + c < p->s.n; c++) yi[j + c] = out[c] + (p->bias ? p->bias[j + c] : 0.0f);
-    }
+/* columns [j0, j1) of row i (j0 a multiple of NC; ap/asum: the row's prep_row) */
+static Q4_INLINE void gemv_cols(const struct q4run *p, const float *ap, const float *asum, int32_t i, int32_t j0,
+                                int32_t j1, int bits) {
+  float *yi = p->y + (size_t)i * (size_t)p->s.n;
+  for (int32_t j = j0; j < j1; j += NC) {
+    int32_t cols[NC];
+    float out[NC];
+    for (int c = 0; c < NC; c++) cols[c] = j + c < p->s.n ? j + c : p->s.n - 1; /* repeats: dropped */
+    if (p->s.bs >= 4 * (32 / bits))
+      gemv4_big(p, ap, asum, j, cols, out, bits);
+    else
+      gemv4_small(p, ap, asum, cols, out, bits);
+    for (int c = 0; c < NC && j + c < p->s.n; c++) yi[j + c] = out[c] + (p->bias ? p->bias[j + c] : 0.0f);
   }
 }
 
 /* one function per width, so that each inner loop is unrolled for its constant element count */
-static void gemv_4(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 4); }
-static void gemv_8(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 8); }
-static void gemv_2(const struct q4run *p, float *ap, float *asum) { gemv_bits(p, ap, asum, 2); }
+static void gemv_cols_4(const struct q4run *p, const float *ap, const float *asum, int32_t i, int32_t j0, int32_t j1) {
+  gemv_cols(p, ap, asum, i, j0, j1, 4);
+}
+static void gemv_cols_8(const struct q4run *p, const float *ap, const float *asum, int32_t i, int32_t j0, int32_t j1) {
+  gemv_cols(p, ap, asum, i, j0, j1, 8);
+}
+static void gemv_cols_2(const struct q4run *p, const float *ap, const float *asum, int32_t i, int32_t j0, int32_t j1) {
+  gemv_cols(p, ap, asum, i, j0, j1, 2);
+}
+
+/* Threads (threads/split.h): a row's columns in tiles of groups of NC, each column's sum computed
+ * by the same code whoever runs its group (A's copy is made once per row, before the job): N
+ * threads give the bits of one. */
+struct gemv_job {
+  const struct q4run *p;
+  const float *ap, *asum;
+  int32_t i;
+};
+
+static void gemv_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct gemv_job *j = ctx;
+  const struct q4run *p = j->p;
+  int32_t j0 = start * NC, j1 = (start + count) * NC < p->s.n ? (start + count) * NC : p->s.n;
+  (void)worker;
+  if (p->s.bits == 4) gemv_cols_4(p, j->ap, j->asum, j->i, j0, j1);
+  else if (p->s.bits == 8) gemv_cols_8(p, j->ap, j->asum, j->i, j0, j1);
+  else gemv_cols_2(p, j->ap, j->asum, j->i, j0, j1);
+}
+
+static void gemv(const struct q4run *p, float *ap, float *asum) {
+  int32_t groups = (p->s.n + NC - 1) / NC;
+  int32_t threads = nnw_split_threads((uint64_t)p->s.n * (uint64_t)p->s.k, NNW_SPLIT_MIN_FLOPS, groups);
+  for (int32_t i = 0; i < p->s.m; i++) {
+    prep_row(&p->s, p->a + (size_t)i * (size_t)p->s.k, ap, asum);
+    struct gemv_job job = {p, ap, asum, i};
+    nnw_parallel_for(groups, threads > 1 ? nnw_split_tile(groups, threads) : groups, gemv_task, &job);
+  }
+}
 
 /* ---- GEMM: m > 4, gemm_packed on dequantized panels -------------------------------------------- */
 
@@ -336,12 +371,7 @@ void nnw_run_q4_matmul(const int32_t *args, uint8_t *arena) {
   }
   float *ap = nnw_f32_at(arena, v.scratch);
   float *asum = ap + (size_t)p.s.nc * (size_t)p.s.ce;
-  if (p.s.bits == 4)
-    gemv_4(&p, ap, asum);
-  else if (p.s.bits == 8)
-    gemv_8(&p, ap, asum);
-  else
-    gemv_2(&p, ap, asum);
+  gemv(&p, ap, asum);
 }
 
 /* ---- q4_gather: GatherBlockQuantized on uint8 rows ---------------------------------------------- */

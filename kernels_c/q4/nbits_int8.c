@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "../internal.h"
+#include "../threads/split.h"
 #include "nbits_int8.h"
 #include "qi.h"
 
@@ -235,12 +236,13 @@ static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, c
   }
 }
 
+/* columns [j0, j1) of every row (j0 a multiple of NC: the column pairs and quads one thread takes) */
 static Q4I8_INLINE void run_bits(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int bits, int half,
-                                 int has_zp) {
+                                 int has_zp, int32_t j0, int32_t j1) {
   const float *bias = p->bias;
   int32_t i = 0;
   for (; i + 4 <= p->m; i += 4) {
-    for (int32_t j = 0; j < p->n; j += 2) {
+    for (int32_t j = j0; j < j1; j += 2) {
       int32_t cols[2] = {j, j + 1 < p->n ? j + 1 : j}; /* a repeat: dropped */
       v4 tot[2];
       tile4x2(p, g, A, i, cols, bits, half, has_zp, tot);
@@ -257,7 +259,7 @@ static Q4I8_INLINE void run_bits(const struct nnw_q4i8 *p, const struct geo *g, 
   }
   for (; i < p->m; i++) {
     float *yi = p->y + (size_t)i * (size_t)p->n;
-    for (int32_t j = 0; j < p->n; j += NC) {
+    for (int32_t j = j0; j < j1; j += NC) {
       int32_t cols[NC];
       for (int c = 0; c < NC; c++) cols[c] = j + c < p->n ? j + c : p->n - 1; /* repeats: dropped */
       float out[4];
@@ -269,8 +271,10 @@ static Q4I8_INLINE void run_bits(const struct nnw_q4i8 *p, const struct geo *g, 
 
 /* one function per width, block form and zero-point form, so that each inner loop is unrolled
  * for its constants and the block steps have no branch */
-#define Q4I8_RUN(name, bits, half, zp) \
-  static void name(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A) { run_bits(p, g, A, bits, half, zp); }
+#define Q4I8_RUN(name, bits, half, zp)                                                                \
+  static void name(const struct nnw_q4i8 *p, const struct geo *g, const struct rows *A, int32_t j0, int32_t j1) { \
+    run_bits(p, g, A, bits, half, zp, j0, j1);                                                        \
+  }
 Q4I8_RUN(run_4, 4, 0, 0)
 Q4I8_RUN(run_4z, 4, 0, 1)
 Q4I8_RUN(run_4h, 4, 1, 0)
@@ -282,6 +286,25 @@ Q4I8_RUN(run_2z, 2, 0, 1)
 Q4I8_RUN(run_2h, 2, 1, 0)
 Q4I8_RUN(run_2hz, 2, 1, 1)
 
+typedef void (*run_fn)(const struct nnw_q4i8 *, const struct geo *, const struct rows *, int32_t, int32_t);
+
+/* Threads (threads/split.h): A is quantized once, before the job; the columns then go in tiles of
+ * groups of NC (whole pairs and quads, as on one thread), each output the same sequence of steps
+ * whoever runs it: N threads give the bits of one. */
+struct q4i8_job {
+  const struct nnw_q4i8 *p;
+  const struct geo *g;
+  const struct rows *A;
+  run_fn fn;
+};
+
+static void q4i8_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct q4i8_job *j = ctx;
+  int32_t n = j->p->n, j0 = start * NC, j1 = (start + count) * NC < n ? (start + count) * NC : n;
+  (void)worker;
+  j->fn(j->p, j->g, j->A, j0, j1);
+}
+
 void nnw_q4i8_run(const struct nnw_q4i8 *p, uint8_t *scratch) {
   struct geo g = geo_of(p->k, p->bits, p->bs);
   int16_t *a16 = (int16_t *)(void *)scratch;
@@ -289,9 +312,11 @@ void nnw_q4i8_run(const struct nnw_q4i8 *p, uint8_t *scratch) {
   int32_t *qs = (int32_t *)(void *)(sa + (size_t)p->m * (size_t)g.kb);
   quantize_rows(p, &g, a16, sa, qs);
   struct rows A = {a16, sa, qs};
-  typedef void (*run_fn)(const struct nnw_q4i8 *, const struct geo *, const struct rows *);
   static const run_fn by_form[3][2][2] = {{{run_2, run_2z}, {run_2h, run_2hz}},
                                           {{run_4, run_4z}, {run_4h, run_4hz}},
                                           {{run_8, run_8z}, {run_8, run_8z}}}; /* 8 bits: never half */
-  by_form[p->bits / 4][g.half][p->zp != NULL](p, &g, &A);
+  struct q4i8_job job = {p, &g, &A, by_form[p->bits / 4][g.half][p->zp != NULL]};
+  int32_t groups = (p->n + NC - 1) / NC;
+  int32_t threads = nnw_split_threads((uint64_t)p->m * (uint64_t)p->n * (uint64_t)p->k, NNW_SPLIT_MIN_FLOPS, groups);
+  nnw_parallel_for(groups, threads > 1 ? nnw_split_tile(groups, threads) : groups, q4i8_task, &job);
 }

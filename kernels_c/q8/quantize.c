@@ -5,6 +5,8 @@
 
 #include "q8.h"
 #include "../simd.h"
+#include "../linalg/pack_a.h"
+#include "../threads/split.h"
 
 struct q8_axis {
   int32_t x, scale, zp, y, dtype, outer, axis, inner;
@@ -161,16 +163,28 @@ int nnw_validate_q8_dyn_quantize(const int32_t *args, uint32_t arena_bytes) {
   return NNW_OK;
 }
 
-void nnw_run_q8_dyn_quantize(const int32_t *args, uint8_t *arena) {
-  const float *x = nnw_f32_at(arena, args[NNW_Q8_DYN_QUANTIZE_X]);
-  size_t n = (size_t)args[NNW_Q8_DYN_QUANTIZE_COUNT];
-  /* the range always includes 0, so that 0 is exact */
-  float lo = 0.0f, hi = 0.0f;
-  size_t i = 0;
-  /* four independent min and max chains: one chain ran at the latency of pmin, a third of the
-   * operator's time after the quotients got cheaper */
+/* Threads (threads/split.h): both passes over the tensor in chunks of CHUNK values (a multiple of
+ * 16: the min/max loop meets the same groups as on one thread). The range: each chunk keeps its
+ * four chains' minima and maxima as vectors (in the caller's pack buffer), which the caller folds
+ * in chunk order, as the one-thread loop would meet them, before the one-thread code's remaining
+ * steps. On numbers that is the same minimum and maximum (only a zero's sign may differ, which no
+ * output depends on: the range always holds 0); v4_min/v4_max (pmin/pmax) drop what came before a
+ * NaN, so a chunk that meets a NaN or an infinity (its check lane turns NaN) makes the caller redo
+ * the range on one thread. The quantization: each value alone. */
+enum { CHUNK = 16384 };
+
+struct dyn_job {
+  const float *x;
+  uint8_t *y;
+  size_t n;
+  float scale;
+  int32_t zp;
+  v4 *parts; /* three vectors a chunk: min, max, check */
+};
+
+static void minmax16(const float *x, size_t n, v4 *lo_out, v4 *hi_out) {
   v4 vlo = v4_set1(0.0f), vhi = v4_set1(0.0f), vlo1 = vlo, vhi1 = vhi, vlo2 = vlo, vhi2 = vhi, vlo3 = vlo, vhi3 = vhi;
-  for (; i + 16 <= n; i += 16) {
+  for (size_t i = 0; i + 16 <= n; i += 16) {
     v4 v0 = v4_load(x + i), v1 = v4_load(x + i + 4), v2 = v4_load(x + i + 8), v3 = v4_load(x + i + 12);
     vlo = v4_min(v0, vlo);
     vhi = v4_max(v0, vhi);
@@ -181,8 +195,83 @@ void nnw_run_q8_dyn_quantize(const int32_t *args, uint8_t *arena) {
     vlo3 = v4_min(v3, vlo3);
     vhi3 = v4_max(v3, vhi3);
   }
-  vlo = v4_min(v4_min(vlo, vlo1), v4_min(vlo2, vlo3));
-  vhi = v4_max(v4_max(vhi, vhi1), v4_max(vhi2, vhi3));
+  *lo_out = v4_min(v4_min(vlo, vlo1), v4_min(vlo2, vlo3));
+  *hi_out = v4_max(v4_max(vhi, vhi1), v4_max(vhi2, vhi3));
+}
+
+/* minmax16 with a check: NaN in a lane when the chunk holds a NaN or an infinity (or sums to one) */
+static void minmax16_check(const float *x, size_t n, v4 *lo_out, v4 *hi_out, v4 *check) {
+  v4 vlo = v4_set1(0.0f), vhi = v4_set1(0.0f), vlo1 = vlo, vhi1 = vhi, vlo2 = vlo, vhi2 = vhi, vlo3 = vlo, vhi3 = vhi;
+  v4 chk = vlo;
+  for (size_t i = 0; i + 16 <= n; i += 16) {
+    v4 v0 = v4_load(x + i), v1 = v4_load(x + i + 4), v2 = v4_load(x + i + 8), v3 = v4_load(x + i + 12);
+    vlo = v4_min(v0, vlo);
+    vhi = v4_max(v0, vhi);
+    vlo1 = v4_min(v1, vlo1);
+    vhi1 = v4_max(v1, vhi1);
+    vlo2 = v4_min(v2, vlo2);
+    vhi2 = v4_max(v2, vhi2);
+    vlo3 = v4_min(v3, vlo3);
+    vhi3 = v4_max(v3, vhi3);
+    v4 z = v4_add(v4_add(v0, v1), v4_add(v2, v3));
+    chk = v4_add(chk, v4_sub(z, z));
+  }
+  *lo_out = v4_min(v4_min(vlo, vlo1), v4_min(vlo2, vlo3));
+  *hi_out = v4_max(v4_max(vhi, vhi1), v4_max(vhi2, vhi3));
+  *check = chk;
+}
+
+static void range_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct dyn_job *j = ctx;
+  size_t whole = j->n / 16 * 16;
+  (void)worker;
+  for (int32_t c = start; c < start + count; c++) {
+    size_t i0 = (size_t)c * CHUNK, len = whole - i0 < CHUNK ? whole - i0 : CHUNK;
+    minmax16_check(j->x + i0, len, &j->parts[3 * c], &j->parts[3 * c + 1], &j->parts[3 * c + 2]);
+  }
+}
+
+static void quantize_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct dyn_job *j = ctx;
+  size_t i0 = (size_t)start * CHUNK, len = j->n - i0 < (size_t)count * CHUNK ? j->n - i0 : (size_t)count * CHUNK;
+  (void)worker;
+  quantize_row(j->x + i0, j->y + i0, len, j->scale, j->zp, NNW_U8);
+}
+
+void nnw_run_q8_dyn_quantize(const int32_t *args, uint8_t *arena) {
+  const float *x = nnw_f32_at(arena, args[NNW_Q8_DYN_QUANTIZE_X]);
+  size_t n = (size_t)args[NNW_Q8_DYN_QUANTIZE_COUNT];
+  /* the range always includes 0, so that 0 is exact */
+  float lo = 0.0f, hi = 0.0f;
+  size_t i = 0;
+  struct dyn_job job = {x, arena + args[NNW_Q8_DYN_QUANTIZE_Y], n, 1.0f, 0, NULL};
+  int32_t chunks = (int32_t)((n / 16 * 16 + CHUNK - 1) / CHUNK), all = (int32_t)((n + CHUNK - 1) / CHUNK);
+  /* two passes: a min/max and a quantization worth about 4 adds a value */
+  int32_t threads = nnw_split_threads(5 * (uint64_t)n, NNW_SPLIT_MIN_ELEMS, chunks);
+  v4 vlo, vhi;
+  int split = threads > 1 && (size_t)chunks * 3 * sizeof(v4) <= (size_t)NNW_PACK_A_FLOATS * 4;
+  if (split) {
+    job.parts = (v4 *)(void *)nnw_pool_pack_buf(0);
+    nnw_parallel_for(chunks, nnw_split_tile(chunks, threads), range_task, &job);
+    vlo = job.parts[0];
+    vhi = job.parts[1];
+    v4 chk = job.parts[2];
+    for (int32_t c = 1; c < chunks; c++) {
+      vlo = v4_min(job.parts[3 * c], vlo);
+      vhi = v4_max(job.parts[3 * c + 1], vhi);
+      chk = v4_add(chk, job.parts[3 * c + 2]);
+    }
+    float t[4];
+    v4_store(t, chk);
+    split = t[0] == t[0] && t[1] == t[1] && t[2] == t[2] && t[3] == t[3];
+    i = n / 16 * 16;
+  }
+  if (!split) {
+    /* four independent min and max chains: one chain ran at the latency of pmin, a third of the
+     * operator's time after the quotients got cheaper */
+    minmax16(x, n, &vlo, &vhi);
+    i = n / 16 * 16;
+  }
   for (; i + 4 <= n; i += 4) {
     v4 v = v4_load(x + i);
     vlo = v4_min(v, vlo);
@@ -200,5 +289,11 @@ void nnw_run_q8_dyn_quantize(const int32_t *args, uint8_t *arena) {
   int32_t zp = (int32_t)nearbyintf(zp_f);
   memcpy(arena + args[NNW_Q8_DYN_QUANTIZE_SCALE], &scale, 4);
   arena[args[NNW_Q8_DYN_QUANTIZE_ZERO_POINT]] = (uint8_t)zp;
-  quantize_row(x, arena + args[NNW_Q8_DYN_QUANTIZE_Y], n, scale, zp, NNW_U8);
+  job.scale = scale;
+  job.zp = zp;
+  if (threads > 1 && all > 1) {
+    nnw_parallel_for(all, nnw_split_tile(all, threads), quantize_task, &job);
+    return;
+  }
+  quantize_row(x, job.y, n, scale, zp, NNW_U8);
 }

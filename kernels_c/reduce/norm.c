@@ -6,6 +6,7 @@
 
 #include "internal.h"
 #include "simd.h"
+#include "threads/split.h"
 #include "reduce/row_stats.h"
 
 struct norm {
@@ -84,15 +85,17 @@ static void apply_const(const float *x, float *y, int32_t n, float mean, float a
   for (; i < n; i++) y[i] = (x[i] - mean) * a + b;
 }
 
-void nnw_run_norm(const int32_t *args, uint8_t *arena) {
-  struct norm p;
-  norm_decode(args, &p);
+/* slabs [s0, s1) of outer * groups */
+static void norm_slabs(const struct norm *pp, uint8_t *arena, int32_t s0, int32_t s1) {
+  const struct norm p = *pp;
   const float *x = nnw_f32_at(arena, p.x), *scale = nnw_f32_at(arena, p.scale);
   const float *bias = nnw_f32_at(arena, p.bias);
   float *y = nnw_f32_at(arena, p.y), *mean_out = nnw_f32_at(arena, p.mean);
   float *inv_out = nnw_f32_at(arena, p.inv_std);
   size_t block = (size_t)p.cpg * p.inner;
-  for (int32_t s = 0; s < p.outer * p.groups; s++, x += block, y += block) {
+  x += (size_t)s0 * block;
+  y += (size_t)s0 * block;
+  for (int32_t s = s0; s < s1; s++, x += block, y += block) {
     int32_t g = s % p.groups;
     float mean = nnw_row_mean(x, block);
     float inv = 1.0f / sqrtf(nnw_row_mean_sq(x, block, mean) + p.eps);
@@ -108,4 +111,33 @@ void nnw_run_norm(const int32_t *args, uint8_t *arena) {
         apply_const(xc, yc, p.inner, mean, inv * (scale ? scale[at] : 1.0f), bias ? bias[at] : 0.0f);
     }
   }
+}
+
+/* Threads (threads/split.h): the normalized slabs in tiles, each slab's statistics and outputs
+ * computed whole by the code one thread uses: N threads give the bits of one. */
+struct norm_job {
+  const struct norm *p;
+  uint8_t *arena;
+};
+
+static void norm_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct norm_job *j = ctx;
+  (void)worker;
+  norm_slabs(j->p, j->arena, start, start + count);
+}
+
+void nnw_run_norm(const int32_t *args, uint8_t *arena) {
+  struct norm p;
+  norm_decode(args, &p);
+  int64_t slabs64 = (int64_t)p.outer * p.groups;
+  int32_t slabs = slabs64 > INT32_MAX ? INT32_MAX : (int32_t)slabs64;
+  /* three passes over each element (mean, variance, apply) */
+  uint64_t work = 3 * (uint64_t)slabs64 * (uint64_t)p.cpg * (uint64_t)p.inner;
+  int32_t threads = slabs64 <= INT32_MAX ? nnw_split_threads(work, NNW_SPLIT_MIN_ELEMS, slabs) : 1;
+  struct norm_job job = {&p, arena};
+  if (threads > 1) {
+    nnw_parallel_for(slabs, nnw_split_tile(slabs, threads), norm_task, &job);
+    return;
+  }
+  norm_slabs(&p, arena, 0, (int32_t)slabs64);
 }

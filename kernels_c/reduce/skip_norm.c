@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "simd.h"
+#include "threads/split.h"
 #include "reduce/row_stats.h"
 
 struct skip_norm {
@@ -94,16 +95,16 @@ static void apply(const float *s, float *y, int32_t n, float mean, float inv, co
   }
 }
 
-void nnw_run_skip_norm(const int32_t *v, uint8_t *arena) {
-  struct skip_norm p;
-  decode(v, &p);
+/* rows [r0, r1) */
+static void skip_norm_rows(const struct skip_norm *pp, uint8_t *arena, int32_t r0, int32_t r1) {
+  const struct skip_norm p = *pp;
   const float *x = nnw_f32_at(arena, p.x), *skip = nnw_f32_at(arena, p.skip);
   const float *bias = nnw_f32_at(arena, p.bias), *gamma = nnw_f32_at(arena, p.gamma);
   const float *beta = nnw_f32_at(arena, p.beta);
   float *y = nnw_f32_at(arena, p.y), *sum = nnw_f32_at(arena, p.sum);
   float *mean_out = nnw_f32_at(arena, p.mean), *inv_out = nnw_f32_at(arena, p.inv_std);
   size_t n = (size_t)p.hidden;
-  for (int32_t r = 0; r < p.rows; r++) {
+  for (int32_t r = r0; r < r1; r++) {
     float *yr = y + (size_t)r * n;
     const float *s = x + (size_t)r * n;   /* without a skip, bias or sum output: x itself */
     const float *sk = skip ? skip + (size_t)(r % p.skip_rows) * n : NULL;
@@ -118,4 +119,27 @@ void nnw_run_skip_norm(const int32_t *v, uint8_t *arena) {
     if (inv_out) inv_out[r] = inv;
     apply(s, yr, p.hidden, mean, inv, gamma, beta);
   }
+}
+
+/* Threads (threads/split.h): rows in tiles, each row computed whole by the code one thread uses:
+ * N threads give the bits of one. */
+struct skip_norm_job {
+  const struct skip_norm *p;
+  uint8_t *arena;
+};
+
+static void skip_norm_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct skip_norm_job *j = ctx;
+  (void)worker;
+  skip_norm_rows(j->p, j->arena, start, start + count);
+}
+
+void nnw_run_skip_norm(const int32_t *v, uint8_t *arena) {
+  struct skip_norm p;
+  decode(v, &p);
+  struct skip_norm_job job = {&p, arena};
+  /* four passes over each element (add, mean, variance, apply) */
+  uint64_t work = 4 * (uint64_t)p.rows * (uint64_t)p.hidden;
+  int32_t threads = nnw_split_threads(work, NNW_SPLIT_MIN_ELEMS, p.rows);
+  nnw_parallel_for(p.rows, threads > 1 ? nnw_split_tile(p.rows, threads) : p.rows, skip_norm_task, &job);
 }

@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "simd.h"
+#include "threads/split.h"
 
 int nnw_validate_softmax(const int32_t *v, uint32_t arena_bytes) {
   int32_t dims[] = {v[NNW_SOFTMAX_OUTER], v[NNW_SOFTMAX_AXIS], v[NNW_SOFTMAX_INNER]};
@@ -82,13 +83,11 @@ static void softmax_col(const float *x, float *y, int32_t axis, int32_t inner, i
     y[(size_t)a * inner] = log_ ? x[(size_t)a * inner] - shift : y[(size_t)a * inner] * r;
 }
 
-void nnw_run_softmax(const int32_t *v, uint8_t *arena) {
-  int32_t outer = v[NNW_SOFTMAX_OUTER], axis = v[NNW_SOFTMAX_AXIS], inner = v[NNW_SOFTMAX_INNER];
-  int log_ = v[NNW_SOFTMAX_LOG];
-  const float *x = nnw_f32_at(arena, v[NNW_SOFTMAX_X]);
-  float *y = nnw_f32_at(arena, v[NNW_SOFTMAX_Y]);
+static void softmax_slabs(const float *x, float *y, int32_t o0, int32_t o1, int32_t axis, int32_t inner, int log_) {
   size_t slab = (size_t)axis * inner;
-  for (int32_t o = 0; o < outer; o++, x += slab, y += slab) {
+  x += (size_t)o0 * slab;
+  y += (size_t)o0 * slab;
+  for (int32_t o = o0; o < o1; o++, x += slab, y += slab) {
     if (inner == 1) {
       softmax_row(x, y, axis, log_);
       continue;
@@ -97,6 +96,30 @@ void nnw_run_softmax(const int32_t *v, uint8_t *arena) {
     for (; j + 4 <= inner; j += 4) softmax_cols4(x + j, y + j, axis, inner, log_);
     for (; j < inner; j++) softmax_col(x + j, y + j, axis, inner, log_);
   }
+}
+
+/* Threads (threads/split.h): the outer slabs (rows when inner is 1) in tiles, each computed whole
+ * by the code one thread uses: N threads give the bits of one. */
+struct softmax_job {
+  const float *x;
+  float *y;
+  int32_t axis, inner, log_;
+};
+
+static void softmax_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
+  const struct softmax_job *j = ctx;
+  (void)worker;
+  softmax_slabs(j->x, j->y, start, start + count, j->axis, j->inner, j->log_);
+}
+
+void nnw_run_softmax(const int32_t *v, uint8_t *arena) {
+  int32_t outer = v[NNW_SOFTMAX_OUTER];
+  struct softmax_job job = {nnw_f32_at(arena, v[NNW_SOFTMAX_X]), nnw_f32_at(arena, v[NNW_SOFTMAX_Y]),
+                            v[NNW_SOFTMAX_AXIS], v[NNW_SOFTMAX_INNER], v[NNW_SOFTMAX_LOG]};
+  /* exp per element: worth about 8 adds */
+  uint64_t work = 8 * (uint64_t)outer * (uint64_t)job.axis * (uint64_t)job.inner;
+  int32_t threads = nnw_split_threads(work, NNW_SPLIT_MIN_ELEMS, outer);
+  nnw_parallel_for(outer, threads > 1 ? nnw_split_tile(outer, threads) : outer, softmax_task, &job);
 }
 
 int nnw_validate_mean_rows(const int32_t *v, uint32_t arena_bytes) {

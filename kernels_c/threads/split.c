@@ -17,3 +17,13 @@ NNW_EXPORT int32_t nnw_pool_bench_jobs(int32_t jobs, int32_t tiles) {
   for (int32_t i = 0; i < jobs; i++) nnw_parallel_for(tiles, 1, nothing, NULL);
   return nnw_pool_jobs() - before;
 }
+
+int32_t nnw_split_all = 0;
+
+/* tests: 1 makes every op whose kernel splits do so whatever its size (split.h's threshold off), 0
+ * restores the threshold; returns the previous setting */
+NNW_EXPORT int32_t nnw_pool_test_split_all(int32_t on) {
+  int32_t was = nnw_split_all;
+  nnw_split_all = on != 0;
+  return was;
+}

@@ -26,10 +26,14 @@ void nnw_gemm_nn_split(int32_t m, int32_t n, int32_t k, const float *a, ptrdiff_
 #define NNW_SPLIT_MIN_FLOPS ((uint64_t)1 << 19) /* multiply-adds (GEMM, conv, attention) */
 #define NNW_SPLIT_MIN_ELEMS ((uint64_t)1 << 18) /* outputs of a memory-bound loop (~0.5 ns each) */
 
+/* tests: nonzero makes every op split whatever its size (nnw_pool_test_split_all, split.c), so that
+ * the tiny models of the test zoos run every split kernel's tiles (the bits must not change) */
+extern int32_t nnw_split_all;
+
 /* the threads a job of `work` units would use (1: stay on the caller) over `range` items */
 static inline int32_t nnw_split_threads(uint64_t work, uint64_t min_work, int32_t range) {
   int32_t threads = nnw_pool_threads();
-  return threads > 1 && range > 1 && work >= min_work ? threads : 1;
+  return threads > 1 && range > 1 && (work >= min_work || nnw_split_all) ? threads : 1;
 }
 
 /* two tiles a thread (the last tile is often short: a second round evens the load) */

@@ -330,21 +330,23 @@ class InferenceSession:
             prof.session("session_initialization", t0)
 
     def _start_threads(self):
-        """intra_op_num_threads > 1 on the simd flavour in CPython: a kernels.wasm of its own with a
-        thread pool (host/threads.py), stopped by release() or when the session is collected."""
+        """intra_op_num_threads > 1 in CPython: the session's flavour's +threads kernels.wasm of its own
+        (simd+threads, or relaxed+threads when the session runs `relaxed`) with a thread pool
+        (host/threads.py), stopped by release() or when the session is collected."""
         self._release_threads = None
         n = self._sess_options.intra_op_num_threads
         if sys.platform == "emscripten":   # Pyodide: env.wasm.numThreads and the JS pool (pyodide_host.py)
             from .host import pyodide_host
-            key = pyodide_host.threaded_key()
+            base = next((p.flavour for p in self._providers if getattr(p, "flavour", None) in ("simd", "relaxed")), "simd")
+            key = pyodide_host.threaded_key(base)
             for p in self._providers:
                 if key and getattr(p, "flavour", None) in ("simd", "relaxed"):
                     p.flavour = key
             return
-        wasm = [p for p in self._providers if getattr(p, "flavour", None) == "simd"]
+        wasm = [p for p in self._providers if getattr(p, "flavour", None) in ("simd", "relaxed")]
         if n > 1 and wasm:
             from .host import threads
-            key = threads.start_host(n)
+            key = threads.start_host(n, wasm[0].flavour)   # kernels-threads.wasm / kernels-relaxed-threads.wasm
             if key is None:
                 return
             for p in wasm:

@@ -12,7 +12,10 @@ PROBE, a 51-byte module using relaxed SIMD, else `simd`; in CPython (wasmtime) `
 Cranelift's code gained nothing from fusing there (0.94x on BERT, 1.04-1.2x on the conv models).
 Forcing: SessionOptions.add_session_config_entry(CONFIG_KEY, "simd" | "relaxed" | "auto") per session, $NNWASM_KERNELS_FLAVOUR for the process's default. Asking for `relaxed` where
 the engine lacks it falls back to `simd` with one warning. Plan files name ops, not flavours: any
-plan runs on either (its init ops pack weights on the flavour that loads it).
+plan runs on either (its init ops pack weights on the flavour that loads it). With threads
+(intra_op_num_threads > 1 in CPython, env.wasm.numThreads > 1 under Pyodide) the session runs the
+`+threads` build of the flavour resolved here: `simd+threads` or `relaxed+threads` (threads.py,
+pyodide_host.py).
 """
 import os
 import sys

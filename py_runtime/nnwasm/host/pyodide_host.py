@@ -12,6 +12,8 @@ from ..errors import KernelError
 from . import _HOSTS, HostBase
 
 THREADS_KEY = "simd+threads"
+THREADS_FILES = {"simd+threads": "kernels-threads.wasm", "relaxed+threads": "kernels-relaxed-threads.wasm"}
+THREADS_KEYS = tuple(THREADS_FILES)
 _threads_failed = False   # the JS side could not make the threaded kernels.wasm (it warned once)
 
 # The one import an Emscripten build of kernels.wasm had (LLVM 19's imports nothing; offered for
@@ -107,12 +109,16 @@ class ThreadedPyodideHost(PyodideHost):
         return int(self._pool.active)
 
 
-def threaded_key():
+def threaded_key(base="simd"):
     """The host key of the realm's threaded kernels.wasm when env.wasm.numThreads > 1 (pyodide-boot.mjs
-    registered `nnwasm_js_threads`), made at the first call; None otherwise or when the JS side
-    could not make it (it warned once)."""
-    if THREADS_KEY in _HOSTS:
-        return THREADS_KEY
+    registered `nnwasm_js_threads`), made at the first call: the +threads build of the session's
+    flavour `base` (kernels-threads.wasm for 'simd', kernels-relaxed-threads.wasm for 'relaxed';
+    key 'simd+threads' / 'relaxed+threads'). One per realm (one JS pool): a later session of the
+    other flavour runs on that one too. None without threads, or when the JS side could not make
+    it (it warned once)."""
+    for key in THREADS_KEYS:
+        if key in _HOSTS:
+            return key
     try:
         import nnwasm_js_threads
     except ImportError:
@@ -121,12 +127,17 @@ def threaded_key():
     if _threads_failed:
         return None
     from importlib import resources
-    data = resources.files("nnwasm").joinpath("kernels-threads.wasm").read_bytes()
+    key = f"{base}+threads"
+    try:
+        data = resources.files("nnwasm").joinpath(THREADS_FILES[key]).read_bytes()
+    except FileNotFoundError:   # a wheel without the relaxed build: the simd one
+        key = THREADS_KEY
+        data = resources.files("nnwasm").joinpath(THREADS_FILES[key]).read_bytes()
     made = nnwasm_js_threads.create(to_js(data))
     if made is None:
         _threads_failed = True
         return None
     host = ThreadedPyodideHost(made, len(data))
-    host.flavour = THREADS_KEY
-    _HOSTS[THREADS_KEY] = host
-    return THREADS_KEY
+    host.flavour = key
+    _HOSTS[key] = host
+    return key

@@ -3,7 +3,10 @@ calls on the calling thread's instance, and n - 1 Python threads each with its o
 instance on the same memory, parked in nnw_worker_loop (kernels_c/threads/pool.c) between jobs.
 ctypes releases the GIL during a wasm call, so the helpers run while the caller computes.
 
-A session with SessionOptions.intra_op_num_threads > 1 gets its own ThreadedHost (start_host),
+A session with SessionOptions.intra_op_num_threads > 1 gets its own ThreadedHost (start_host) in
+its flavour's `+threads` build: kernels-threads.wasm for `simd` (the default in CPython), or
+kernels-relaxed-threads.wasm for `relaxed` (session.kernels_flavour = relaxed where wasmtime has
+relaxed SIMD: the flavour key then reads `relaxed+threads#<id>`),
 registered under a key get_host() knows; release_host(key) (InferenceSession.release() or the
 session's finalizer) stops and joins the helpers and closes the memory. A helper that fails to
 start (no threads in this wasmtime, a refused instantiation, a timeout) leaves one thread: the
@@ -30,6 +33,7 @@ from . import _HOSTS
 from .wasmtime_host import HINTS, WasmtimeHost, _MAX_ARGS, compiled_module
 
 FILE = "kernels-threads.wasm"
+FILES = {"simd": FILE, "relaxed": "kernels-relaxed-threads.wasm"}   # base flavour -> its +threads build
 PAGES_MIN, PAGES_MAX = 64, 65536          # 4 MiB .. 4 GiB (build_kernels.THREADS_MAX_MEMORY)
 START_TIMEOUT = 10.0                      # seconds for every helper to reach nnw_worker_loop
 _ids = itertools.count(1)
@@ -58,18 +62,19 @@ class _SharedView:
         return self.shared.data_len()
 
 
-_compiled = None   # (engine, module): one per process, shared by every ThreadedHost (both thread-safe)
+_compiled = {}   # base flavour -> (engine, module): one per process, shared by its ThreadedHosts (thread-safe)
 
 
-def _engine_module(wasm_bytes):
-    global _compiled
-    if _compiled is None:
+def _engine_module(wasm_bytes, base="simd"):
+    if base not in _compiled:
         config = wasmtime.Config()
         config.wasm_threads = True
         config.shared_memory = True
+        if base == "relaxed":
+            config.wasm_relaxed_simd = True
         engine = wasmtime.Engine(config)
-        _compiled = engine, compiled_module(engine, wasm_bytes)   # the disk cache, as kernels.wasm's
-    return _compiled
+        _compiled[base] = engine, compiled_module(engine, wasm_bytes)   # the disk cache, as kernels.wasm's
+    return _compiled[base]
 
 
 def _instantiate(engine, module, shared):
@@ -80,9 +85,9 @@ def _instantiate(engine, module, shared):
 
 
 class ThreadedHost(WasmtimeHost):
-    def __init__(self, threads):
-        wasm_bytes = kernels_wasm_bytes_threads()
-        self.engine, self.module = _engine_module(wasm_bytes)
+    def __init__(self, threads, base="simd"):
+        wasm_bytes = kernels_wasm_bytes_threads(base)
+        self.engine, self.module = _engine_module(wasm_bytes, base)
         self.shared = _SharedMemory(self.engine, wasmtime.MemoryType(
             wasmtime.Limits(PAGES_MIN, PAGES_MAX), shared=True))
         self.lock = threading.RLock()
@@ -96,7 +101,7 @@ class ThreadedHost(WasmtimeHost):
         self._ctx = self.store._context()
         self.wasm_bytes_len = len(wasm_bytes)
         self.closed = False
-        self.flavour = "simd+threads"
+        self.flavour = f"{base}+threads"
         self._funcs["_initialize"](self.store)
         self.call("nnw_set_host_hints", HINTS)
         self.threads, self._helpers, self._errors, self._faults = 1, [], [], []
@@ -184,23 +189,25 @@ class ThreadedHost(WasmtimeHost):
 _FAIL_START = {}   # tests: helper id -> a message, making that helper's start fail
 
 
-def kernels_wasm_bytes_threads():
+def kernels_wasm_bytes_threads(base="simd"):
     from importlib import resources
+    name = FILES[base]
     try:
-        return resources.files("nnwasm").joinpath(FILE).read_bytes()
+        return resources.files("nnwasm").joinpath(name).read_bytes()
     except FileNotFoundError:
-        raise RuntimeError(f"nnwasm/{FILE} is missing: run `python build_scripts/build_kernels.py`") from None
+        raise RuntimeError(f"nnwasm/{name} is missing: run `python build_scripts/build_kernels.py`") from None
 
 
-def start_host(threads):
-    """A new ThreadedHost with `threads` threads (fewer after a failed start), registered in the
-    host table under a key of its own: the session's providers use that key as their flavour."""
+def start_host(threads, base="simd"):
+    """A new ThreadedHost with `threads` threads (fewer after a failed start) on the +threads build
+    of flavour `base` ('simd' or 'relaxed'), registered in the host table under a key of its own:
+    the session's providers use that key as their flavour."""
     try:
-        host = ThreadedHost(threads)
+        host = ThreadedHost(threads, base)
     except (wasmtime.WasmtimeError, RuntimeError, OSError) as e:   # no shared memory / threads here
         warnings.warn(f"nnwasm: no thread pool ({type(e).__name__}: {e}); running on 1 thread", stacklevel=3)
         return None
-    key = f"simd+threads#{next(_ids)}"
+    key = f"{base}+threads#{next(_ids)}"
     host.flavour = key
     _HOSTS[key] = host
     return key
