@@ -67,10 +67,13 @@ def main():
     import build_bench_models as bbm
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     own = [n for n in bbm.MODELS if not n.endswith(bbm.ALT)]
-    ap.add_argument("models", nargs="*", default=own, choices=own)
+    ap.add_argument("models", nargs="*", help=f"default: all of {own}")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--dir", default=None)
     a = ap.parse_args()
+    a.models = a.models or own
+    if set(a.models) - set(own):
+        ap.error(f"unknown models {sorted(set(a.models) - set(own))}: choose from {own}")
     if a.dir:
         os.environ["NNWASM_BENCH_DIR"] = a.dir
     d = bbm.ensure(a.models + [n + bbm.ALT for n in a.models])

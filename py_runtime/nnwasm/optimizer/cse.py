@@ -5,8 +5,10 @@ readers read the first one's outputs.
 Hand-written models lean on it: `(x - x.mean(-1, keepdim=True)) ** 2` next to
 `(x - mean) / sqrt(var + eps)` traces to two Sub nodes (and `x.var()` to a second ReduceMean);
 once they are one, the LayerNorm, GELU and attention fusions see the shapes they match. Small
-constants count by value (two Constant 2.0s are the same input). Left alone: nodes with
-subgraphs, random ops, Q/DQ nodes, nodes whose outputs are graph outputs or read inside a subgraph (renaming
+constants count by value (two Constant 2.0s are the same input). Left alone: nodes reading a
+weight (an initializer of more than SMALL elements: merging two Convs that share one would leave one
+output with two BatchNorms, which then fold into neither), nodes of constants only (folded anyway;
+merged, a constant read twice stops the Conv / BatchNorm folds), nodes with subgraphs, random ops, Q/DQ nodes, nodes whose outputs are graph outputs or read inside a subgraph (renaming
 there would have to reach into bodies).
 """
 from dataclasses import replace
@@ -49,12 +51,17 @@ def common_subexpressions(ctx):
                           and t.numel <= SMALL else ("value", name))
         return keys[name]
 
+    def big(name):   # a weight: two Convs sharing one (test models dedupe initializers) each fold their own BatchNorm
+        t = g.initializers.get(name) if name else None
+        return t is not None and t.numel > SMALL
+
     seen, rename, out, removed = {}, {}, [], 0
     for node in g.nodes:
         if any(i in rename for i in node.inputs):
             node = replace(node, inputs=[rename.get(i, i) for i in node.inputs])
         if (node.op_type in KEEP and node.domain in ("", "com.microsoft")) or subgraphs(node) or not node.outputs \
-                or any(isinstance(v, Graph) for v in node.attrs.values()):
+                or any(isinstance(v, Graph) for v in node.attrs.values()) or any(big(i) for i in node.inputs) \
+                or all(i in g.initializers for i in node.inputs if i):   # constant folding's: shared, they stop folds
             out.append(node)
             continue
         try:
