@@ -9,6 +9,9 @@ sources changed (plan_stamp). Per model NAME, as build_zoo.py's (whose export, q
 reference writer this reuses): NAME.onnx, NAME.json (inputs, kind, the float model it derives from,
 cases with feeds and onnxruntime's outputs in NAME.ref/), and NAME.nnwp, or in the sidecar
 "plan_error" saying why nnwasm.compile_plan refused it.
+
+Each model NAME also has a second, untuned export NAME_alt (issue 16): the same architecture written
+by hand as plain torch modules and exported as people export them (bench/speed/alt_models.py).
 """
 import argparse
 import functools
@@ -25,6 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "py_runtime" / "nnwasm"
 sys.path.insert(0, str(ROOT / "build_scripts"))
 sys.path.insert(0, str(ROOT / "py_runtime"))
+sys.path.insert(0, str(ROOT / "bench" / "speed"))
+import alt_models  # noqa: E402
 import build_zoo  # noqa: E402
 
 BUILDER_VERSION = 2
@@ -86,8 +91,17 @@ MODELS = {
     "bert_4l": (bert_4l, "float", None),
     "mobilenet_v2_int8_qdq": (build_zoo.quantize_static_of("mobilenet_v2"), "int8", "mobilenet_v2"),
     "bert_4l_int8_dynamic": (build_zoo.quantize_dynamic_of("bert_4l"), "int8", "bert_4l"),
+    # the second, untuned export of each (issue 16): written by hand as plain nn.Modules (bench/speed/alt_models.py)
+    "efficientnet_lite0_alt": (alt_models.builder("efficientnet_lite0_alt"), "float", None),
+    "mobilenet_v2_alt": (alt_models.builder("mobilenet_v2_alt"), "float", None),
+    "squeezenet1_1_alt": (alt_models.builder("squeezenet1_1_alt"), "float", None),
+    "resnet50_alt": (alt_models.builder("resnet50_alt"), "float", None),
+    "bert_4l_alt": (alt_models.builder("bert_4l_alt"), "float", None),
+    "mobilenet_v2_int8_qdq_alt": (build_zoo.quantize_static_of("mobilenet_v2_alt"), "int8", "mobilenet_v2_alt"),
+    "bert_4l_int8_dynamic_alt": (build_zoo.quantize_dynamic_of("bert_4l_alt"), "int8", "bert_4l_alt"),
 }
-WRITES_ITSELF = {"efficientnet_lite0", "mobilenet_v2_int8_qdq", "bert_4l_int8_dynamic"}
+ALT = "_alt"   # the untuned exports' suffix: bench_speed.py --export bench | alt | both
+WRITES_ITSELF = {"efficientnet_lite0", "mobilenet_v2_int8_qdq", "bert_4l_int8_dynamic"} | {n for n in MODELS if n.endswith(ALT)}
 
 
 def build_one(name, out, built):

@@ -2,7 +2,11 @@
 
     .venv/bin/python bench/speed/bench_speed.py [--models NAME ...] [--rounds 10] [--seconds 5] [--quick]
                                           [--no-python] [--no-tfjs] [--pyodide] [--threads 1 2] [--node PATH]
-                                          [--out bench/results]
+                                          [--export bench|alt|both] [--before DIR] [--out bench/results]
+
+--export: the bench's own exports (build_scripts/build_bench_models.py), the untuned hand-written twins
+(NAME_alt, bench/speed/alt_models.py), or both side by side (the default). --before DIR: plan files of the
+same models compiled by another nnwasm, timed as "nnwasm-before" in the same rounds (before/after a change).
 
 --threads 1 2 adds, per thread count t > 1, a second Node process holding nnwasm and onnxruntime-web at
 t threads (their env.wasm.numThreads: a count is set once per process, before the first session) and
@@ -130,9 +134,11 @@ def timed(run):
 def bench_model(name, a, d, peak):
     meta = build_bench_models.load_sidecar(name, d)
     rts = ["nnwasm", *(["nnwasm-pyodide"] if a.pyodide else []), "ort-web",
-           *(["tfjs"] if name in TFJS and not a.no_tfjs else []), "peak", *(["nnwasm-fp32"] if meta["base"] else [])]
+           *(["tfjs"] if name in TFJS and not a.no_tfjs else []), "peak", *(["nnwasm-fp32"] if meta["base"] else []),
+           *(["nnwasm-before"] if a.before and (Path(a.before) / f"{name}.nnwp").exists() else [])]
     print(f"{name}: starting Node ({', '.join(rts)})", flush=True)
-    node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak), "base": meta["base"], "threads": 1})
+    node = Node({"dir": str(d), "model": name, "runtimes": rts, "peakWasm": str(peak), "base": meta["base"], "threads": 1,
+                 "before": a.before})
     row = {"model": name, "kind": meta["kind"], "base": meta["base"], "gflop": model_flops.gflop(d / meta["file"]),
            "plan_error": meta.get("plan_error"), **node.ready}
     # a Node process per setting that is fixed per realm: 1 (the default flavour, one thread), a thread
@@ -194,7 +200,10 @@ def bench_model(name, a, d, peak):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="*", choices=list(build_bench_models.MODELS), default=list(build_bench_models.MODELS))
+    ap.add_argument("--models", nargs="*", choices=list(build_bench_models.MODELS), help="default: those of --export")
+    ap.add_argument("--export", choices=["bench", "alt", "both"], default="both",
+                    help="the bench's own exports, the untuned hand-written ones (NAME_alt: bench/speed/alt_models.py), "
+                         "or both side by side (default)")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=5, help="measured time per model and runtime, over all rounds")
     ap.add_argument("--warm-runs", type=int, default=30)
@@ -209,11 +218,18 @@ def main():
     ap.add_argument("--flavour-ab", action="store_true",
                     help="also nnwasm in Node on the baseline simd flavour (relaxed SIMD off), one thread: the flavour A/B")
     ap.add_argument("--node", default="node", help="the Node binary (issue 16: Node 24 LTS)")
+    ap.add_argument("--before", default=None, help="a folder of plan files NAME.nnwp compiled by another nnwasm (before a "
+                    "change): Node runs them too, as runtime nnwasm-before, on this kernels.wasm, in the same rounds")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     a = ap.parse_args()
     global NODE
     NODE = a.node
     a.threads = sorted(set(a.threads) | {1})
+    if not a.models:
+        alt = build_bench_models.ALT
+        own = [n for n in build_bench_models.MODELS if not n.endswith(alt)]
+        a.models = {"bench": own, "alt": [n + alt for n in own],
+                    "both": [m for n in own for m in (n, n + alt)]}[a.export]
     if a.quick:
         a.rounds, a.seconds, a.warm_runs, a.warm_seconds, a.profile_runs = 3, 1, 3, 0.3, 2
     d = build_bench_models.ensure(a.models)

@@ -6,7 +6,8 @@
 // through Pyodide), ort-web (onnxruntime-web, wasm, SIMD, numThreads = 1), tfjs (TF.js 4.22's
 // wasm backend, 1 thread, the same architecture built with its layers API: speed_tfjs_models.mjs),
 // peak (bench/speed/peak.c's f32x4 loop, ~10 ms a run), nnwasm-fp32 (for an int8 model: nnwasm on
-// the plan of its float32 base model, cfg.base, so that int8 / fp32 is a ratio within rounds). stdin: one JSON command a line, stdout: one
+// the plan of its float32 base model, cfg.base, so that int8 / fp32 is a ratio within rounds), nnwasm-before
+// (cfg.before/MODEL.nnwp: the plan compiled by another nnwasm). stdin: one JSON command a line, stdout: one
 // JSON reply a line ({"error"} for a runtime that could not be created is in the first reply).
 //   {"cmd": "warm", "runs": 30, "seconds": 4}  each runtime >= runs runs and >= seconds, interleaved
 //   {"cmd": "round", "runs": {rt: n}}            n timed runs of each runtime in turn -> {times}
@@ -70,6 +71,13 @@ async function makeRuntime(name) {
       r.memory = () => exports.memory.buffer.byteLength;
     }
     return r;
+  }
+  if (name === "nnwasm-before") {
+    // bench_speed.py --before DIR: this model's plan compiled by another nnwasm (before a change), same kernels.wasm
+    const { InferenceSession, Tensor } = await import("../../web/nnwasm.mjs");
+    const session = await InferenceSession.create(new Uint8Array(readFileSync(join(cfg.before, `${cfg.model}.nnwp`))));
+    const x = feeds(Tensor);
+    return { run: () => session.run(x), session };
   }
   if (name === "nnwasm-fp32") {
     const base = JSON.parse(readFileSync(join(cfg.dir, `${cfg.base}.json`), "utf8"));

@@ -18,6 +18,7 @@ NAMES = {"efficientnet_lite0": "EfficientNet-Lite0", "mobilenet_v2": "MobileNetV
          "resnet50": "ResNet-50", "bert_4l": "BERT 4L/256, seq 128", "mobilenet_v2_int8_qdq": "MobileNetV2 int8 QDQ",
          "bert_4l_int8_dynamic": "BERT int8 dynamic"}
 CONV = ["efficientnet_lite0", "mobilenet_v2", "squeezenet1_1", "resnet50"]
+NAMES.update({f"{n}_alt": f"{v}, hand-written" for n, v in list(NAMES.items())})   # bench/speed/alt_models.py
 
 
 def times(m, rt):
@@ -60,11 +61,13 @@ def summary(res):
     by = {m["model"]: m for m in res["models"]}
     rows = {}
     for n, m in by.items():
-        r = {k: med(m, k) for k in ("nnwasm", "nnwasm-pyodide", "ort-web", "tfjs", "py-nnwasm", "ort", "peak", "py-peak")}
+        r = {k: med(m, k) for k in ("nnwasm", "nnwasm-pyodide", "ort-web", "tfjs", "py-nnwasm", "ort", "peak", "py-peak",
+                                   "nnwasm-before")}
         r.update(p10={k: p10(m, k) for k in r}, over_ortweb=ratio(m, "nnwasm", "ort-web"), over_tfjs=ratio(m, "nnwasm", "tfjs"),
                  py_over_node=statistics.median([statistics.median(x["py-nnwasm"]) / statistics.median(x["nnwasm"])
                                                  for x in m["rounds"] if x.get("py-nnwasm") and x.get("nnwasm")] or [0]) or None,
                  py_over_ort=ratio(m, "py-nnwasm", "ort"), pyodide_over_plan=ratio(m, "nnwasm-pyodide", "nnwasm"),
+                 before_over_ortweb=ratio(m, "nnwasm-before", "ort-web"),
                  share=share(m, "nnwasm", "peak", pg), py_share=share(m, "py-nnwasm", "py-peak", pg),
                  peak_gflops=pg / r["peak"] * 1e3 if r["peak"] else None,
                  py_peak_gflops=pg / r["py-peak"] * 1e3 if r["py-peak"] else None)
@@ -99,6 +102,24 @@ def targets(rows):
     return [(w, v, t, None if v is None else (v >= t if "at least" in w else v <= t)) for w, v, t in out]
 
 
+def exports_side_by_side(rows):
+    """The bench's own export of each model against its hand-written twin (NAME_alt), if both ran."""
+    pairs = [(n, n + "_alt") for n in rows if n + "_alt" in rows]
+    if not pairs:
+        return []
+    before = any(rows[n]["before_over_ortweb"] for p in pairs for n in p)
+    lines = ["", "## Both exports: the bench's own and the hand-written one (bench/speed/alt_models.py)", "",
+             "| model | nnwasm / ort-web, own export | same, hand-written | nnwasm ms own / hand-written | ort-web ms own / hand-written |"
+             + (" before (--before plans) / ort-web, own / hand-written |" if before else ""),
+             "|---|---|---|---|---|" + ("---|" if before else "")]
+    for a, b in pairs:
+        ra, rb = rows[a], rows[b]
+        lines.append(f"| {NAMES[a]} | {f(ra['over_ortweb'])} | {f(rb['over_ortweb'])} | {f(ra['nnwasm'], '.1f')} / {f(rb['nnwasm'], '.1f')} | "
+                     f"{f(ra['ort-web'], '.1f')} / {f(rb['ort-web'], '.1f')} |"
+                     + (f" {f(ra['before_over_ortweb'])} / {f(rb['before_over_ortweb'])} |" if before else ""))
+    return lines
+
+
 def markdown(res, rows):
     mc = res["machine"]
     s = res["settings"]
@@ -118,6 +139,7 @@ def markdown(res, rows):
     pyo = [f"{NAMES[n]} {f(r['pyodide_over_plan'])}" for n, r in rows.items() if r["pyodide_over_plan"]]
     if pyo:
         lines += ["", "nnwasm on the .onnx through Pyodide in the same Node, its time over the plan file's: " + ", ".join(pyo) + "."]
+    lines += exports_side_by_side(rows)
     pk = [r["peak_gflops"] for r in rows.values() if r["peak_gflops"]]
     ppk = [r["py_peak_gflops"] for r in rows.values() if r["py_peak_gflops"]]
     lines += ["", f"Peak (bench/speed/peak.c, f32x4 mul+add chains, interleaved with each model's rounds): V8 median "

@@ -17,7 +17,7 @@ from ..options import GraphOptimizationLevel as L
 from .. import passes
 from ..ir import subgraphs
 from . import batchnorm, cleanup, const_fold, fp16, fusions, qdq, transformer
-from . import norm_fusions
+from . import activation_fusions, cse, norm_fusions
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ PIPELINE = [
     # Required whatever the level: providers read constants as initializers.
     Pass("constants_to_initializers", L.ORT_DISABLE_ALL, "graph", cleanup.constants_to_initializers),
     Pass("drop_identities", L.ORT_ENABLE_BASIC, "graph", cleanup.drop_identities),
+    Pass("common_subexpressions", L.ORT_ENABLE_BASIC, "graph", cse.common_subexpressions),
     # int8: DQ -> op -> Q groups become integer ops (QLinearConv, ...), as onnxruntime's QDQ
     # transformer does at its extended level
     Pass("fuse_qdq", L.ORT_ENABLE_EXTENDED, "graph", qdq.fuse_qdq),
@@ -48,6 +49,7 @@ PIPELINE = [
     Pass("fuse_rms_norm", L.ORT_ENABLE_EXTENDED, "shaped", norm_fusions.fuse_rms_norm, static=True),
     Pass("fuse_skip_norm", L.ORT_ENABLE_EXTENDED, "shaped", norm_fusions.fuse_skip_norm, static=True),
     Pass("fuse_attention", L.ORT_ENABLE_EXTENDED, "shaped", transformer.fuse_attention, static=True),
+    Pass("fuse_hard_swish", L.ORT_ENABLE_EXTENDED, "shaped", activation_fusions.fuse_hard_swish, static=True),
     Pass("fuse_conv_activation", L.ORT_ENABLE_EXTENDED, "shaped", fusions.fuse_conv_activation, static=True),
     Pass("fuse_gemm_activation", L.ORT_ENABLE_EXTENDED, "shaped", fusions.fuse_gemm_activation, static=True),
     Pass("remove_dead_nodes", L.ORT_ENABLE_BASIC, "shaped", cleanup.remove_dead_nodes),

@@ -2,7 +2,10 @@
 from its Erf form or its Tanh approximation.
 
 LayerNorm:  m = ReduceMean(x); d = Sub(x, m); v = ReduceMean(Pow(d, 2) | Mul(d, d));
-            y = Div(d, Sqrt(Add(v, eps))) | Mul(d, Reciprocal(Sqrt(...)));  [Mul(y, gamma)] [Add(., beta)]
+            y = Div(d, Sqrt(Add(v, eps))) | Mul(d, Reciprocal(Sqrt(...)) | Div(1, Sqrt(...)));
+            [Mul(y, gamma)] [Add(., beta)], or Div(Mul(gamma, d), Sqrt(...)) [Add(., beta)]
+            (hand-written: `w * (x - mean) / torch.sqrt(var + eps) + b`; its two `x - mean` are one
+            after optimizer/cse.py)
             -> LayerNormalization(x, gamma, beta, axis, epsilon) (ai.onnx; before opset 17 it is
                onnxruntime's contrib registration of the same op in that domain)
 GELU (erf): Erf(Div(x, sqrt 2) | Mul(x, 1/sqrt 2)) -> Add 1 -> times x and 0.5 in any order
@@ -13,7 +16,7 @@ GELU (tanh): Tanh(Mul(Add(x, Mul(Pow(x, 3) | Mul(x, Mul(x, x)), 0.044715)), sqrt
 import math
 import struct
 
-from ..dtypes import FLOAT32
+from ..dtypes import FLOAT32, INT64
 from ..ir import Node, ValueInfo
 from ..ops.shapes import known
 from ..tensor import TensorData
@@ -92,31 +95,41 @@ def _layer_norm_at(ctx, mean1, m):
         return None
     div = next((n for n in readers if n is not sq), None)
     pattern = [mean1, sub, sq, mean2, add, sqrt, div]
-    if div.op_type == "Div" and div.inputs == [d, sqrt.outputs[0]] and m.r.only(sqrt.outputs[0]) is div:
+    norm_shape = tuple(xs[axes[0]:])
+    gamma = beta = None
+
+    def weight(name):   # a float32 constant of the normalized shape, or None
+        t = g.initializers.get(name) if name else None
+        return name if t is not None and t.dtype == FLOAT32 and _squeeze(t.shape) == _squeeze(norm_shape) else None
+    s = sqrt.outputs[0]
+    if div.domain == "" and div.op_type == "Mul" and weight(m.other(div, d)) and m.reader(div.outputs[0], "Div") \
+            and m.r.only(div.outputs[0]).inputs == [div.outputs[0], s] and m.r.only(s) is m.r.only(div.outputs[0]):
+        # gamma * (x - mean) / sqrt(var + eps): the scale before the division (hand-written LayerNorms)
+        gamma, last = m.other(div, d), m.r.only(div.outputs[0])
+        pattern.append(last)
+        y = last.outputs[0]
+    elif div.op_type == "Div" and div.inputs == [d, s] and m.r.only(s) is div:
         y = div.outputs[0]
-    elif div.op_type == "Mul" and m.reader(sqrt.outputs[0], "Reciprocal") is not None:
-        rec = m.r.only(sqrt.outputs[0])
+    elif div.op_type == "Mul" and m.r.only(s) is not None and m.r.only(s).domain == "" and (
+            m.r.only(s).op_type == "Reciprocal" or (m.r.only(s).op_type == "Div" and m.r.only(s).inputs[1] == s
+                                                    and close(const_scalar(g, m.r.only(s).inputs[0]), 1.0, 1e-7))):
+        rec = m.r.only(s)   # (x - mean) * Reciprocal(sqrt) | (x - mean) * (1 / sqrt): torch.rsqrt
         if m.other(div, d) != rec.outputs[0] or m.r.only(rec.outputs[0]) is not div:
             return None
         pattern.append(rec)
         y = div.outputs[0]
     else:
         return None
-    norm_shape = tuple(xs[axes[0]:])
-    gamma = beta = None
-    mul = m.reader(y, "Mul")
-    if mul is not None:
-        gname = m.other(mul, y)
-        gt = g.initializers.get(gname)
-        if gt is not None and gt.dtype == FLOAT32 and _squeeze(gt.shape) == _squeeze(norm_shape):
-            gamma, y = gname, mul.outputs[0]
-            pattern.append(mul)
-            badd = m.reader(y, "Add")
-            bname = m.other(badd, y) if badd is not None else None
-            bt = g.initializers.get(bname) if bname else None
-            if bt is not None and bt.dtype == FLOAT32 and _squeeze(bt.shape) == _squeeze(norm_shape):
-                beta, y = bname, badd.outputs[0]
-                pattern.append(badd)
+    mul = m.reader(y, "Mul") if gamma is None else None
+    if mul is not None and weight(m.other(mul, y)):
+        gamma, y = m.other(mul, y), mul.outputs[0]
+        pattern.append(mul)
+    if gamma is not None:
+        badd = m.reader(y, "Add")
+        bname = weight(m.other(badd, y) if badd is not None else None)
+        if bname:
+            beta, y = bname, badd.outputs[0]
+            pattern.append(badd)
     n = 1
     for s in norm_shape:
         n *= s
@@ -147,7 +160,7 @@ def _reshaped(ctx, name, shape):
 
 def _replace_matches(ctx, anchor, match_at):
     """Replaces each pattern match_at(ctx, node, m) finds at a default-domain node that anchor()
-    accepts by the one node it returns, where no node of it went to an earlier match and a
+    accepts by the node (or the list of nodes, in order) it returns, where no node of it went to an earlier match and a
     provider accepts the replacement; returns how many were replaced."""
     g, r, count, used = ctx.graph, Readers(ctx.graph), 0, set()
     for node in list(g.nodes):
@@ -157,10 +170,11 @@ def _replace_matches(ctx, anchor, match_at):
         if found is None:
             continue
         pattern, new = found
-        if any(id(n) in used for n in pattern) or not accept(ctx, new, pattern):
+        new = new if isinstance(new, list) else [new]
+        if any(id(n) in used for n in pattern) or not all(accept(ctx, n, pattern) for n in new):
             continue
         used.update(id(n) for n in pattern)
-        if splice(g, pattern, [new]):
+        if splice(g, pattern, new):
             count += 1
     return count
 
@@ -259,12 +273,41 @@ def fuse_gelu(ctx):
     return _replace_matches(ctx, lambda n: n.op_type in ("Erf", "Tanh"), _gelu_at)
 
 
+def _compose(p1, p2):
+    """The one Transpose perm that Transpose(p2) of Transpose(p1) is."""
+    return [p1[i] for i in p2]
+
+
 def _head_split(g, m, name, perm):
-    """(x, heads) if name = Transpose(perm)(Reshape(x [B, S, H*D] -> [B, S, H, D])), read only there."""
+    """(x, heads, nodes, scale) if name = [Mul(., c)] Transpose(perm)(Reshape(x [B, S, H*D] -> [B, S, H, D])),
+    each value read only there; the perm may come as a chain of Transposes (`k.transpose(1, 2)` then
+    `.transpose(-2, -1)`, or torch's SDPA export) and a scalar constant may scale it (SDPA's
+    sqrt(scale) on q and k): scale is that constant, else 1."""
+    nodes, scale = [], 1.0
+    mul = m.op(name, "Mul")
+    if mul is not None:
+        c = next((const_scalar(g, i) for i in mul.inputs if const_scalar(g, i) is not None), None)
+        inner = next((i for i in mul.inputs if const_scalar(g, i) is None), None)
+        if c is None or inner is None or len(m.r.of(mul.outputs[0])) != 1:
+            return None
+        nodes.append(mul)
+        scale, name = c, inner
+    chain = []
     t = m.op(name, "Transpose")
-    if t is None or list(t.attr("perm", [])) != perm or len(m.r.of(t.outputs[0])) != 1:
+    while t is not None and len(m.r.of(t.outputs[0])) == 1 and t.outputs[0] not in m.r.outputs:
+        chain.append(t)
+        t = m.op(t.inputs[0], "Transpose")
+    if not chain:
         return None
-    r = m.op(t.inputs[0], "Reshape")
+    composed = list(range(4))
+    for t in reversed(chain):
+        p = list(t.attr("perm", []))
+        if len(p) != 4:
+            return None
+        composed = _compose(composed, p)
+    if composed != perm:
+        return None
+    r = m.op(chain[-1].inputs[0], "Reshape")
     if r is None or len(m.r.of(r.outputs[0])) != 1 or r.outputs[0] in m.r.outputs:
         return None
     xs, rs = g.values.get(r.inputs[0]), g.values.get(r.outputs[0])
@@ -275,7 +318,27 @@ def _head_split(g, m, name, perm):
     b, s, hd = xs.shape
     if tuple(rs.shape[:2]) != (b, s) or rs.shape[2] * rs.shape[3] != hd:
         return None
-    return r.inputs[0], rs.shape[2], [r, t]
+    return r.inputs[0], rs.shape[2], [r] + chain + nodes, scale
+
+
+# A masked_fill value at or below this is "minus infinity" for softmax: exp(fill + s - max) is 0 in
+# float32 for any score a finite model makes, so Where(cond, fill, s) and s + Where(cond, fill, 0)
+# give the same probabilities (they differ only on a row with every key masked).
+MASK_FILL_MAX = -1e4
+
+
+def _mask_shape_ok(ms, xs):
+    """A mask shape that broadcasts onto scores [B, H, S, L] along B, H and S only."""
+    return ms is not None and len(ms) == 4 and all(known(d) for d in ms) and ms[0] in (1, xs[0]) \
+        and ms[1] in (1, xs[1]) and ms[2] in (1, xs[2]) and ms[3] == xs[3]
+
+
+def _scores(m, name):
+    """Whether name is MatMul(q, k) or a scalar scaling of one (the scores, not a mask)."""
+    if m.op(name, "MatMul") is not None:
+        return True
+    sc = m.op(name, "Mul", "Div")
+    return sc is not None and any(m.op(i, "MatMul") is not None for i in sc.inputs)
 
 
 def _attention_at(ctx, sm, m):
@@ -286,32 +349,46 @@ def _attention_at(ctx, sm, m):
         return None
     if sm.opset < 13 and sm.attr("axis", 1) != 3:
         return None
-    pattern, mask = [sm], ""
-    add = m.op(x, "Add")
-    if add is not None and m.r.only(x) is sm:
-        for cand in add.inputs:
-            other = m.other(add, cand)
-            if m.op(cand, "Mul", "Div") is not None and other and g.values.get(other) is not None \
-                    and g.values[other].shape is not None and len(g.values[other].shape) == 4 \
-                    and tuple(g.values[other].shape[2:]) == tuple(xs.shape[2:]) and is_f32(g, other):
-                mask, x = other, cand
-                pattern.append(add)
-                break
-        else:
+    if not all(known(d) for d in xs.shape):
+        return None
+    pattern, mask, where = [sm], "", None
+    pre = m.op(x, "Add", "Where")
+    if pre is not None and m.r.only(x) is sm:
+        if pre.op_type == "Add":
+            for cand in pre.inputs:
+                other = m.other(pre, cand)
+                if _scores(m, cand) and other and g.values.get(other) is not None \
+                        and _mask_shape_ok(g.values[other].shape, xs.shape) and is_f32(g, other):
+                    mask, x = other, cand
+                    pattern.append(pre)
+                    break
+            else:
+                return None
+        else:   # masked_fill(cond, fill): Where(cond, fill, scores)
+            cond, fill, val = pre.inputs
+            f = const_scalar(g, fill)
+            cv = g.values.get(cond)
+            if f is None or not f <= MASK_FILL_MAX or cv is None or cv.dtype is None or cv.dtype.name != "bool" \
+                    or not _mask_shape_ok(cv.shape, xs.shape) or not _scores(m, val):
+                return None
+            where, x = (cond, f), val
+            pattern.append(pre)
+    scale, sc = 1.0, m.op(x, "Mul", "Div")
+    if sc is not None:
+        if m.r.only(x) is not pattern[-1]:
             return None
-    sc = m.op(x, "Mul", "Div")
-    if sc is None or m.r.only(x) is not pattern[-1]:
-        return None
-    qk = next((i for i in sc.inputs if const_scalar(g, m.other(sc, i)) is not None), None)
-    c = const_scalar(g, m.other(sc, qk)) if qk else None
-    if c is None or c == 0 or (sc.op_type == "Mul" and sc.inputs[0] != qk and sc.inputs[1] != qk):
-        return None
-    if sc.op_type == "Div" and sc.inputs[0] != qk:
-        return None
-    scale = c if sc.op_type == "Mul" else 1.0 / c
-    pattern.append(sc)
+        qk = next((i for i in sc.inputs if const_scalar(g, m.other(sc, i)) is not None), None)
+        c = const_scalar(g, m.other(sc, qk)) if qk else None
+        if c is None or c == 0 or (sc.op_type == "Mul" and sc.inputs[0] != qk and sc.inputs[1] != qk):
+            return None
+        if sc.op_type == "Div" and sc.inputs[0] != qk:
+            return None
+        scale = c if sc.op_type == "Mul" else 1.0 / c
+        pattern.append(sc)
+    else:
+        qk = x
     mm1 = m.op(qk, "MatMul")
-    if mm1 is None or m.r.only(qk) is not sc:
+    if mm1 is None or m.r.only(qk) is not pattern[-1]:
         return None
     pattern.append(mm1)
     q = _head_split(g, m, mm1.inputs[0], [0, 2, 1, 3])
@@ -321,28 +398,45 @@ def _attention_at(ctx, sm, m):
         return None
     v = _head_split(g, m, mm2.inputs[1], [0, 2, 1, 3])
     t = m.reader(mm2.outputs[0], "Transpose")
-    if v is None or t is None or list(t.attr("perm", [])) != [0, 2, 1, 3]:
+    if v is None or v[3] != 1.0 or t is None or list(t.attr("perm", [])) != [0, 2, 1, 3]:
         return None
+    scale *= q[3] * k[3]
     r = m.reader(t.outputs[0], "Reshape")
     if r is None or g.values.get(r.outputs[0]) is None:
         return None
     heads = q[1]
     qs, ks, ys = g.values[q[0]].shape, g.values[k[0]].shape, g.values[r.outputs[0]].shape
     if k[1] != heads or v[1] != heads or tuple(ys or ()) != tuple(qs) or tuple(g.values[v[0]].shape) != tuple(ks) \
-            or ks[0] != qs[0] or ks[2] != qs[2] or not is_f32(g, q[0], k[0], v[0]):
+            or ks[0] != qs[0] or ks[2] != qs[2] or not is_f32(g, q[0], k[0], v[0]) or scale == 0:
         return None
-    if mask:
-        ms_ = g.values[mask].shape
-        if ms_[0] not in (1, qs[0]) or ms_[1] not in (1, heads) or tuple(ms_[2:]) != (qs[1], ks[1]):
-            return None
-    for name in (mm1.outputs[0], sc.outputs[0], x, sm.outputs[0], mm2.outputs[0], t.outputs[0]):
-        if name in m.r.outputs:
+    for name in (mm1.outputs[0], sc.outputs[0] if sc else "", x, sm.outputs[0], mm2.outputs[0], t.outputs[0]):
+        if name and name in m.r.outputs:
             return None
     pattern += q[2] + k[2] + v[2] + [mm2, t, r]
+    extra = []
+    if where is not None:   # the condition as an additive bias: Where(cond, fill, 0)
+        cond, fill = where
+        ms_ = tuple(g.values[cond].shape)
+        mask = ctx.fresh(sm.name + "_mask_bias")
+        extra.append(Node("Where", [cond, _tensor_f32(ctx, "mask_fill", (), [fill]), _tensor_f32(ctx, "mask_zero", (), [0.0])],
+                          [mask], name=mask, opset=g.opsets.get("", 17)))
+        g.values[mask] = ValueInfo(mask, FLOAT32, ms_)
+    if mask and g.values[mask].shape[2] != xs.shape[2]:   # [B|1, H|1, 1, L]: MultiHeadAttention wants S rows
+        ms_ = g.values[mask].shape
+        full = (ms_[0], ms_[1], xs.shape[2], xs.shape[3])
+        shape = ctx.fresh(sm.name + "_mask_shape")
+        g.initializers[shape] = TensorData(INT64, (4,), struct.pack("<4q", *full))
+        g.values[shape] = ValueInfo(shape, INT64, (4,))
+        expanded = ctx.fresh(sm.name + "_mask_rows")
+        extra.append(Node("Expand", [mask, shape], [expanded], name=expanded, opset=g.opsets.get("", 17)))
+        g.values[expanded] = ValueInfo(expanded, FLOAT32, full)
+        mask = expanded
     node = ms_node(ctx, "MultiHeadAttention", [q[0], k[0], v[0], "", "", mask] if mask else [q[0], k[0], v[0]],
                    [r.outputs[0]], sm.name, num_heads=int(heads), scale=float(scale))
-    return pattern, node
+    return pattern, extra + [node]
 
 
 def fuse_attention(ctx):
-    return _replace_matches(ctx, lambda n: n.op_type == "Softmax", _attention_at)
+    from .attention_views import attention_by_views   # the general matcher: any movement chain
+    return _replace_matches(ctx, lambda n: n.op_type == "Softmax",
+                            lambda ctx, sm, m: _attention_at(ctx, sm, m) or attention_by_views(ctx, sm, m))
