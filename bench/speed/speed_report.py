@@ -283,16 +283,17 @@ def issue16_section(res, rows):
     for n, m in by.items():
         if t:
             out.append((f"nnwasm 2T / 1T, {NAMES[n]}", ratio(m, "nnwasm@2", "nnwasm"),
-                        0.55 if n in ("resnet50", "bert_4l", "efficientnet_lite0") else 0.6))
+                        0.55 if n.removesuffix("_alt") in ("resnet50", "bert_4l", "efficientnet_lite0") else 0.6))
             out.append((f"nnwasm 2T / ort-web 2T, {NAMES[n]}", ratio(m, "nnwasm@2", "ort-web@2"), 0.5))
-    for n in ["mobilenet_v2_int8_qdq", "bert_4l_int8_dynamic"]:
+    for n in [m for b in ("mobilenet_v2_int8_qdq", "bert_4l_int8_dynamic") for m in (b, b + "_alt")]:
         if n in by:
             out.append((f"relaxed int8 / fp32, {NAMES[n]}", ratio(by[n], "nnwasm", "nnwasm-fp32"), 0.5))
-    if "bert_4l_int8_dynamic" in by:
-        out.append(("relaxed BERT int8 / ort-web int8", rows["bert_4l_int8_dynamic"]["over_ortweb"], 0.5))
+    for n in ("bert_4l_int8_dynamic", "bert_4l_int8_dynamic_alt"):
+        if n in by:
+            out.append((f"relaxed int8 / ort-web int8, {NAMES[n]}", rows[n]["over_ortweb"], 0.5))
     for n, m in by.items():
         if m["base"] is None and any("nnwasm@simd" in r for r in m["rounds"]):
-            gemm = n in ("resnet50", "bert_4l")   # GEMM-bound: >= 1.1x faster than simd
+            gemm = n.removesuffix("_alt") in ("resnet50", "bert_4l")   # GEMM-bound: >= 1.1x faster than simd
             out.append((f"relaxed / simd, {NAMES[n]}", ratio(m, "nnwasm", "nnwasm@simd"), round(1 / 1.1, 3) if gemm else 1.0))
     if t:
         for n, m in by.items():
