@@ -106,6 +106,8 @@ class WasmRunner:
                 next(self._store(self._init_blocks))
                 struct.pack_into("<i", self._words, 8, self._span)
             plan[:len(self._words)] = self._words
+            host.write(self._ext, self._ext_bytes)
+            self._ext_new = False
             full = self._malloc(len(plan))
             host.write(full, plan)
             status_at = self._malloc(4)
@@ -130,7 +132,7 @@ class WasmRunner:
         """The base (the lowest of the arena and the weights blocks), the words that address the
         arena or a shared weight written from it, the span and the extents (what
         nnw_plan_check_at validates against: the arena, then each block). After the arena moved."""
-        host, total = self.host, self._total()
+        total = self._total()
         base = min([self.arena] + [b.arena for b in self._blocks])
         shift = self.arena - base
         span = max([shift + total] + [b.arena - base + b.size for b in self._blocks])
@@ -148,7 +150,9 @@ class WasmRunner:
                 words[i] = ptrs[k] - base + off
         words[2] = span
         ext = [shift, shift + total] + [x for b in self._blocks for x in (b.arena - base, b.arena - base + b.size)]
-        host.write(self._ext, struct.pack(f"<{len(ext)}I", *ext))
+        # written with the words (_rebind, after its memory limit check: a refused run writes nothing)
+        self._ext_bytes = struct.pack(f"<{len(ext)}I", *ext)
+        self._ext_new = True
         self._base, self._shift, self._span = base, shift, span
 
     def _load(self, plan, fills):
@@ -481,6 +485,9 @@ class WasmRunner:
         elif self._region is not None:
             struct.pack_into("<i", words, 8, self._total())
         host.write(self.plan, words)
+        if self._share and self._ext_new:
+            host.write(self._ext, self._ext_bytes)
+            self._ext_new = False
         status_at = self._malloc(4)
         try:
             if self._share:
