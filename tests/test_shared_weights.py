@@ -1,7 +1,7 @@
 """A session's plans share one copy of its weights in kernels.wasm's memory (wasm/weights.py): a
 KV-cache decoder's prompt plan and step plan (and an If's branches) each used to hold all the
 weights in their own arena, so kernels.wasm held them twice. Generation on the genzoo's decoders
-in fp32, int4 (MatMulNBits) and int8 (quantize_dynamic), with the numpy fallback disabled:
+in fp32, int4 (MatMulNBits), int8 (quantize_dynamic) and fp16, with the numpy fallback disabled:
 the bytes kernels.wasm's allocator hands out stay below the sum of the plans' weights (each
 weight is written once, into blocks the plans share), the outputs have the very bits of plans
 that keep their own copies (plan.SHARE_WEIGHTS = False, as before the store) and agree with
@@ -39,7 +39,7 @@ def models(tmp_path_factory):
     """name -> (meta, decoder path); int8: the genzoo's gpt2 through quantize_dynamic (QInt8)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     out = {}
-    for name in ("genai_llama_fp32", "genai_llama_int4", "llama_merged", "gpt2"):
+    for name in ("genai_llama_fp32", "genai_llama_int4", "llama_merged", "llama_merged_fp16", "gpt2"):
         meta = build_genzoo.load_sidecar(name)
         if meta is not None:
             out[name] = (meta, build_genzoo.genzoo_dir() / meta["roles"]["decoder"]["file"])
@@ -135,7 +135,8 @@ def _gap_refused(r):
 CASES = ["genai_llama_fp32", "genai_llama_int4", "llama_merged", "gpt2_int8"]
 
 
-@pytest.mark.parametrize("name", CASES)
+# (float16: B's panels of halves shared too; its agreement with onnxruntime: test_generative.py)
+@pytest.mark.parametrize("name", CASES + ["llama_merged_fp16"])
 def test_weights_once_same_bits(name, models, monkeypatch):
     if name not in models:
         pytest.skip(f"{name}: its genzoo model is not built (`make genzoo`)")
