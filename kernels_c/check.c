@@ -1,12 +1,26 @@
 /* Argument checks shared by the op validators. */
 #include "internal.h"
 
+/* The extents of the validation under way (plan.c sets them around nnw_plan_load_at /
+ * nnw_plan_check_at): [lo, hi) pairs, offsets from the base pointer; none otherwise. */
+static const uint32_t *extents = NULL;
+static int32_t n_extents = 0;
+
+void nnw_set_extents(const uint32_t *pairs, int32_t count) {
+  extents = count > 0 ? pairs : NULL;
+  n_extents = count > 0 ? count : 0;
+}
+
 int nnw_check_tensor(int32_t t, uint64_t bytes, uint32_t arena_bytes, int optional, int f32) {
   if (t == -1 && optional) return NNW_OK;
   if (t < 0) return NNW_OUT_OF_BOUNDS;
   if (f32 && t % 4 != 0) return NNW_BAD_ARGS;
-  if (nnw_add((uint64_t)t, bytes) > arena_bytes) return NNW_OUT_OF_BOUNDS;
-  return NNW_OK;
+  uint64_t end = nnw_add((uint64_t)t, bytes);
+  if (end > arena_bytes) return NNW_OUT_OF_BOUNDS;
+  if (n_extents == 0) return NNW_OK;
+  for (int32_t i = 0; i < n_extents; i++)   /* a tensor lies within one allocated block */
+    if ((uint32_t)t >= extents[2 * i] && end <= extents[2 * i + 1]) return NNW_OK;
+  return NNW_OUT_OF_BOUNDS;
 }
 
 int nnw_check_apart(int32_t a, uint64_t a_bytes, int32_t b, uint64_t b_bytes, int same_ok) {

@@ -51,6 +51,10 @@ static inline uint64_t nnw_add(uint64_t a, uint64_t b) {
 /* NNW_OK if t (a byte offset, -1 = absent when optional) holds `bytes` bytes inside the arena
  * and is 4-aligned when f32. */
 int nnw_check_tensor(int32_t t, uint64_t bytes, uint32_t arena_bytes, int optional, int f32);
+/* From now on nnw_check_tensor also requires a tensor to lie within one of `count` extents,
+ * pairs[2i] <= t and t + bytes <= pairs[2i + 1] (count 0: none required). plan.c sets them for
+ * one validation and clears them after. */
+void nnw_set_extents(const uint32_t *pairs, int32_t count);
 
 /* Element types, for op arguments that name one (i:dtype in ops.def): ONNX TensorProto codes,
  * so the plan compiler passes a value's dtype through unchanged. */

@@ -42,12 +42,37 @@ enum nnw_status {
 
 void *nnw_malloc(size_t bytes);
 void nnw_free(void *p);
+/* p grown (or moved) to bytes, 16-aligned; NULL if it can't (alloc.c) */
+void *nnw_realloc(void *p, size_t bytes);
 
 /* Checks every op of the plan against arena_bytes (shapes, offsets, extents), copies the weights
  * blob into the arena and runs the init ops. Returns a nnw_status; on failure *bad_op (if not
  * NULL) holds the index of the offending op, counted over init then run ops (-1 for the header). */
 int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena, uint32_t arena_bytes,
                   int32_t *bad_op);
+
+/* A plan whose tensors live in several allocated blocks (a session's shared weights blocks and
+ * the plan's own arena, py_runtime/nnwasm/wasm/weights.py): its tensor words are offsets from
+ * `base`, a pointer at or below every block, and every tensor must lie within one of the
+ * n_extents [lo, hi) pairs of `extents` (offsets from base, lo <= hi <= span, at most
+ * NNW_MAX_EXTENTS; the host, not the plan, gives them: the blocks it allocated). Extent 0 is the
+ * plan's arena: the weights blob is copied to its start. Otherwise as nnw_plan_load with
+ * arena = base and arena_bytes = span; nnw_plan_run then takes base. */
+#define NNW_MAX_EXTENTS 64
+int nnw_plan_load_at(const uint8_t *plan, uint32_t plan_bytes, uint8_t *base, uint32_t span,
+                     const uint32_t *extents, int32_t n_extents, int32_t *bad_op);
+/* nnw_plan_check (next) within extents, as nnw_plan_load_at. */
+int nnw_plan_check_at(const uint8_t *plan, uint32_t plan_bytes, uint32_t span, const uint32_t *extents,
+                      int32_t n_extents, int32_t *bad_op);
+/* Validates again the op words of a loaded plan, rewritten by the host for new symbolic dims,
+ * against arena_bytes: nnw_plan_load's checks, nothing written. */
+int nnw_plan_check(const uint8_t *plan, uint32_t plan_bytes, uint32_t arena_bytes, int32_t *bad_op);
+
+/* Bytes of the blocks nnw_malloc / nnw_realloc handed out and not yet freed (the allocator's
+ * usable sizes), and the most that ever were at once: what a session's plans hold in
+ * kernels.wasm's memory (tests/test_shared_weights.py, bench/memory). */
+uint32_t nnw_allocated_bytes(void);
+uint32_t nnw_allocated_peak(void);
 
 /* Runs the run ops on an arena prepared by a successful nnw_plan_load of the same plan. Returns
  * NNW_OK, or the status of the first op that failed on the data it read (NNW_BAD_INDEX: an index

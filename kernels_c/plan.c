@@ -81,23 +81,47 @@ static int check_header(const uint8_t *plan, uint32_t plan_bytes, const uint8_t 
   return NNW_OK;
 }
 
+/* extents (NULL: none) bound every tensor of the validation; the weights blob goes to
+ * arena + blob_at, where blob_room bytes are allocated. */
 static int load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena, uint32_t arena_bytes,
-                int32_t *index) {
+                const uint32_t *extents, int32_t n_extents, int32_t *index) {
   NNW_TRY(check_header(plan, plan_bytes, arena, arena_bytes));
   uint32_t plan_arena = header_word(plan, H_ARENA);
   uint32_t init_words = header_word(plan, H_INIT), run_words = header_word(plan, H_RUN);
+  uint32_t blob_at = extents ? extents[0] : 0, blob_room = extents ? extents[1] - extents[0] : plan_arena;
+  if (header_word(plan, H_WEIGHTS_BYTES) > blob_room) return NNW_OUT_OF_BOUNDS;
   const int32_t *init = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS;
-  NNW_TRY(validate_ops(init, init_words, plan_arena, index));
-  NNW_TRY(validate_ops(init + init_words, run_words, plan_arena, index));
+  nnw_set_extents(extents, n_extents);
+  int status = validate_ops(init, init_words, plan_arena, index);
+  if (status == NNW_OK) status = validate_ops(init + init_words, run_words, plan_arena, index);
+  nnw_set_extents(NULL, 0);
+  NNW_TRY(status);
   *index = -1;
-  memmove(arena, plan + header_word(plan, H_WEIGHTS_OFFSET), header_word(plan, H_WEIGHTS_BYTES));
+  memmove(arena + blob_at, plan + header_word(plan, H_WEIGHTS_OFFSET), header_word(plan, H_WEIGHTS_BYTES));
   return run_ops(init, init_words, arena, index);
 }
 
 NNW_EXPORT int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *arena,
                              uint32_t arena_bytes, int32_t *bad_op) {
   int32_t index = -1;
-  int status = load(plan, plan_bytes, arena, arena_bytes, &index);
+  int status = load(plan, plan_bytes, arena, arena_bytes, NULL, 0, &index);
+  if (bad_op != NULL) *bad_op = status == NNW_OK ? -1 : index;
+  return status;
+}
+
+/* NNW_OK if extents holds n pairs [lo, hi) with lo <= hi <= span (n in 1..NNW_MAX_EXTENTS). */
+static int check_extents(const uint32_t *extents, int32_t n, uint32_t span) {
+  if (extents == NULL || (uintptr_t)extents % 4 != 0 || n < 1 || n > NNW_MAX_EXTENTS) return NNW_BAD_ARGS;
+  for (int32_t i = 0; i < n; i++)
+    if (extents[2 * i] > extents[2 * i + 1] || extents[2 * i + 1] > span) return NNW_BAD_ARGS;
+  return NNW_OK;
+}
+
+NNW_EXPORT int nnw_plan_load_at(const uint8_t *plan, uint32_t plan_bytes, uint8_t *base, uint32_t span,
+                                const uint32_t *extents, int32_t n_extents, int32_t *bad_op) {
+  int32_t index = -1;
+  int status = check_extents(extents, n_extents, span);
+  if (status == NNW_OK) status = load(plan, plan_bytes, base, span, extents, n_extents, &index);
   if (bad_op != NULL) *bad_op = status == NNW_OK ? -1 : index;
   return status;
 }
@@ -105,7 +129,8 @@ NNW_EXPORT int nnw_plan_load(const uint8_t *plan, uint32_t plan_bytes, uint8_t *
 /* Validates again the ops of a loaded plan (its header and op words, the weights gone) whose
  * words the host rewrote for new symbolic dims, against an arena of arena_bytes: the same checks
  * as nnw_plan_load's, nothing written. *bad_op as nnw_plan_load's. */
-NNW_EXPORT int nnw_plan_check(const uint8_t *plan, uint32_t plan_bytes, uint32_t arena_bytes, int32_t *bad_op) {
+static int check(const uint8_t *plan, uint32_t plan_bytes, uint32_t arena_bytes, const uint32_t *extents,
+                 int32_t n_extents, int32_t *bad_op) {
   int32_t index = -1;
   int status = NNW_OK;
   if (plan == NULL || (uintptr_t)plan % 4 != 0) status = NNW_BAD_ARGS;
@@ -119,11 +144,27 @@ NNW_EXPORT int nnw_plan_check(const uint8_t *plan, uint32_t plan_bytes, uint32_t
   else {
     uint32_t init_words = header_word(plan, H_INIT), plan_arena = header_word(plan, H_ARENA);
     const int32_t *init = (const int32_t *)(const void *)plan + NNW_PLAN_HEADER_WORDS;
+    nnw_set_extents(extents, n_extents);
     status = validate_ops(init, init_words, plan_arena, &index);
     if (status == NNW_OK) status = validate_ops(init + init_words, header_word(plan, H_RUN), plan_arena, &index);
+    nnw_set_extents(NULL, 0);
   }
   if (bad_op != NULL) *bad_op = status == NNW_OK ? -1 : index;
   return status;
+}
+
+NNW_EXPORT int nnw_plan_check(const uint8_t *plan, uint32_t plan_bytes, uint32_t arena_bytes, int32_t *bad_op) {
+  return check(plan, plan_bytes, arena_bytes, NULL, 0, bad_op);
+}
+
+NNW_EXPORT int nnw_plan_check_at(const uint8_t *plan, uint32_t plan_bytes, uint32_t span, const uint32_t *extents,
+                                 int32_t n_extents, int32_t *bad_op) {
+  int status = check_extents(extents, n_extents, span);
+  if (status != NNW_OK) {
+    if (bad_op != NULL) *bad_op = -1;
+    return status;
+  }
+  return check(plan, plan_bytes, span, extents, n_extents, bad_op);
 }
 
 /* The run section of a loaded plan, after a guard against a wrong pointer (not a validation:

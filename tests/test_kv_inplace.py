@@ -94,7 +94,7 @@ def test_a_step_moves_no_past(name, monkeypatch):
     host = get_host()
     moved = {"memmove": 0, "write": 0, "read": 0}
     call, write, read = host.call, host.write, host.read
-    plans = set()   # the runners' op words, rewritten per step (the new dims): not tensor bytes
+    plans = set()   # the runners' op words and extents, rewritten per step (the new dims): not tensor bytes
 
     growing = []
     realloc = WasmRunner._realloc
@@ -122,7 +122,7 @@ def test_a_step_moves_no_past(name, monkeypatch):
     per_step = []
 
     def step(role, feeds):
-        plans.update(r.plan for r in gc.get_objects() if isinstance(r, WasmRunner))
+        plans.update(p for r in gc.get_objects() if isinstance(r, WasmRunner) for p in (r.plan, r._ext))
         for k in moved:
             moved[k] = 0
         outs = run(role, feeds)

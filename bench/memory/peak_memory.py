@@ -59,7 +59,8 @@ else:
     for p in sess._cache.values():
         for r in p.runners:
             walk(r)
-print(json.dumps({"rssBefore": rss0, "peakRss": peak, "arenas": sum(r._cap for r in runners)}))
+blocks = {id(b): b.size for r in runners for b in getattr(r, "_blocks", ())}   # the weights the plans share
+print(json.dumps({"rssBefore": rss0, "peakRss": peak, "arenas": sum(r._cap for r in runners) + sum(blocks.values())}))
 """
 
 

@@ -2,8 +2,9 @@
 
 `SessionOptions.add_session_config_entry("session.memory_limit_bytes", "N")` (JS: the session
 option `memoryLimitBytes`, or onnxruntime-web's `extra: {session: {memory_limit_bytes: "N"}}`)
-caps what the session's plans hold there: each plan's op words and its arena (weights, init ops'
-buffers, activations), summed over every plan of every prepared variant. A plan that would pass it
+caps what the session's plans hold there: each plan's op words and its arena (init ops' buffers,
+activations), summed over every plan of every prepared variant, and the weights blocks they share
+(wasm/weights.py: each counted once, charged before it is allocated). A plan that would pass it
 is refused before anything is allocated or copied, with the bytes it needs: at creation for static
 shapes, at the run for symbolic dims (an arena grown per run, wasm/runner.py), where the session
 first drops its variants for other shapes, as when kernels.wasm's memory runs out

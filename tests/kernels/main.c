@@ -40,6 +40,8 @@ static const struct {
     {"skip_norm", test_skip_norm}, {"rotary", test_rotary}, {"bias_act", test_bias_act}, {"embed_sum", test_embed_sum},
     {"topk", test_topk}, {"symbolic_ops", test_symbolic_ops},
     {"dft", test_dft},
+    /* new groups go last: a group's rng seed is its index (main), and some cases' layouts depend on it */
+    {"plan_extents", test_plan_extents}, {"alloc_counts", test_alloc_counts},
 };
 
 int main(int argc, char **argv) {

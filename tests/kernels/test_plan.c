@@ -441,3 +441,56 @@ void test_alloc(void) {
   }
   nnw_free(NULL);
 }
+
+/* nnw_plan_load_at / nnw_plan_check_at: a plan over several allocated blocks (a session's shared
+ * weights and the plan's arena) validates each tensor against the host's extents, so a tensor
+ * in a gap between them (another allocation) is refused; the weights blob goes to extent 0. */
+static int load_at(const struct plan *p, uint8_t *base, uint32_t span, const uint32_t *ext, int32_t n) {
+  int32_t bad_op = 12345;
+  return nnw_plan_load_at(p->bytes, p->size, base, span, ext, n, &bad_op);
+}
+
+void test_plan_extents(void) {
+  fill_random(g_weights, WEIGHTS / 4, -1, 1);
+  struct plan p = valid_plan();
+  uint8_t *arena = arena_new(ARENA + 64);
+  /* the blob lands at extent 0's start: X, past the weights, is in extent 0 too */
+  const uint32_t whole[] = {0, ARENA};
+  expect(load_at(&p, arena, ARENA, whole, 1) == NNW_OK, "extents: one extent, the whole arena");
+  expect(memcmp(arena, g_weights, WEIGHTS) == 0, "extents: blob at extent 0");
+  expect(nnw_plan_run(p.bytes, arena) == NNW_OK, "extents: runs");
+  const uint32_t split[] = {0, X, X, ARENA};
+  expect(load_at(&p, arena, ARENA, split, 2) == NNW_OK, "extents: every tensor within one of two");
+  const uint32_t gap[] = {0, X, X + 16, ARENA};   /* X lies in a gap: another allocation's bytes */
+  expect(load_at(&p, arena, ARENA, gap, 2) == NNW_OUT_OF_BOUNDS, "extents: a tensor in a gap refused");
+  const uint32_t straddle[] = {0, X + 16, X + 16, ARENA};   /* X straddles two blocks */
+  expect(load_at(&p, arena, ARENA, straddle, 2) == NNW_OUT_OF_BOUNDS, "extents: a tensor over two blocks");
+  const uint32_t small0[] = {64, ARENA};   /* extent 0 can't hold the blob */
+  expect(load_at(&p, arena, ARENA, small0, 1) != NNW_OK, "extents: blob larger than extent 0");
+  const uint32_t backwards[] = {X, 0};
+  expect(load_at(&p, arena, ARENA, backwards, 1) == NNW_BAD_ARGS, "extents: lo > hi");
+  expect(load_at(&p, arena, ARENA, whole, 0) == NNW_BAD_ARGS, "extents: none");
+  expect(load_at(&p, arena, ARENA, whole, NNW_MAX_EXTENTS + 1) == NNW_BAD_ARGS, "extents: too many");
+  expect(load_at(&p, arena, ARENA, NULL, 1) == NNW_BAD_ARGS, "extents: NULL");
+  expect(load_at(&p, arena, ARENA - 16, whole, 1) == NNW_BAD_ARGS, "extents: past the span");
+  int32_t bad_op = 0;
+  expect(nnw_plan_check_at(p.bytes, p.size, ARENA, split, 2, &bad_op) == NNW_OK && bad_op == -1,
+         "extents: check within two");
+  expect(nnw_plan_check_at(p.bytes, p.size, ARENA, gap, 2, &bad_op) == NNW_OUT_OF_BOUNDS && bad_op >= 0,
+         "extents: check refuses the gap (op %d)", bad_op);
+  /* the extents of one call do not stay: a plain check afterwards sees the whole arena */
+  expect(nnw_plan_check(p.bytes, p.size, ARENA, &bad_op) == NNW_OK, "extents: cleared after a call");
+  free(arena);
+  plan_free(&p);
+}
+
+void test_alloc_counts(void) {
+  uint32_t before = nnw_allocated_bytes();
+  void *p = nnw_malloc(1000);
+  expect(nnw_allocated_bytes() >= before + 1000, "allocated bytes count a block");
+  p = nnw_realloc(p, 5000);
+  expect(p != NULL && nnw_allocated_bytes() >= before + 5000 && nnw_allocated_peak() >= before + 5000,
+         "allocated bytes follow realloc");
+  nnw_free(p);
+  expect(nnw_allocated_bytes() == before, "allocated bytes back after free (%u, %u)", nnw_allocated_bytes(), before);
+}

@@ -37,6 +37,8 @@ void test_plan_header(void);
 void test_plan_ops(void);
 void test_plan_fuzz(void);
 void test_plan_run_ops(void);
+void test_plan_extents(void);
+void test_alloc_counts(void);
 void test_alloc(void);
 void test_unary_math(void);
 void test_binary_math(void);

@@ -2,9 +2,9 @@
 zero point subtracted...) for a plan loaded at once (plan.py's fill_weights): computed when the
 runner fills the arena (runner.py) and not kept in Python, so a 125M decoder's 500 MB of packed
 weights never sit in Python's heap (in Pyodide, a heap that never shrinks) beside kernels.wasm's
-copy. Afterwards a live plan holding them serves them (the provider's derived cache hands the
-same tensor to the session's other plans: its control-flow bodies, other variants); when none is
-left they are computed again."""
+copy. Afterwards the weights block holding them serves them (wasm/weights.py: the provider's
+derived cache hands the same tensor to the session's other plans, its control-flow bodies and
+other variants, which find it in the block); when none is left they are computed again."""
 import weakref
 
 from ..tensor import LazyBytes

@@ -20,6 +20,9 @@ MAGIC = 0x50574E4E
 VERSION = 1
 ALIGN = 16
 MAX_DERIVED = 4096   # derived() entries a provider keeps (a model's weight matrices, many times over)
+# False: each plan loaded at once keeps its weights in its own arena, as before the session's
+# weights store (wasm/weights.py); for tests and before/after measurements
+SHARE_WEIGHTS = True
 
 
 class Ref:
@@ -51,6 +54,12 @@ class PlanBuilder:
         # onnx_io/external.py, its file): the plan is then its op words, and no copy of the weights
         # is made on the way. False (plan files): the weights go into the plan.
         self.fill_weights = False
+        # With fill_weights, those weights (but those some word addresses at a symbolic offset)
+        # are not laid out in the arena at all: `shared` lists their bytes-like data, the runner
+        # places them in the session's weights store (wasm/weights.py, one copy for all its
+        # plans), and `relocs` says which words to relocate: (arena words [index], shared words
+        # [(index, shared k, offset in it)], symbolic arena words {index}). None: no such weights.
+        self.shared = self.relocs = None
         # True: inputs and outputs of symbolic size (a decoder's past and present) get no arena
         # place; their offsets are dims of their own, `placed` {name: dim name}, which the runner
         # binds per run to blocks of its device region (wasm/region.py), so a cache kept in
@@ -168,6 +177,7 @@ class PlanBuilder:
         weights, blob = {}, bytearray()
         self.sym_fills = sym_fills = []   # [(arena offset, struct format, values)]
         unread = {}   # name -> weight placed after the blob, written by the runner (fill_weights)
+        sym_offset = set()   # of those, the ones some word addresses at a symbolic offset
         live = {}   # name -> [first op, last op, nbytes]
         last = len(self.ops)
         if self.place_io:
@@ -188,6 +198,8 @@ class PlanBuilder:
                     # stays in the plan's weights)
                     if self.fill_weights and not hasattr(inits[v.name], "values"):
                         unread.setdefault(v.name, inits[v.name].data)
+                        if isinstance(v.offset, Sym):
+                            sym_offset.add(v.name)
                         continue
                     if v.name not in weights:
                         weights[v.name] = len(blob)
@@ -216,8 +228,13 @@ class PlanBuilder:
         else:
             offsets = _first_fit(live)
             end = max((offsets[n] + _align(s[2]) for n, s in live.items()), default=0)
+        io_names = set(self.inputs) | set(self.outputs)
+        shared = {n: d for n, d in unread.items()
+                  if SHARE_WEIGHTS and n not in sym_offset and n not in io_names and _nbytes(d)}
         self.fills, base = [], len(blob)
         for name, data in unread.items():   # after the weights nnw_plan_load copies, before activations
+            if name in shared:
+                continue
             weights[name] = base
             self.fills.append((base, data))
             base = _align(base + len(data))
@@ -239,7 +256,12 @@ class PlanBuilder:
                               f"kernels.wasm addresses at most {max_arena}")
         # weights and init ops' buffers: what an arena grown for larger dims keeps (runner.py)
         self.kept_bytes = base + max((offsets[n] + _align(s) for n, s in self.persistent.items()), default=0)
-        init_words, words = _encode(self.init_ops, where), _encode(self.ops, where)
+        fill_k = {n: k for k, n in enumerate(shared)}
+        relocs = ([], [], set()) if self.fill_weights and SHARE_WEIGHTS else None
+        init_words = _encode(self.init_ops, where, fill_k, relocs, 8)
+        words = _encode(self.ops, where, fill_k, relocs, 8 + len(init_words))
+        if relocs is not None:
+            self.shared, self.relocs = list(shared.values()), relocs
         header_and_ops = 8 + len(init_words) + len(words)
         weights_at = _align(4 * header_and_ops)
         header = [MAGIC, VERSION, arena, len(blob), weights_at, len(init_words), len(words), 0]
@@ -265,7 +287,9 @@ class PlanArgumentError(Exception):
     beyond 32 bits); the provider turns it into Unsupported naming the node."""
 
 
-def _encode(ops, where):
+def _encode(ops, where, shared=None, relocs=None, at=0):
+    """The op words; with relocs (PlanBuilder.relocs' lists, filled here; `at`: the index of the
+    first word), a tensor of `shared` ({name: k}) is encoded as its offset within that weight."""
     words = []
     for op, args in ops:
         spec = OPS[op]
@@ -273,12 +297,32 @@ def _encode(ops, where):
         for arg, kind in zip(spec.args, spec.kinds):
             v = args[arg]
             if kind == "t":
-                words.append(-1 if v is None else where[v.name] + v.offset)
+                if v is None:
+                    words.append(-1)
+                    continue
+                if relocs is not None:
+                    k = shared.get(v.name)
+                    if k is not None:
+                        relocs[1].append((at + len(words), k, v.offset))
+                        words.append(v.offset)
+                        continue
+                    w = where[v.name] + v.offset
+                    if isinstance(w, Sym):
+                        relocs[2].add(at + len(words))
+                    else:
+                        relocs[0].append(at + len(words))
+                    words.append(w)
+                    continue
+                words.append(where[v.name] + v.offset)
             elif kind == "f":
                 words.append(struct.unpack("<i", struct.pack("<f", v))[0])
             else:
                 words.append(v if isinstance(v, Sym) else int(v))
     return words
+
+
+def _nbytes(data):
+    return len(data) if hasattr(data, "fill") else memoryview(data).nbytes
 
 
 def _i32(w):

@@ -8,6 +8,7 @@ from collections import namedtuple
 from ..errors import InvalidArgument, KernelError, MemoryLimitExceeded, WasmOutOfMemory
 from .. import symbolic
 from . import device
+from . import weights as weights_store
 from .region import ALIGN, Region, RegionTensor, copy_rows, read_rows
 from ..tensor import TensorData, numel
 
@@ -16,6 +17,7 @@ STATUS = {1: "bad magic", 2: "bad version", 3: "truncated plan", 4: "unknown opc
           8: "index out of range"}
 BAD_INDEX = 8   # a run-time status: the input data was at fault, the session stays usable
 WASM = "WasmExecutionProvider"
+SHIFT = "@arena"   # the dim a shared-weights plan's symbolic tensor words add: its arena's offset from the base
 
 # One run op of a plan: the ONNX node it was lowered from (profiling.node_label) and that node's op
 # type, and the kernel (the plan op of kernels_c/ops.def). Plan files store these as their "ops".
@@ -29,16 +31,25 @@ class WasmRunner:
     buffers) if the dims need more; sym_fills, weights whose values are expressions of the dims,
     are written again too. Input sizes and output shapes may be Syms too.
     budget: the session's memory_limit.Budget (None: no limit), asked before the arena is allocated
-    or grown, so a plan or a run's dims past the limit are refused before anything is copied."""
+    or grown, so a plan or a run's dims past the limit are refused before anything is copied.
+    shared, relocs: weights kept out of the arena (PlanBuilder.shared): placed in the host's
+    weights store (weights.py), one copy for every plan of the session; the plan's words are
+    then offsets from a base at or below the arena and those blocks (_relocate)."""
 
     def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
-                 fills=(), placed=None, in_place=None, budget=None, capacity=None):
+                 fills=(), placed=None, in_place=None, budget=None, capacity=None, shared=None, relocs=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.budget = budget
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
         # the bytes the plan loads: its words and its weights, held or filled
-        self.plan_bytes = len(plan) + sum(_nbytes(data) for _, data in fills)
+        self.plan_bytes = len(plan) + sum(_nbytes(data) for _, data in fills) + sum(map(_nbytes, shared or ()))
         self.arena_bytes = arena_bytes
+        self._share = relocs is not None
+        if self._share:   # symbolic tensor words of the arena follow it: + its offset from the base
+            shift, moved = symbolic.Sym.var(SHIFT), {}   # (one sum per expression, as words share them)
+            sym_words = [(i, moved.setdefault(id(e), e + shift) if i in relocs[2] else e) for i, e in sym_words]
+        self._shared, self._blocks, self._base, self._shift, self._span = shared or [], [], 0, 0, 0
+        self._unusable, self._ext = None, 0
         self.sym_words, self._kept, self._dims = sym_words, kept_bytes, symbolic.current_dims()
         self.sym_fills = sym_fills   # [(arena offset, format, values)]: weights that are expressions
         self._eval = None   # symbolic.compile_stores: stores the sym words, returns the arena size and fills
@@ -52,8 +63,14 @@ class WasmRunner:
         self._caps = {}   # this run's {capacity dim: rows}
         head = struct.unpack_from("<8i", plan)
         self._words_bytes = 4 * (8 + head[5] + head[6])   # the op words kept in memory (_load)
-        if self.placed:
+        self._init_blocks = None
+        if self.placed or self._share:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
+        if self._share:
+            words = memoryview(self._words).cast("i")
+            self._arena_words = [(i, words[i]) for i in relocs[0]]   # as laid out: offsets in the arena
+            self._shared_words = relocs[1]
+        if self.placed:
             self._place_initial(plan)
         if budget is not None:
             budget.charge(self, self.held_bytes(), self._what())
@@ -61,13 +78,85 @@ class WasmRunner:
             host.drain()
             self._load(plan, fills)
         # freed by the finalizer; the arena may be replaced (_rebind); one block holds both (_load)
-        self._mem = [self.plan] if self._one_block else [self.plan, self.arena]
+        self._mem = ([self.plan] if self._one_block else [self.plan, self.arena]) + ([self._ext] if self._share else [])
         self._finalizer = weakref.finalize(self, host.release, self._mem)
         for off, data in fills:   # later plans and reads take external data from here
             if hasattr(data, "fill"):
                 data.settle(self, off)
-        if (sym_words or sym_fills) and not self.placed:
+        if (sym_words or sym_fills) and not self.placed and not self._share:
             self._words = bytearray(plan[:4 * (8 + sum(struct.unpack_from("<2i", plan, 20)))])
+
+    def _load_shared(self, plan, fills):
+        """_load for a plan whose weights (self._shared) live in the weights store: they are placed
+        there first (only those no live block holds are written), then the arena (weights it
+        holds itself, activations, region) is allocated after them (the heap's last block, so it
+        can grow in place), the words relocated (_relocate) and the plan loaded with its extents."""
+        host = self.host
+        self._one_block = False
+        self.arena = self._ext = full = status_at = 0
+        try:
+            self._fill_ptrs, self._blocks = weights_store.store(host).place(self._shared, self._malloc, self.budget,
+                                                                            self._what())
+            self.arena = self._malloc(self._total())
+            self._ext = self._malloc(8 * (1 + len(self._blocks)))
+            for off, data in fills:   # weights this plan keeps in its arena (PlanBuilder.fills)
+                if hasattr(data, "fill"):
+                    data.fill(host, self.arena + off)
+                elif _nbytes(data):
+                    host.write(self.arena + off, data)
+            self._relocate()
+            if self.sym_words:   # their values for the base just chosen
+                next(self._store(self._init_blocks))
+                struct.pack_into("<i", self._words, 8, self._span)
+            plan[:len(self._words)] = self._words
+            host.write(self._ext, self._ext_bytes)
+            self._ext_new = False
+            full = self._malloc(len(plan))
+            host.write(full, plan)
+            status_at = self._malloc(4)
+            status = host.call("nnw_plan_load_at", full, len(plan), self._base, self._span, self._ext,
+                               1 + len(self._blocks), status_at)
+            if status:
+                bad = struct.unpack("<i", host.read(status_at, 4))[0]
+                n_init = struct.unpack_from("<i", plan, 20)[0]
+                which = (f", {self.ops[bad - n_init].node} ({self.ops[bad - n_init].kernel})"
+                         if 0 <= bad - n_init < len(self.ops or ()) else "")
+                raise KernelError(f"kernels.wasm refused the plan: {STATUS.get(status, status)} (op {bad}{which})")
+            self.plan = self._malloc(len(self._words))
+            host.write(self.plan, self._words)
+        except BaseException:
+            host.release([self.arena, self._ext])
+            self._blocks = []
+            raise
+        finally:
+            host.release([full, status_at])
+
+    def _relocate(self):
+        """The base (the lowest of the arena and the weights blocks), the words that address the
+        arena or a shared weight written from it, the span and the extents (what
+        nnw_plan_check_at validates against: the arena, then each block). After the arena moved."""
+        total = self._total()
+        base = min([self.arena] + [b.arena for b in self._blocks])
+        shift = self.arena - base
+        span = max([shift + total] + [b.arena - base + b.size for b in self._blocks])
+        if span >= 1 << 31:   # int32 words; the words in memory address the old arena: no run from now on
+            self._unusable = (f"{self._what()}: its arena and its weights lie {span} bytes apart in "
+                              "kernels.wasm's memory, more than a plan's 2 GiB of offsets")
+            raise WasmOutOfMemory(self._unusable, hopeless=True)
+        words = memoryview(self._words).cast("i")
+        if shift != self._shift or not self._span:
+            for i, v in self._arena_words:
+                words[i] = v + shift
+        if base != self._base:
+            ptrs = self._fill_ptrs
+            for i, k, off in self._shared_words:
+                words[i] = ptrs[k] - base + off
+        words[2] = span
+        ext = [shift, shift + total] + [x for b in self._blocks for x in (b.arena - base, b.arena - base + b.size)]
+        # written with the words (_rebind, after its memory limit check: a refused run writes nothing)
+        self._ext_bytes = struct.pack(f"<{len(ext)}I", *ext)
+        self._ext_new = True
+        self._base, self._shift, self._span = base, shift, span
 
     def _load(self, plan, fills):
         """fills: [(arena offset, bytes-like)], weights the plan does not hold (plan.py), written
@@ -77,7 +166,9 @@ class WasmRunner:
         plan session does (web/plan-session.mjs): one block, the op words first and the arena right
         after them, where the plan's weights are written straight to where nnw_plan_load keeps them
         (its memmove then moves nothing): no second copy of the weights in kernels.wasm's memory,
-        which never shrinks (bench/memory/peak_memory.py)."""
+        which never shrinks (bench/memory/peak_memory.py). A plan whose weights are shared: _load_shared."""
+        if self._share:
+            return self._load_shared(plan, fills)
         host, arena_bytes = self.host, self._total()
         head = struct.unpack_from("<8i", plan)
         weights_bytes, weights_at = head[3], head[4]
@@ -166,6 +257,8 @@ class WasmRunner:
         return ins, outs
 
     def run(self, env, prof=None):
+        if self._unusable:
+            raise WasmOutOfMemory(self._unusable, hopeless=True)
         host = self.host
         inputs, outputs = self._io()
         for name, _, nbytes in inputs:
@@ -190,7 +283,8 @@ class WasmRunner:
                         t.copy_to(arena + off)
                     else:
                         host.write(arena + off, t.data)
-                status = host.call("nnw_plan_run", self.plan, arena) if prof is None else self._run_timed(prof)
+                status = (host.call("nnw_plan_run", self.plan, self._base if self._share else arena) if prof is None
+                          else self._run_timed(prof))
                 if status == BAD_INDEX:
                     k = host.call("nnw_plan_failed_op")
                     node = f"{self.ops[k].op_type} node '{self.ops[k].node}'" if 0 <= k < len(self.ops) else "a node"
@@ -362,6 +456,7 @@ class WasmRunner:
         plan[:len(self._words)] = self._words
         for start in blocks.values():
             region.free(start)
+        self._init_blocks = blocks   # (_load_shared stores the words again once the base is known)
 
     def _store(self, blocks=None):
         """Evaluates the plan's symbolic words into self._words for the dims bound now (and the
@@ -374,6 +469,8 @@ class WasmRunner:
         if blocks is not None:
             dims.update((self.placed[n], self._region.base + s) for n, s in blocks.items())
             dims.update(self._caps)
+        if self._share:
+            dims[SHIFT] = self._shift
         return iter(self._eval(dims, memoryview(self._words).cast("i")))
 
     def _realloc(self, cap, region_bytes=0):
@@ -398,6 +495,9 @@ class WasmRunner:
                 host.call("nnw_memmove", new + cap, new + region.base, used)
             region.base, region.size = cap, region_bytes
         self.arena, self._cap, self._mem[1] = new, cap, new
+        if self._share:   # the words that follow the arena, before any run: _rebind stores and checks them
+            self._dims = self._bound = None
+            self._relocate()
 
     def _rebind(self, blocks=None):
         """The plan's symbolic words for the dims bound now (and placed io at blocks); a larger
@@ -425,18 +525,27 @@ class WasmRunner:
                 self._realloc(cap, rsize)
             except WasmOutOfMemory:
                 self._realloc(need, rsize)
-            if blocks is not None:   # the region moved with the arena: its offsets again
+            if blocks is not None or self._share:   # the region or the base moved with the arena: offsets again
                 values = self._store(blocks)
                 next(values)
         words = self._words
         for off, fmt, vs in self.sym_fills:
             host.write(self.arena + off, struct.pack(fmt, *[next(values) for _ in vs]))
-        if self._region is not None:
+        if self._share:
+            struct.pack_into("<i", words, 8, self._span)
+        elif self._region is not None:
             struct.pack_into("<i", words, 8, self._total())
         host.write(self.plan, words)
+        if self._share and self._ext_new:
+            host.write(self._ext, self._ext_bytes)
+            self._ext_new = False
         status_at = self._malloc(4)
         try:
-            status = host.call("nnw_plan_check", self.plan, len(words), self._total(), status_at)
+            if self._share:
+                status = host.call("nnw_plan_check_at", self.plan, len(words), self._span, self._ext,
+                                   1 + len(self._blocks), status_at)
+            else:
+                status = host.call("nnw_plan_check", self.plan, len(words), self._total(), status_at)
             if status:
                 bad = struct.unpack("<i", host.read(status_at, 4))[0]
                 self._dims = self._bound = None   # nothing runs on these words
@@ -448,7 +557,8 @@ class WasmRunner:
 
     def _run_timed(self, prof):
         """nnw_plan_run, one op at a time, each call timed; the status of the first that fails."""
-        call, clock, plan, arena = self.host.call, prof.clock, self.plan, self.arena
+        call, clock, plan = self.host.call, prof.clock, self.plan
+        arena = self._base if self._share else self.arena
         for k, op in enumerate(self.ops):
             t0 = clock()
             status = call("nnw_plan_run_ops", plan, arena, k, 1)
@@ -463,6 +573,7 @@ class WasmRunner:
                 for t in self._region.tensors:
                     t.evict(self._malloc)
         self._finalizer()
+        self._blocks = []   # the weights blocks no other plan holds are freed (weights.py)
 
 
 

@@ -62,8 +62,10 @@ def half_panels(b, name, k, n, trans=False):
         return None
     cache = b.__dict__.setdefault("half_packed", {})
     key = (name, trans)
-    if key not in cache:
-        cache[key] = b.constant(pack_half(h, k, n, trans)) if _finite(h) else None
+    if key not in cache:   # through the provider's derived cache: one copy for the session's plans (wasm/weights.py)
+        t = b.graph.initializers[name]
+        cache[key] = (b.constant(b.derived(("pack_half", k, n, trans), t, make=lambda: pack_half(h, k, n, trans)))
+                      if _finite(h) else None)
     return cache[key]
 
 
