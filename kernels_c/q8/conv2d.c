@@ -256,7 +256,7 @@ void nnw_run_q8_conv2d_pk(const int32_t *args, uint8_t *arena) {
 #ifdef __wasm_simd128__
     size_t col_bytes = is_pw ? 0 : (ck * plane + 3) / 4 * 4;
 #ifdef __wasm_relaxed_simd__
-    if (blocked == 2 && ck >= 8) { /* packed for the relaxed dot (layout 2; its room needs k >= 8) */
+    if (blocked == 2 && ck >= 16) { /* packed for the relaxed dot (layout 2; its room needs k >= 16) */
       nnw_q8_conv2d_mm_relaxed(&p, arena, is_pw ? x : col, (int32_t)ck, y, col + col_bytes, arena + p.w + 16);
       continue;
     }

@@ -5,12 +5,14 @@
  * The relaxed dot is deterministic only with its i7 operand in 0..127 (V8 on x86 runs it as
  * pmaddubsw, whose i16 pair sums saturate otherwise; ARM's sdot reads 128 as -128). Weights
  * quantized with reduce_range (onnxruntime's int8 QDQ: w - zp in -64..64) fit once each row is
- * given a sign s_r (+1, or -1 for a row that reaches +64 but not -64): u = s_r (w - zp) + 64 in
- * 0..127 is the i7 operand, and the activations, uint8 x as x - 128 (int8 x as they are), the i8
- * one. With off = 128 (uint8 x) or 0, xz x's zero point and W_r = sum_k (w - zp):
+ * given a sign s_r (-1 for a row that reaches +64 but not -64, else +1): u = s_r (w - zp) + 64 is
+ * the i7 operand, stored as 127 where it is 128 (a row reaching both ends: an "exception", whose
+ * activations are added apart), and the activations, uint8 x as x - 128 (int8 x as they are), the
+ * i8 one. With off = 128 (uint8 x) or 0, xz x's zero point and W_r = sum_k (w - zp):
  *   sum_k (w - zp)(x - xz) = s_r (sum_k u (x - off) - 64 sum_k (x - off)) + (off - xz) W_r,
- * so the sums start from s_r (bias_r + (off - xz) W_r) - 64 colsum_j and are multiplied by s_r
- * after the k loop (integer ring operations: wrapping as the int16 tile's sums do, the same int32).
+ * so the sums start from s_r (bias_r + (off - xz) W_r) - 64 colsum_j + the exceptions' x - off,
+ * and are multiplied by s_r after the k loop (integer ring operations: wrapping as the int16
+ * tile's sums do, the same int32).
  * Each step is 4 k of 8 pixels: one 16-byte relaxed dot (pmaddubsw) whose 8 pair sums (within
  * +-32512: no saturation) i32x4.dot_i16x8 by ones adds into the int32 sums. 2 multiplies per 16
  * products, as dot_i16x8's 2 per 16, but half the instructions and half the panel bytes
@@ -19,7 +21,8 @@
  * The packed buffer (q8_conv2d_pack_w, layout word 2, same size as the int16 layout's): the 16-byte
  * header, u as m x kq quads (kq = ceil(k/4), zero past k) with rows blocked four at a time
  * ([i/4][q][i%4][4 bytes]) and the last m % 4 rows row after row, then W [m] and s_r as a mask
- * [m] (0 or -1), int32. Needs k >= 8 (room for W and the masks). */
+ * [m] (0 or -1), int32, then per row a uint16 count and slots(k) uint16 exception indices: the
+ * room the int16 layout leaves (16 <= k < 65536). */
 #include "conv2d.h"
 #include "linalg/pack_a.h"
 #include "threads/split.h"
@@ -32,13 +35,21 @@ static size_t quads(int32_t k) { return ((size_t)k + 3) / 4; }
 /* byte offset of W in the packed data (after the header) */
 static size_t sums_at(int32_t m, int32_t k) { return (size_t)m * quads(k) * 4; }
 
+/* exception slots (uint16) a row has after its count (uint16), in the room the int16 layout leaves */
+static size_t slots(int32_t k) { return (size_t)(2 * (((size_t)k + 1) / 2 - quads(k) - 2)) - 1; }
+
 int nnw_q8_pw_pack_relaxed(int32_t m, int32_t k, int32_t w_dtype, const uint8_t *w, const uint8_t *w_zp,
                            int32_t w_zp_s, uint8_t *out) {
-  if (k < 8) return 0;
-  /* each row's sign; a row with both -64 and 64, or past them, keeps the int16 layout */
+  /* below k = 64 the row and column corrections and the sign cost what the dots save (V8, the
+   * bench's MobileNetV2: k 16..32 1.01-1.13x the int16 tile's time, k 64 0.95, k 96..960 0.81-0.9) */
+  if (k < 64 || k > 65535) return 0;
   int32_t m4 = m / MR * MR;
-  size_t kq = quads(k);
+  size_t kq = quads(k), ns = slots(k);
   int32_t *wsum = (int32_t *)(void *)(out + sums_at(m, k)), *mask = wsum + m;
+  uint16_t *exc = (uint16_t *)(void *)(mask + m);
+  /* each row's sign (-1 for a row reaching 64 but not -64); the elements still at 64 after it are
+   * exceptions: stored as 127, their activations added apart. A row past -64..64 or with more
+   * exceptions than its slots keeps the int16 layout for the layer. */
   for (int32_t i = 0; i < m; i++) {
     int32_t zp = nnw_q8_get(w_zp, w_dtype, (size_t)i * (size_t)w_zp_s), lo = 0, hi = 0, sum = 0;
     const uint8_t *row = w + (size_t)i * (size_t)k;
@@ -46,9 +57,17 @@ int nnw_q8_pw_pack_relaxed(int32_t m, int32_t k, int32_t w_dtype, const uint8_t 
       int32_t v = nnw_q8_get(row, w_dtype, (size_t)kk) - zp;
       lo = v < lo ? v : lo, hi = v > hi ? v : hi, sum += v;
     }
-    if (lo < -64 || hi > 64 || (lo == -64 && hi == 64)) return 0;
+    if (lo < -64 || hi > 64) return 0;
     wsum[i] = sum;
-    mask[i] = hi == 64 ? -1 : 0;
+    mask[i] = hi == 64 && lo > -64 ? -1 : 0;
+    uint16_t *e = exc + (size_t)i * (ns + 1), n = 0;
+    for (int32_t kk = 0; kk < k; kk++) {
+      int32_t v = nnw_q8_get(row, w_dtype, (size_t)kk) - zp;
+      if ((mask[i] ? -v : v) != 64) continue;
+      if (n == ns) return 0;
+      e[1 + n++] = (uint16_t)kk;
+    }
+    e[0] = n;
   }
   for (int32_t i = 0; i < m; i++) {
     int32_t zp = nnw_q8_get(w_zp, w_dtype, (size_t)i * (size_t)w_zp_s), neg = mask[i] != 0;
@@ -58,8 +77,8 @@ int nnw_q8_pw_pack_relaxed(int32_t m, int32_t k, int32_t w_dtype, const uint8_t 
     for (size_t q = 0; q < kq; q++)
       for (int32_t t = 0; t < 4; t++) {
         size_t kk = 4 * q + (size_t)t;
-        int32_t v = kk < (size_t)k ? nnw_q8_get(row, w_dtype, kk) - zp : 0;
-        dst[q * step + (size_t)t] = kk < (size_t)k ? (uint8_t)((neg ? -v : v) + 64) : 0;
+        int32_t v = kk < (size_t)k ? nnw_q8_get(row, w_dtype, kk) - zp : 0, u = (neg ? -v : v) + 64;
+        dst[q * step + (size_t)t] = kk < (size_t)k ? (uint8_t)(u > 127 ? 127 : u) : 0;
       }
   }
   return 1;
@@ -152,10 +171,33 @@ struct job {
   uint8_t *y;
   int8_t *panel;
   const int32_t *rowc, *mask;
+  const uint16_t *exc;
   const float *scale;
-  size_t n, kq;
+  size_t n, kq, ns;
   int32_t k, u8;
 };
+
+/* row i's exceptions (weights stored as 127 for 128): the sums of their activations for the 8
+ * pixels, into t; counts past the slots and indices past the panel (a hostile buffer) are left out.
+ * Out of line: the tiles' sums stay in registers. */
+static __attribute__((noinline)) void exceptions(const struct job *j, const int8_t *panel, int32_t i, int32_t t[NR]) {
+  const uint16_t *e = j->exc + (size_t)i * (j->ns + 1);
+  size_t n = e[0] < j->ns ? e[0] : j->ns;
+  for (int32_t c = 0; c < NR; c++) t[c] = 0;
+  for (size_t x = 1; x <= n; x++) {
+    size_t kk = e[x];
+    if (kk >= 4 * j->kq) continue;
+    const int8_t *at = panel + kk / 4 * 32 + kk % 4;
+    for (int32_t c = 0; c < NR; c++) t[c] += at[4 * c];
+  }
+}
+
+/* the start of row i's sums for the panel: rowc + cc[h], plus its exceptions' activations */
+static inline v128_t row_start(const struct job *j, const int8_t *panel, int32_t i, v128_t cc, int h, const int32_t *t) {
+  (void)panel;
+  v128_t v = wasm_i32x4_add(wasm_i32x4_splat(j->rowc[i]), cc);
+  return t ? wasm_i32x4_add(v, wasm_v128_load(t + 4 * h)) : v;
+}
 
 static void panels(void *ctx, int32_t start, int32_t count, int32_t worker) {
   const struct job *j = ctx;
@@ -172,23 +214,25 @@ static void panels(void *ctx, int32_t start, int32_t count, int32_t worker) {
     for (; i0 + MR <= p->m; i0 += MR) {
       v128_t init[2 * MR], mask[MR], vs[MR];
       for (int r = 0; r < MR; r++) {
-        v128_t rc = wasm_i32x4_splat(j->rowc[i0 + r]);
-        init[2 * r] = wasm_i32x4_add(rc, c0), init[2 * r + 1] = wasm_i32x4_add(rc, c1);
+        int32_t t[NR], *te = NULL;
+        if (j->exc[(size_t)(i0 + r) * (j->ns + 1)]) exceptions(j, panel, i0 + r, te = t);
+        init[2 * r] = row_start(j, panel, i0 + r, c0, 0, te), init[2 * r + 1] = row_start(j, panel, i0 + r, c1, 1, te);
         mask[r] = wasm_i32x4_splat(j->mask[i0 + r]);
         vs[r] = wasm_f32x4_splat(j->scale[(size_t)(i0 + r) * (size_t)p->scale_s]);
       }
       tile4(j->wq + (size_t)i0 * kq * 4, kq, panel, init, mask, vs, &rq, j->u8, j->y + (size_t)i0 * n + j0, n, nb);
     }
     for (; i0 < p->m; i0++) {
-      v128_t rc = wasm_i32x4_splat(j->rowc[i0]);
-      tile1(j->wq + (size_t)i0 * kq * 4, kq, panel, wasm_i32x4_add(rc, c0), wasm_i32x4_add(rc, c1),
+      int32_t t[NR], *te = NULL;
+      if (j->exc[(size_t)i0 * (j->ns + 1)]) exceptions(j, panel, i0, te = t);
+      tile1(j->wq + (size_t)i0 * kq * 4, kq, panel, row_start(j, panel, i0, c0, 0, te), row_start(j, panel, i0, c1, 1, te),
             wasm_i32x4_splat(j->mask[i0]), wasm_f32x4_splat(j->scale[(size_t)i0 * (size_t)p->scale_s]), &rq, j->u8,
             j->y + (size_t)i0 * n + j0, nb);
     }
   }
 }
 
-/* q8_conv2d_pk on layout 2 (packed: the data after the header); scratch as nnw_q8_conv2d_mm's */
+/* q8_conv2d_pk on layout 2 (packed: the data after the header; k >= 16); scratch as nnw_q8_conv2d_mm's */
 void nnw_q8_conv2d_mm_relaxed(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k, uint8_t *y,
                               uint8_t *scratch, const uint8_t *packed) {
   size_t n = (size_t)p->oh * (size_t)p->ow, kq = quads(k);
@@ -203,7 +247,8 @@ void nnw_q8_conv2d_mm_relaxed(const struct q8_conv *p, uint8_t *arena, const uin
     rowc[i] = (int32_t)(mask[i] ? 0u - v : v);
   }
   int8_t *panel = (int8_t *)(void *)(scratch + (size_t)p->m * (((size_t)k + 1) / 2) * 4);
-  struct job job = {p, x, packed, y, panel, rowc, mask, nnw_f32_at(arena, p->scale), n, kq, k, p->y_dtype == NNW_U8};
+  struct job job = {p, x, packed, y, panel, rowc, mask, (const uint16_t *)(const void *)(mask + p->m),
+                    nnw_f32_at(arena, p->scale), n, kq, slots(k), k, p->y_dtype == NNW_U8};
   int32_t np = (int32_t)((n + NR - 1) / NR);
   int32_t threads = kq * 32 <= NNW_PACK_A_FLOATS * 4 ? nnw_split_threads((uint64_t)n * p->m * k, NNW_SPLIT_MIN_FLOPS, np) : 1;
   nnw_parallel_for(np, threads > 1 ? nnw_split_tile(np, threads) : np, panels, &job);

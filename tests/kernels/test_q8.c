@@ -209,8 +209,9 @@ struct conv_case {
 };
 
 /* 0: any weights; 1: 7-bit weights as onnxruntime's reduce_range gives (w - zp in -64..64, rows
- * reaching 64, -64 or neither), which the relaxed flavour packs for its dot (layout 2,
- * conv2d_pw_relaxed.c); 2: the same with one row reaching both (then the int16 layout) */
+ * reaching 64, -64, neither or both, with one or two 64s), which the relaxed flavour packs for its
+ * dot (layout 2, conv2d_pw_relaxed.c); 2: the same with one row reaching -64 and 64 in more places
+ * than its exception slots (then the int16 layout) */
 static int seven_bit;
 
 /* q8_conv2d_pack_w then q8_conv2d_pk on q8_conv2d's arguments args (weights packed into a buffer
@@ -243,7 +244,7 @@ static void pk_case(const struct conv_case *t, const int32_t *args, const int32_
     int32_t layout;
     memcpy(&layout, arena + wp, 4);
 #ifdef __wasm_relaxed_simd__
-    int want_layout2 = seven_bit == 1 && k >= 8;
+    int want_layout2 = seven_bit == 1 && k >= 64; /* conv2d_pw_relaxed.c: from k = 64 */
 #else
     int want_layout2 = 0;
 #endif
@@ -284,8 +285,9 @@ static void conv_case(const struct conv_case *t) {
       int32_t zw = qget(wzp, t->w_dt, t->wzp_s ? o : 0);
       for (size_t e = 0; e < per; e++) {
         int32_t v = (int32_t)(rng_u32() % 127) - 63;
-        if (e == per / 2 && o % 3 < 2) v = o % 3 == 0 ? 64 : -64;
-        if (seven_bit == 2 && o == t->m / 2 && e < 2 && per >= 2) v = e ? 64 : -64;
+        if (e == per / 2 && o % 4 < 3) v = o % 4 == 1 ? -64 : 64;       /* rows 0, 2 mod 4: 64; 1: -64 */
+        if (o % 4 == 2 && (e == 0 || e == per - 1)) v = e ? 64 : -64;  /* both ends, two exceptions */
+        if (seven_bit == 2 && o == t->m / 2) v = e % 2 ? 64 : -64;      /* past the slots */
         wt[(size_t)o * per + e] = (uint8_t)(zw + v);
       }
     }
@@ -410,6 +412,11 @@ void test_q8_conv2d_7bit(void) {
       {1, 64, 2, 6, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, I8, 0},
       {1, 40, 7, 7, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 1},
       {1, 160, 2, 5, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      /* k >= 64 (the relaxed dot): rows past a multiple of 4, partial panels, odd k, int8 x, im2col */
+      {1, 96, 3, 5, 21, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      {1, 73, 2, 3, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, I8, 0},
+      {2, 100, 3, 3, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 1},
+      {1, 8, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
   };
   for (seven_bit = 1; seven_bit <= 2; seven_bit++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
