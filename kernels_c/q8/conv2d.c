@@ -122,6 +122,13 @@ void nnw_run_q8_conv2d_pack_w(const int32_t *args, uint8_t *arena) {
   uint8_t *wp = arena + a.wp;
   const uint8_t *w = arena + a.w, *w_zp = nnw_q8_at(arena, a.w_zp);
   memset(wp, 0, 16);
+#if defined(__wasm_simd128__) && defined(__wasm_relaxed_simd__)
+  if (nnw_q8_pw_pack_relaxed(a.m, a.k, a.w_dtype, w, w_zp, a.w_zp_s, wp + 16)) {
+    int32_t layout = 2; /* 7-bit weights for the relaxed dot (conv2d_pw_relaxed.c) */
+    memcpy(wp, &layout, 4);
+    return;
+  }
+#endif
   memcpy(wp, &blocked, 4);
   uint32_t *out = (uint32_t *)(void *)(wp + 16);
 #ifdef __wasm_simd128__
@@ -248,6 +255,12 @@ void nnw_run_q8_conv2d_pk(const int32_t *args, uint8_t *arena) {
     if (!is_pw) im2col(&p, x, p.c, pad, col);
 #ifdef __wasm_simd128__
     size_t col_bytes = is_pw ? 0 : (ck * plane + 3) / 4 * 4;
+#ifdef __wasm_relaxed_simd__
+    if (blocked == 2 && ck >= 16) { /* packed for the relaxed dot (layout 2; its room needs k >= 16) */
+      nnw_q8_conv2d_mm_relaxed(&p, arena, is_pw ? x : col, (int32_t)ck, y, col + col_bytes, arena + p.w + 16);
+      continue;
+    }
+#endif
     nnw_q8_conv2d_mm(&p, arena, is_pw ? x : col, (int32_t)ck, y, col + col_bytes, wp, blocked);
 #else
     /* the same sums (uint32, wrapping) and q8_gemm's output rule, one output at a time */

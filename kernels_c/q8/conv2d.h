@@ -38,6 +38,16 @@ void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x,
 void nnw_q8_pw_pack(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
                     int32_t kp, int blocked, uint32_t *apack);
 #endif
+#if defined(__wasm_simd128__) && defined(__wasm_relaxed_simd__)
+/* the `relaxed` flavour's layout 2 of q8_conv2d_pack_w (conv2d_pw_relaxed.c): 1 if the weights fit
+ * (64 <= k < 65536, every w - zp in -64..64, few 64s in a row reaching -64 too), packed into out
+ * (after the header) */
+int nnw_q8_pw_pack_relaxed(int32_t m, int32_t k, int32_t w_dtype, const uint8_t *w, const uint8_t *w_zp,
+                           int32_t w_zp_s, uint8_t *out);
+/* nnw_q8_conv2d_mm on layout 2 (packed: the data after the header; k >= 16) */
+void nnw_q8_conv2d_mm_relaxed(const struct q8_conv *p, uint8_t *arena, const uint8_t *x, int32_t k, uint8_t *y,
+                              uint8_t *scratch, const uint8_t *packed);
+#endif
 
 
 #endif

@@ -42,6 +42,7 @@ static const struct {
     {"dft", test_dft},
     /* new groups go last: a group's rng seed is its index (main), and some cases' layouts depend on it */
     {"plan_extents", test_plan_extents}, {"alloc_counts", test_alloc_counts},
+    {"q8_conv2d_7bit", test_q8_conv2d_7bit},
 };
 
 int main(int argc, char **argv) {

@@ -208,6 +208,12 @@ struct conv_case {
   int n, c, h, w, m, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, group, x_dt, w_dt, y_dt, wzp_s;
 };
 
+/* 0: any weights; 1: 7-bit weights as onnxruntime's reduce_range gives (w - zp in -64..64, rows
+ * reaching 64, -64, neither or both, with one or two 64s), which the relaxed flavour packs for its
+ * dot (layout 2, conv2d_pw_relaxed.c); 2: the same with one row reaching -64 and 64 in more places
+ * than its exception slots (then the int16 layout) */
+static int seven_bit;
+
 /* q8_conv2d_pack_w then q8_conv2d_pk on q8_conv2d's arguments args (weights packed into a buffer
  * of their own, flush against the arena's end), exactly want; then packed under the other host
  * hint than the run's (the layout word decides, not the hint at run time); the original weights
@@ -235,6 +241,15 @@ static void pk_case(const struct conv_case *t, const int32_t *args, const int32_
     if (flip) nnw_host_hints = saved ^ NNW_HINT_SPLAT_BY_SHUFFLE;
     int ok = run_op(NNW_OP_Q8_CONV2D_PACK_W, pack, NNW_Q8_CONV2D_PACK_W_NARGS, arena, arena_bytes) == NNW_OK;
     nnw_host_hints = saved;
+    int32_t layout;
+    memcpy(&layout, arena + wp, 4);
+#ifdef __wasm_relaxed_simd__
+    int want_layout2 = seven_bit == 1 && k >= 64; /* conv2d_pw_relaxed.c: from k = 64 */
+#else
+    int want_layout2 = 0;
+#endif
+    expect(!ok || (layout == 2) == want_layout2, "q8_conv2d_pack_w c%d m%d k%dx%d 7-bit %d: layout %d", t->c, t->m,
+           t->kh, t->kw, seven_bit, layout);
     memset(arena + off[1], 0xA5, w_n); /* the run reads only the packed copy */
     if (ok && run_op(NNW_OP_Q8_CONV2D_PK, run, NNW_Q8_CONV2D_PK_NARGS, arena, arena_bytes) == NNW_OK) {
       size_t bad = 0;
@@ -262,6 +277,20 @@ static void conv_case(const struct conv_case *t) {
   for (int i = 0; i < 64; i++) {
     bias[i] = (int32_t)(rng_u32() % 4001) - 2000;
     scale[i] = rng_float(1e-4f, 1e-3f);
+  }
+  if (seven_bit) { /* w - zp in -64..64: zero points near the middle, row o reaching 64 (o % 3 == 0), -64 (1) or neither */
+    for (int i = 0; i < 64; i++) wzp[i] = t->w_dt == I8 ? (uint8_t)(int8_t)(rng_u32() % 21 - 10) : (uint8_t)(100 + rng_u32() % 51);
+    size_t per = w_n / (size_t)t->m;
+    for (int o = 0; o < t->m; o++) {
+      int32_t zw = qget(wzp, t->w_dt, t->wzp_s ? o : 0);
+      for (size_t e = 0; e < per; e++) {
+        int32_t v = (int32_t)(rng_u32() % 127) - 63;
+        if (e == per / 2 && o % 4 < 3) v = o % 4 == 1 ? -64 : 64;       /* rows 0, 2 mod 4: 64; 1: -64 */
+        if (o % 4 == 2 && (e == 0 || e == per - 1)) v = e ? 64 : -64;  /* both ends, two exceptions */
+        if (seven_bit == 2 && o == t->m / 2) v = e % 2 ? 64 : -64;      /* past the slots */
+        wt[(size_t)o * per + e] = (uint8_t)(zw + v);
+      }
+    }
   }
   int32_t yzp = t->y_dt == I8 ? 5 : 120;
   double *want = malloc(8 * y_n);
@@ -366,6 +395,32 @@ void test_q8_conv2d(void) {
       {1, 40, 7, 7, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
+}
+
+/* group-1 cases with 7-bit weights (seven_bit): in the relaxed flavour q8_conv2d_pk runs them on
+ * the relaxed dot (conv2d_pw_relaxed.c), bit for bit the exact reference; a row reaching both -64
+ * and 64 keeps the int16 layout */
+void test_q8_conv2d_7bit(void) {
+  static const struct conv_case cases[] = {
+      {1, 24, 5, 5, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 0},
+      {1, 33, 4, 6, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, I8, 1},
+      {2, 16, 3, 7, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, U8, 1},
+      {1, 7, 1, 9, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 0},
+      {1, 9, 3, 3, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 1},
+      {2, 19, 3, 5, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      {1, 3, 9, 70, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
+      {1, 64, 2, 6, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, I8, 0},
+      {1, 40, 7, 7, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 1},
+      {1, 160, 2, 5, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      /* k >= 64 (the relaxed dot): rows past a multiple of 4, partial panels, odd k, int8 x, im2col */
+      {1, 96, 3, 5, 21, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, I8, U8, 1},
+      {1, 73, 2, 3, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, U8, U8, I8, 0},
+      {2, 100, 3, 3, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, I8, I8, U8, 1},
+      {1, 8, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U8, I8, U8, 1},
+  };
+  for (seven_bit = 1; seven_bit <= 2; seven_bit++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&cases[i]);
+  seven_bit = 0;
 }
 
 /* the same cases with wasmtime's host hint (conv2d_pw.c's tile4_shuffle on blocked weights): the

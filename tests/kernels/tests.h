@@ -56,6 +56,7 @@ void test_bmatmul(void);
 void test_logic_fuzz(void);
 void test_q8_gemm(void);
 void test_q8_conv2d(void);
+void test_q8_conv2d_7bit(void);
 void test_q8_quantize(void);
 void test_q8_add(void);
 void test_q8_hostile(void);
