@@ -67,10 +67,13 @@ def _reshape_strides(sizes, strides, new):
 
 
 def _shape(g, name):
+    """The static shape, or None: a symbolic dim (symbolic.Sym) is not converted, since int() of one
+    records a guard and so specialises the plan to this length (a decoder then built a plan per
+    step, and its cache kept on the device was copied into each: tests/test_kv_concat_inplace.py)."""
     v = g.values.get(name)
-    if v is None or v.shape is None or not all(known(d) for d in v.shape):
+    if v is None or v.shape is None or not all(known(d) and type(d) is int for d in v.shape):
         return None
-    return [int(d) for d in v.shape]
+    return list(v.shape)
 
 
 def _scalar_operand(g, node):
