@@ -16,6 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from model_builders import ort_run
+from test_node_shim import web_bundle  # noqa: F401 (the fixture: dist/web/ rebuilt)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "demo" / "assets" / "efficientnet-lite0.onnx"
@@ -133,12 +134,11 @@ def test_cpython(files):
 
 
 @pytest.mark.node
-def test_pyodide(files):
-    from test_no_numpy import _web_bundle
+def test_pyodide(files, web_bundle):  # noqa: F811
     node = shutil.which("node")
     assert node, "Node.js is not installed"
     d, want = files
-    proc = subprocess.run([node, str(ROOT / "tests" / "node" / "run-python.mjs"), _web_bundle().as_uri() + "/",
+    proc = subprocess.run([node, str(ROOT / "tests" / "node" / "run-python.mjs"), web_bundle.as_uri() + "/",
                            str(d), str(d / "script.py"), str(d)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     check(json.loads(proc.stdout.strip().splitlines()[-1]), want)

@@ -20,6 +20,7 @@ from ..dtypes import FLOAT32, INT64
 from ..ir import Node, ValueInfo
 from ..ops.shapes import known
 from ..tensor import TensorData
+from .attention_views import attention_by_views   # the general matcher: any movement chain
 from .rewrite import Readers, accept, close, const_scalar, const_values, is_f32, ms_node, splice
 
 
@@ -437,6 +438,5 @@ def _attention_at(ctx, sm, m):
 
 
 def fuse_attention(ctx):
-    from .attention_views import attention_by_views   # the general matcher: any movement chain
     return _replace_matches(ctx, lambda n: n.op_type == "Softmax",
                             lambda ctx, sm, m: _attention_at(ctx, sm, m) or attention_by_views(ctx, sm, m))
