@@ -119,6 +119,41 @@ static NNW_ALWAYS_INLINE void tile(int mr, int32_t k, const float *a, const floa
   }
 }
 
+/* One row of A against P whole panels from column j (a decode step's GEMV): tile(1, ...)'s sums
+ * for P * 8 columns at once. tile(1) waits an add's latency every k step on its two accumulators;
+ * here 2P chains run side by side. Each output's products are summed in the same order as
+ * tile()'s: the same bits. */
+#define ROW_PANELS 4
+static NNW_ALWAYS_INLINE void row_panels(int32_t k, const float *ar, const float *bp, float *y, int32_t i, int32_t j,
+                                         const struct ep *e, int fin) {
+  v4 acc[ROW_PANELS][2];
+  const float *b[ROW_PANELS];
+  for (int p = 0; p < ROW_PANELS; p++) {
+    acc[p][0] = acc[p][1] = v4_set1(0.0f);
+    b[p] = bp + (size_t)p * NR * k;
+  }
+  for (int32_t kk = 0; kk < k; kk++) {
+    v4 av = v4_load1(ar + kk);
+    for (int p = 0; p < ROW_PANELS; p++) {
+      acc[p][0] = v4_fmadd(acc[p][0], av, v4_load(b[p]));
+      acc[p][1] = v4_fmadd(acc[p][1], av, v4_load(b[p] + 4));
+      b[p] += NR;
+    }
+  }
+  for (int p = 0; p < ROW_PANELS; p++) {
+    int32_t jp = j + p * NR;
+    v4 bias0 = v4_set1(0.0f), bias1 = bias0;
+    if (e->bias != NULL) {
+      bias0 = v4_load(e->bias + jp);
+      bias1 = v4_load(e->bias + jp + 4);
+    }
+    float *yr = y + (size_t)i * e->n + jp;
+    const float *rr = e->r != NULL ? e->r + (size_t)i * e->n + jp : NULL;
+    v4_store(yr, finish_c(acc[p][0], bias0, rr, e, fin));
+    v4_store(yr + 4, finish_c(acc[p][1], bias1, rr != NULL ? rr + 4 : NULL, e, fin));
+  }
+}
+
 /* The Cranelift variant (NNW_HINT_SPLAT_BY_SHUFFLE, gemm_nn.c has the story): tile() on four
  * rows of A packed k-major at pa (pack_a.h), one v128 load a k step and its lanes splatted by
  * pshufd, where Cranelift turns tile()'s load-splats into 3 instructions each and spills a row
@@ -194,7 +229,11 @@ static void tail_panel(int32_t m, int32_t k, int32_t w, const float *a, const fl
 /* the whole panels' rows from i0 (and the tail panel), the epilogue's shape fin a constant */
 static NNW_ALWAYS_INLINE void panels(int32_t m, int32_t n, int32_t k, const float *a, const float *bp, float *y,
                                      int32_t i0, const struct ep *e, int fin) {
-  for (int32_t j = 0; j < n; j += NR, bp += (size_t)NR * k) {
+  int32_t j = 0;
+  if (m - i0 == 1) /* one row left: ROW_PANELS panels at a time, then panel by panel */
+    for (; n - j >= ROW_PANELS * NR; j += ROW_PANELS * NR, bp += (size_t)ROW_PANELS * NR * k)
+      row_panels(k, a + (size_t)i0 * k, bp, y, i0, j, e, fin);
+  for (; j < n; j += NR, bp += (size_t)NR * k) {
     if (n - j < NR) {
       tail_panel(m, k, n - j, a, bp, y, j, e);
       break;

@@ -89,6 +89,56 @@ static void packed_case(int m, int n, int k, int has_bias, int has_r, int act, f
   free(mag);
 }
 
+/* y = gemm_packed(a [m, k]) into y (m * n floats), bias and r as given (NULL: absent) */
+static void run_packed(int m, int n, int k, const float *a, const float *bp, const float *bias, const float *r,
+                       int act, float *y) {
+  size_t an = (size_t)m * k, pn = (size_t)((n + 7) / 8) * 8 * k, yn = (size_t)m * n;
+  uint64_t bytes[5] = {4 * an, 4 * pn, 4 * (uint64_t)n, 4 * yn, 4 * yn};
+  int32_t off[5];
+  uint32_t arena_bytes = layout(bytes, 5, 0, off);
+  uint8_t *arena = arena_new(arena_bytes);
+  memcpy(at(arena, off[0]), a, 4 * an);
+  memcpy(at(arena, off[1]), bp, 4 * pn);
+  if (bias != NULL) memcpy(at(arena, off[2]), bias, 4 * (size_t)n);
+  if (r != NULL) memcpy(at(arena, off[3]), r, 4 * yn);
+  int32_t args[NNW_GEMM_PACKED_NARGS] = {off[0], off[1], bias != NULL ? off[2] : -1, r != NULL ? off[3] : -1,
+                                         off[4], m, n, k, act, f32_bits(-INFINITY), f32_bits(INFINITY)};
+  memset(y, 0xFF, 4 * yn);
+  if (run_op(NNW_OP_GEMM_PACKED, args, NNW_GEMM_PACKED_NARGS, arena, arena_bytes) == NNW_OK)
+    memcpy(y, at(arena, off[4]), 4 * yn);
+  free(arena);
+}
+
+/* A row computed alone (the decode step's GEMV: gemm_packed.c's row_panels, several panels side
+ * by side) gives the bits it gets in a tile with another row: m rows, then m + 1 rows with the
+ * last one repeated, row m-1 compared (m 5 with the host hint: four packed rows, one left) */
+static void one_row_case(int m, int n, int k, int has_bias, int has_r, int act, int hint) {
+  size_t an = (size_t)(m + 1) * k, pn = (size_t)((n + 7) / 8) * 8 * k, yn = (size_t)(m + 1) * n;
+  float *a = malloc(4 * an), *b = malloc(4 * (size_t)k * n), *bp = malloc(4 * pn), *bias = malloc(4 * (size_t)n),
+        *r = malloc(4 * yn), *y1 = malloc(4 * yn), *y2 = malloc(4 * yn);
+  fill_random(a, (size_t)m * k, -1, 1);
+  memcpy(a + (size_t)m * k, a + (size_t)(m - 1) * k, 4 * (size_t)k);
+  fill_random(b, (size_t)k * n, -1, 1);
+  fill_random(bias, (size_t)n, -1, 1);
+  fill_random(r, (size_t)m * n, -1, 1);
+  memcpy(r + (size_t)m * n, r + (size_t)(m - 1) * n, 4 * (size_t)n);
+  pack(b, k, n, bp);
+  nnw_host_hints = hint ? NNW_HINT_SPLAT_BY_SHUFFLE : 0;
+  run_packed(m, n, k, a, bp, has_bias ? bias : NULL, has_r ? r : NULL, act, y1);
+  run_packed(m + 1, n, k, a, bp, has_bias ? bias : NULL, has_r ? r : NULL, act, y2);
+  nnw_host_hints = 0;
+  expect(memcmp(y1 + (size_t)(m - 1) * n, y2 + (size_t)(m - 1) * n, 4 * (size_t)n) == 0,
+         "gemm_packed m%d n%d k%d bias%d r%d act%d hint%d: the last row alone differs from it in a tile", m, n, k,
+         has_bias, has_r, act, hint);
+  free(a);
+  free(b);
+  free(bp);
+  free(bias);
+  free(r);
+  free(y1);
+  free(y2);
+}
+
 static void hostile(void) {
   /* m 2, n 9 (two panels), k 3: a 24 B, bp 192 B, bias 36 B, r and y 72 B */
   enum { A = 0, BP = 32, BIAS = 224, R = 272, Y = 352, ARENA = 512 };
@@ -149,5 +199,14 @@ void test_gemm_packed(void) {
     packed_case(1 + (int)(rng_u32() % 11), 1 + (int)(rng_u32() % 27), 1 + (int)(rng_u32() % 20),
                 (int)(rng_u32() % 2), (int)(rng_u32() % 2), (int)(rng_u32() % 2), rng_u32() % 2 ? -I : -0.5f,
                 rng_u32() % 2 ? I : 0.5f);
+  /* one row: whole groups of four panels, single panels after them, a tail panel */
+  packed_case(1, 768, 64, 1, 1, 0, -I, I);
+  packed_case(1, 77, 33, 1, 0, 1, -I, I);
+  for (int hint = 0; hint < 2; hint++) {
+    one_row_case(1, 77, 33, 1, 1, 0, hint);
+    one_row_case(1, 96, 64, 0, 0, 1, hint);
+    one_row_case(1, 40, 5, 1, 0, 0, hint);
+    one_row_case(5, 69, 40, 1, 1, 0, hint);
+  }
   hostile();
 }
