@@ -122,6 +122,36 @@ static NNW_ALWAYS_INLINE void rows_f16(int mr, int32_t k, const float *a, const 
   store_rows(mr, acc, y, j, w, p, bias, r);
 }
 
+/* row1_f16 on four whole panels side by side from column j (eight accumulator chains, as
+ * gemm_packed.c's row_panels: one chain waited an add's latency a k step), each output summed in
+ * row1_f16's order: the same bits */
+static NNW_ALWAYS_INLINE void row4_f16(int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j,
+                                       const struct gemm_packed_f16 *p, const float *bias, const float *r, int scaled) {
+  v4 acc[4][2];
+  const uint16_t *b[4];
+  for (int q = 0; q < 4; q++) {
+    acc[q][0] = acc[q][1] = v4_set1(0.0f);
+    b[q] = bp + (size_t)q * NR * k;
+  }
+  for (int32_t kk = 0; kk < k; kk++) {
+    v4 av = v4_load1(a + kk);
+    for (int q = 0; q < 4; q++) {
+      v4 b0, b1;
+      if (scaled) nnw_half8_bits(b[q], &b0, &b1);
+      else nnw_half8_to_v4(b[q], &b0, &b1);
+      acc[q][0] = v4_fmadd(acc[q][0], av, b0);
+      acc[q][1] = v4_fmadd(acc[q][1], av, b1);
+      b[q] += NR;
+    }
+  }
+  for (int q = 0; q < 4; q++) {
+    int32_t jq = j + q * NR;
+    v4 b0 = bias != NULL ? v4_load(bias + jq) : v4_set1(0.0f), b1 = bias != NULL ? v4_load(bias + jq + 4) : b0;
+    v4_store(y + jq, finish(acc[q][0], b0, r != NULL ? r + jq : NULL, p->act, p->lo, p->hi));
+    v4_store(y + jq + 4, finish(acc[q][1], b1, r != NULL ? r + jq + 4 : NULL, p->act, p->lo, p->hi));
+  }
+}
+
 /* rows_f16 for one row, its two accumulators plain locals */
 static NNW_ALWAYS_INLINE void row1_f16(int32_t k, const float *a, const uint16_t *bp, float *y, int32_t j, int32_t w,
                                        const struct gemm_packed_f16 *p, const float *bias, const float *r, int scaled) {
@@ -205,7 +235,11 @@ static void gemv_dup(int32_t m, int32_t k, const float *a, const uint16_t *bp, f
                    int32_t q1) {                                                                  \
     int32_t n = p->n;                                                                             \
     bp += (size_t)q0 * NR * k;                                                                    \
-    for (int32_t j = q0 * NR; j < n && j < q1 * NR; j += NR, bp += (size_t)NR * k) {              \
+    int32_t j = q0 * NR, end = n < q1 * NR ? n : q1 * NR;                                         \
+    if (m == 1) /* four whole panels at a time, then panel by panel */                            \
+      for (; end - j >= 4 * NR; j += 4 * NR, bp += (size_t)4 * NR * k)                           \
+        row4_f16(k, a, bp, y, j, p, bias, r, sc);                                                 \
+    for (; j < end; j += NR, bp += (size_t)NR * k) {                                              \
       int32_t w = n - j < NR ? n - j : NR;                                                        \
       if (m == 1) row1_f16(k, a, bp, y, j, w, p, bias, r, sc);                                    \
       else if (m == 2) rows_f16(2, k, a, bp, y, j, w, p, bias, r, sc);                            \

@@ -150,6 +150,8 @@ void test_gemm_packed_f16(void) {
   const float I = INFINITY;
   every_half();
   f16_case(1, 768, 64, 1, 0, 0, -I, I, 4);  /* a decode step: halves widened in registers */
+  f16_case(1, 77, 33, 1, 1, 0, -I, I, 4);   /* one row: four panels at a time, then one by one, a tail */
+  f16_case(1, 100, 20, 0, 1, 1, -I, I, 4);
   for (a_special = 1; a_special <= 2; a_special++) {
     f16_case(2, 30, 50, 1, 1, 0, -I, I, 1); /* the GEMV: A scaled by 2^112, or not */
     f16_case(5, 30, 50, 1, 0, 0, -I, I, 2);
