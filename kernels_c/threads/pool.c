@@ -79,13 +79,20 @@ static void run_tiles(int32_t worker) {
   }
 }
 
+#ifndef NNW_POOL_SPIN
+#define NNW_POOL_SPIN (1 << 16)
+#endif
 static void wait_while(int32_t *p, int32_t v) {
+  for (int32_t i = 0; i < NNW_POOL_SPIN && LOAD(p) == v; i++) {
+  }
   while (LOAD(p) == v) __builtin_wasm_memory_atomic_wait32(p, v, -1);
 }
 static void wake(int32_t *p, uint32_t n) { __builtin_wasm_memory_atomic_notify(p, n); }
 
 /* the caller's wait until every helper left the job: wait32, or a spin where it may not block */
 static void wait_pending(void) {
+  for (int32_t i = 0; i < NNW_POOL_SPIN && LOAD(&pool.pending) != 0; i++) {
+  }
   for (int32_t p; (p = LOAD(&pool.pending)) != 0;) {
     if (!LOAD(&pool.spin)) __builtin_wasm_memory_atomic_wait32(&pool.pending, p, -1);
   }
