@@ -47,24 +47,9 @@ def efficientnet_lite0(path, built):
 
 
 def _unit_outputs(model):
-    """Rescales each Conv2d/Linear so that its output has unit variance on a random image (LSUV-like):
-    torchvision's random init makes MobileNetV2's activations vanish (its depthwise fan counts
-    every channel) into denormals by the last layers (logits ~1e-9), which no trained model has."""
+    """alt_models.unit_outputs on a random image: no denormals from torchvision's random init"""
     import torch
-
-    def rescale(module, inputs, out):
-        s = out.std()
-        module.weight.data /= s
-        if module.bias is not None:
-            module.bias.data /= s
-        return out / s
-    hooks = [m.register_forward_hook(rescale) for m in model.modules()
-             if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
-    with torch.no_grad():
-        model.eval()(torch.randn(IMAGE["x"][1]))
-    for h in hooks:
-        h.remove()
-    return model
+    return alt_models.unit_outputs(model, torch.randn(IMAGE["x"][1]))
 
 
 def _vision(arch):

@@ -53,6 +53,43 @@ def matmul_model(m=96, k=512, n=1000, layers=3, seed=0):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
+def same_bits(label, model, feeds, n, runs=1, make=session):
+    """model on n threads (make(model, n)) gives one thread's bits on every output, each of `feeds`
+    (name -> feeds) run `runs` times: which worker takes which tile varies from run to run, the bits
+    do not. -> (the jobs that ran split, tiles taken by each worker)"""
+    one, more = session(model, 1), make(model, n)
+    host = host_of(more)
+    jobs, tiles = host.call("nnw_pool_jobs"), [host.call("nnw_pool_tiles", w) for w in range(n)]
+    for name, f in feeds.items():
+        a = one.run(None, f)
+        for i in range(runs):
+            for x, y in zip(a, more.run(None, f)):
+                assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), f"{label} {name}: run {i} differs from one thread's"
+    split, ran = host.call("nnw_pool_jobs") - jobs, [host.call("nnw_pool_tiles", w) - t for w, t in enumerate(tiles)]
+    more.release()
+    return split, ran
+
+
+def no_split(cases):
+    """each (model, feeds) on 2 threads makes no job: under split.h's threshold"""
+    for model, feeds in cases:
+        s = session(model, 2)
+        host = host_of(s)
+        jobs = host.call("nnw_pool_jobs")
+        s.run(None, feeds)
+        assert host.call("nnw_pool_jobs") == jobs
+        s.release()
+
+
+def zoo_model(name):
+    """a zoo model's path and its cases' feeds (case name -> feeds)"""
+    meta = build_zoo.load_sidecar(name)
+    if not meta:
+        pytest.fail(f"the model zoo is not built in {build_zoo.zoo_dir()}: run `make zoo`")
+    return (str(build_zoo.zoo_dir() / meta["file"]),
+            {case["name"]: load_case(build_zoo.zoo_dir(), case)[0] for case in meta["cases"]})
+
+
 def test_threads_start_and_default_stays_one():
     one = session(matmul_model(), 0)
     assert one.get_provider_assignment().kernels_flavour == "simd"   # the default: no pool
@@ -87,21 +124,10 @@ ZOO = {"bert_tiny": True, "distilbert_tiny": False, "gpt2_tiny": True, "vit_tiny
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("name", ZOO)
 def test_zoo_same_bits_1_and_n_threads(name, n):
-    meta = build_zoo.load_sidecar(name)
-    if not meta:
-        pytest.fail(f"the model zoo is not built in {build_zoo.zoo_dir()}: run `make zoo`")
-    path = str(build_zoo.zoo_dir() / meta["file"])
-    one, two = session(path, 1), session(path, n)
-    host = host_of(two)
-    jobs = host.call("nnw_pool_jobs")
-    for case in meta["cases"]:
-        feeds, _ = load_case(build_zoo.zoo_dir(), case)
-        for a, b in zip(one.run(None, feeds), two.run(None, feeds)):
-            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), case["name"]
+    split, _ = same_bits(name, *zoo_model(name), n)
     if ZOO[name]:
-        assert host.call("nnw_pool_jobs") > jobs, f"no GEMM of {name} ran on two threads"
-    print(f"\n{name}: {host.call('nnw_pool_jobs') - jobs} split jobs")
-    two.release()
+        assert split > 0, f"no GEMM of {name} ran on two threads"
+    print(f"\n{name}: {split} split jobs")
 
 
 def _rss_mb():
@@ -245,29 +271,15 @@ KERNELS = {
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_kernel_same_bits_1_and_n_threads(kernel, n):
     model, feeds = KERNELS[kernel]()
-    one, more = session(model, 1), session(model, n)
-    host = host_of(more)
-    jobs, tiles = host.call("nnw_pool_jobs"), [host.call("nnw_pool_tiles", w) for w in range(n)]
-    a = one.run(None, feeds)[0]
-    for i in range(4):   # which worker takes which tile varies from run to run, the bits do not
-        b = more.run(None, feeds)[0]
-        assert a.tobytes() == b.tobytes(), f"{kernel}: run {i} differs from one thread's"
-    assert host.call("nnw_pool_jobs") > jobs, f"{kernel} did not split"
-    ran = [host.call("nnw_pool_tiles", w) - t for w, t in enumerate(tiles)]
+    split, ran = same_bits(kernel, model, {"": feeds}, n, runs=4)
+    assert split > 0, f"{kernel} did not split"
     assert sum(ran) > 0   # who took them depends on who got a core first (the machine is shared)
-    print(f"\n{kernel} ({n} threads): {host.call('nnw_pool_jobs') - jobs} split jobs in 4 runs, tiles by worker {ran}")
-    more.release()
+    print(f"\n{kernel} ({n} threads): {split} split jobs in 4 runs, tiles by worker {ran}")
 
 
 def test_small_ops_stay_on_one_thread():
     """Under the threshold (split.h), no job: a 16-channel 3x3 conv on 8x8 and a tiny attention."""
-    for model, feeds in (conv_model(16, 16, 8, 3), mha_model(8, 32, 2)):
-        s = session(model, 2)
-        host = host_of(s)
-        jobs = host.call("nnw_pool_jobs")
-        s.run(None, feeds)
-        assert host.call("nnw_pool_jobs") == jobs
-        s.release()
+    no_split((conv_model(16, 16, 8, 3), mha_model(8, 32, 2)))
 
 
 def test_wakeup_cost():

@@ -105,7 +105,7 @@ def fixtures(tmp_path_factory):
 def node(binary, folder, n, relaxed, *extra):
     """the realm's own choice: without conftest's $NNWASM_KERNELS_FLAVOUR = simd"""
     env = {k: v for k, v in os.environ.items() if k != "NNWASM_KERNELS_FLAVOUR"}
-    proc = subprocess.run([str(binary), "tests/node/threads-flavour.mjs", str(folder), str(n), relaxed, str(KERNELS), *extra],
+    proc = subprocess.run([str(binary), "tests/node/threads-bits.mjs", str(folder), str(n), relaxed, str(KERNELS), *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -42,8 +42,8 @@ def test_zoo_plans_same_bits_1_and_2_threads_and_cpython(fixtures, node):
     if NODES[node] is None:
         pytest.skip(f"{node} is not installed")
     folder, want = fixtures
-    one, _ = node_json(NODES[node], "tests/node/threads-bits.mjs", str(folder), "1", str(KERNELS))
-    two, _ = node_json(NODES[node], "tests/node/threads-bits.mjs", str(folder), "2", str(KERNELS))
+    one, two = (node_json(NODES[node], "tests/node/threads-bits.mjs", str(folder), n, "false", str(KERNELS))[0]["models"]
+                for n in ("1", "2"))
     split = 0
     for key, entry in want.items():
         assert one[key]["threads"] == 1 and two[key]["threads"] == 2, (key, one[key], two[key])
@@ -60,11 +60,12 @@ PYODIDE = ["bert_tiny.case0", "mobilenet_v3_small.case0"]
 def test_onnx_through_pyodide_same_bits_1_and_2_threads(fixtures):
     """The .onnx path: Python in Pyodide drives kernels-threads.wasm and the JS pool (Node 20)."""
     folder, want = fixtures
-    args = ["tests/node/threads-bits.mjs", str(folder)]
-    one, _ = node_json(NODES["node20"], *args, "1", str(KERNELS), "onnx", *PYODIDE)
-    two, _ = node_json(NODES["node20"], *args, "2", str(KERNELS), "onnx", *PYODIDE)
+    one, two = (node_json(NODES["node20"], "tests/node/threads-bits.mjs", str(folder), n, "false", str(KERNELS), "onnx",
+                          *PYODIDE)[0] for n in ("1", "2"))
+    assert two["flavour"] == "simd+threads", two
+    one, two = one["models"], two["models"]
     for key in PYODIDE:
-        assert one[key]["threads"] == 1 and two[key]["threads"] == 2 and two[key]["flavour"] == "simd+threads", (one, two)
+        assert one[key]["threads"] == 1 and two[key]["threads"] == 2, (one, two)
         assert one[key]["sha256"] == want[key]["sha256"], f"{key}: Pyodide 1 thread differs from CPython's simd"
         assert two[key]["sha256"] == want[key]["sha256"], f"{key}: Pyodide 2 threads differ from 1 thread"
         assert two[key]["jobs"] > 0, two

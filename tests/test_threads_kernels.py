@@ -14,12 +14,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import nnwasm
 from conftest import ROOT
-from test_threads import host_of, session
-from test_zoo import load_case
+from test_threads import host_of, no_split, same_bits, session, zoo_model
 
 sys.path.insert(0, str(ROOT / "build_scripts"))
 import build_genzoo  # noqa: E402
-import build_zoo  # noqa: E402
 
 MS = "com.microsoft"
 F, F16, U8 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.UINT8
@@ -124,29 +122,14 @@ KERNELS = {   # name -> (model, feeds), each over split.h's threshold
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_kernel_same_bits_1_and_n_threads(kernel, n):
     model, feeds = KERNELS[kernel]()
-    one_t, more = session(model, 1), session(model, n)
-    host = host_of(more)
-    jobs = host.call("nnw_pool_jobs")
-    a = one_t.run(None, feeds)
-    for i in range(3):   # which worker takes which tile varies from run to run, the bits do not
-        b = more.run(None, feeds)
-        for x, y in zip(a, b):
-            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), f"{kernel}: run {i} differs from one thread's"
-    assert host.call("nnw_pool_jobs") > jobs, f"{kernel} did not split"
-    print(f"\n{kernel} ({n} threads): {host.call('nnw_pool_jobs') - jobs} split jobs in 3 runs")
-    more.release()
+    split, _ = same_bits(kernel, model, {"": feeds}, n, runs=3)
+    assert split > 0, f"{kernel} did not split"
+    print(f"\n{kernel} ({n} threads): {split} split jobs in 3 runs")
 
 
 def test_small_new_ops_stay_on_one_thread():
     """Under the threshold: a decode-size q4 GEMV of 256 x 256, a short softmax, a small norm."""
-    for model, feeds in (nbits(1, k=256, n=256), one("Softmax", (1, 2, 64), {"axis": -1}),
-                         skip_norm(4, 64), one("Tanh", (1, 1000))):
-        s = session(model, 2)
-        host = host_of(s)
-        jobs = host.call("nnw_pool_jobs")
-        s.run(None, feeds)
-        assert host.call("nnw_pool_jobs") == jobs
-        s.release()
+    no_split((nbits(1, k=256, n=256), one("Softmax", (1, 2, 64), {"axis": -1}), skip_norm(4, 64), one("Tanh", (1, 1000))))
 
 
 # ---- every split kernel on the tiny zoo models: the threshold off (nnw_pool_test_split_all) ----
@@ -163,20 +146,9 @@ def split_all_session(model, n):
 
 @pytest.mark.parametrize("name", ZOO)
 def test_zoo_every_op_split_same_bits(name):
-    meta = build_zoo.load_sidecar(name)
-    if not meta:
-        pytest.fail(f"the model zoo is not built in {build_zoo.zoo_dir()}: run `make zoo`")
-    path = str(build_zoo.zoo_dir() / meta["file"])
-    one_t, two = session(path, 1), split_all_session(path, 2)
-    host = host_of(two)
-    jobs = host.call("nnw_pool_jobs")
-    for case in meta["cases"]:
-        feeds, _ = load_case(build_zoo.zoo_dir(), case)
-        for a, b in zip(one_t.run(None, feeds), two.run(None, feeds)):
-            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), case["name"]
-    assert host.call("nnw_pool_jobs") > jobs
-    print(f"\n{name}: {host.call('nnw_pool_jobs') - jobs} split jobs (every op split)")
-    two.release()
+    split, _ = same_bits(name, *zoo_model(name), 2, make=split_all_session)
+    assert split > 0
+    print(f"\n{name}: {split} split jobs (every op split)")
 
 
 # ---- decoders: Llama int4 / fp16 / fp32, tokens and logits at every step on 1 and 2 threads ------

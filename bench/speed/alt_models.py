@@ -195,18 +195,12 @@ def resnet50():
     return ResNet50()
 
 
-def _randomize(model, spec):
-    """BatchNorm statistics at random, then each conv / linear rescaled to unit output variance on a
-    random input (build_bench_models.py's reason: no denormals, logits of a trained net's size)."""
+def unit_outputs(model, *inputs):
+    """Rescales each Conv2d/Linear so that its output has unit variance on `inputs` (LSUV-like), in
+    place: torchvision's random init makes MobileNetV2's activations vanish (its depthwise fan counts
+    every channel) into denormals by the last layers (logits ~1e-9), which no trained model has.
+    build_bench_models.py's torchvision models and the hand-written ones below."""
     torch = _torch()
-    g = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean.copy_(0.1 * torch.randn(c, generator=g))
-            m.running_var.copy_(0.5 + torch.rand(c, generator=g))
-            m.weight.data.copy_(1 + 0.1 * torch.randn(c, generator=g))
-            m.bias.data.copy_(0.1 * torch.randn(c, generator=g))
 
     def rescale(module, inputs, out):
         s = out.std()
@@ -217,10 +211,25 @@ def _randomize(model, spec):
     hooks = [m.register_forward_hook(rescale) for m in model.modules()
              if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
     with torch.no_grad():
-        model.eval()(*_example(spec))
+        model.eval()(*inputs)
     for h in hooks:
         h.remove()
     return model
+
+
+def _randomize(model, spec):
+    """BatchNorm statistics at random, then each conv / linear rescaled to unit output variance on a
+    random input (unit_outputs: no denormals, logits of a trained net's size)."""
+    torch = _torch()
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            c = m.num_features
+            m.running_mean.copy_(0.1 * torch.randn(c, generator=g))
+            m.running_var.copy_(0.5 + torch.rand(c, generator=g))
+            m.weight.data.copy_(1 + 0.1 * torch.randn(c, generator=g))
+            m.bias.data.copy_(0.1 * torch.randn(c, generator=g))
+    return unit_outputs(model, *_example(spec))
 
 
 # --- the BERT-like encoder ------------------------------------------------------------------------

@@ -187,9 +187,6 @@ def bench_model(name, a, d, peak):
               flush=True)
     prof = node(cmd="profile", runs=a.profile_runs)
     row["ops"], row["top_nodes"] = prof["ops"], prof.get("nodes")
-    for t, nd in nodes.items():   # the other settings' profiles: the Amdahl fit of speed_report.py
-        if t != 1:
-            row[suffix(t, "ops")] = nd(cmd="profile", runs=a.profile_runs)["ops"]
     row["memory"] = node(cmd="quit")["memory"]
     for t, nd in nodes.items():
         if t != 1:

@@ -41,7 +41,8 @@ def amdahl(p, n):
     return 1.0 / ((1.0 - p) + p / n)
 
 
-def session(path, threads, profile_dir=None):
+def session(path, threads, profile_dir=None, prefix="p"):
+    """nnwasm on WASM alone, `simd` (kernels-threads.wasm at threads > 1); profiled into profile_dir/prefix*"""
     import nnwasm
     so = nnwasm.SessionOptions()
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
@@ -49,7 +50,7 @@ def session(path, threads, profile_dir=None):
     so.intra_op_num_threads = threads
     if profile_dir:
         so.enable_profiling = True
-        so.profile_file_prefix = os.path.join(profile_dir, "p")
+        so.profile_file_prefix = os.path.join(profile_dir, prefix)
     return nnwasm.InferenceSession(path, so, providers=["WasmExecutionProvider"])
 
 
@@ -99,6 +100,22 @@ def control(size=4_000_000, reps=3):
             th.join()
         two.append(time.perf_counter() - t)
     return statistics.median(two) / statistics.median(one)
+
+
+def begin(settings, **more):
+    """a result's head: the date, settings, and the load average and control before the models"""
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **more, "settings": settings,
+            "load_before": os.getloadavg()[0], "control_before": control(), "models": []}
+
+
+def finish(result, out, stem, write_md):
+    """the control and load average after, then OUT/stem.json and (write_md) OUT/stem.md, printed"""
+    result["control_after"], result["load_after"] = control(), os.getloadavg()[0]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=1))
+    write_md(result, out)
+    print((out / f"{stem}.md").read_text())
 
 
 def wake_cost(jobs=400):
@@ -199,20 +216,14 @@ def main():
     a = ap.parse_args()
     d = build_bench_models.ensure(a.models)
     cpu = [ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")]
-    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": f"{cpu[0]} x {len(cpu)}" if cpu else "?",
-              "settings": {"rounds": a.rounds, "runs": a.runs, "profile_runs": a.profile_runs},
-              "load_before": os.getloadavg()[0], "control_before": control(), "models": []}
+    result = begin({"rounds": a.rounds, "runs": a.runs, "profile_runs": a.profile_runs},
+                   cpu=f"{cpu[0]} x {len(cpu)}" if cpu else "?")
     result["wake_us"] = wake_cost() * 1e6
     print(f"control before: {result['control_before']:.2f} (load {result['load_before']:.2f}), "
           f"empty job {result['wake_us']:.0f} us", flush=True)
     for name in a.models:
         result["models"].append(bench_model(name, d, a, result["wake_us"] / 1e6))
-    result["control_after"], result["load_after"] = control(), os.getloadavg()[0]
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "threads.json").write_text(json.dumps(result, indent=1))
-    write_md(result, out)
-    print((out / "threads.md").read_text())
+    finish(result, a.out, "threads", write_md)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,9 @@ Writes OUT/threads-decoders.json and OUT/threads-decoders.md.
 """
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,24 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path[:0] = [str(ROOT / "py_runtime"), str(ROOT / "bench" / "decoders"), str(ROOT / "bench" / "speed")]
 
 from bench_decoders import generate_py, models_dir  # noqa: E402
-from bench_threads import SPLITS, amdahl, control  # noqa: E402
+from bench_threads import SPLITS, amdahl, begin, finish, session  # noqa: E402
 
 MODELS = ["llama_genai_int4", "llama_genai_fp32", "llama_optimum_fp32", "gpt2_fp32"]
 
 
 def sessions(meta, root, threads, profile_dir=None):
-    import nnwasm
-    out = {}
-    for role, r in meta["roles"].items():
-        so = nnwasm.SessionOptions()
-        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-        so.add_session_config_entry("session.kernels_flavour", "simd")
-        so.intra_op_num_threads = threads
-        if profile_dir:
-            so.enable_profiling = True
-            so.profile_file_prefix = os.path.join(profile_dir, f"p{role}")
-        out[role] = nnwasm.InferenceSession(str(root / r["file"]), so, providers=["WasmExecutionProvider"])
-    return out
+    """role -> bench_threads.session of the role's model"""
+    return {role: session(str(root / r["file"]), threads, profile_dir, f"p{role}") for role, r in meta["roles"].items()}
 
 
 def profile(meta, root, new_tokens):
@@ -138,18 +126,11 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     a = ap.parse_args()
     root = Path(a.dir) if a.dir else models_dir()
-    res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "settings": {"rounds": a.rounds, "new_tokens": a.new_tokens}, "load_before": os.getloadavg()[0],
-           "control_before": control(), "models": []}
+    res = begin({"rounds": a.rounds, "new_tokens": a.new_tokens})
     print(f"control before {res['control_before']:.2f} (load {res['load_before']:.2f})", flush=True)
     for name in a.models:
         res["models"].append(bench(name, root, a))
-    res["control_after"], res["load_after"] = control(), os.getloadavg()[0]
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "threads-decoders.json").write_text(json.dumps(res, indent=1))
-    write_md(res, out)
-    print((out / "threads-decoders.md").read_text())
+    finish(res, a.out, "threads-decoders", write_md)
 
 
 if __name__ == "__main__":

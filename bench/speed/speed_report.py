@@ -235,26 +235,25 @@ def amdahl_rows(res):
 
 
 def fitted_rows(res):
-    """per model, from the profiles at 1 and 2 threads on the same kernels (the 2-thread flavour's
-    one-thread twin: simd for simd+threads, from --flavour-ab, else the default flavour's): each op
-    fitted as a serial part s and a parallel part p (t1 = s + p, t2 = s + p / 2: wake-ups, joins,
-    imbalance and what stays on the caller land in s), then t(n) = s + p / n summed over ops.
-    (speed-up at 4 and 8, share of the 1-thread time the fit calls parallel, base flavour)"""
+    """per model, from the timed ratio r = nnwasm's 2-thread / 1-thread time in Node (a median over
+    rounds, as every ratio here): the serial fraction f with r = f + (1 - f) / 2, so f = 2r - 1
+    (wake-ups, joins, imbalance and what stays on the caller all count as serial), and the speed-up
+    at n threads 1 / (f + (1 - f) / n). The 1-thread time is the 2-thread flavour's one-thread twin:
+    simd (--flavour-ab's nnwasm@simd) for simd+threads when the default flavour is another, else the
+    default's. (speed-ups at 2, 4, 8, f, base flavour, r); none where the 2-thread process ran on one."""
     out = {}
     for m in res["models"]:
-        two = m.get("ops@2")
-        flav = ((m.get("nnwasm_runs_on@2") or {}).get("flavour") or "").removesuffix("+threads")
-        base = m.get("ops@simd") if flav == "simd" and m.get("ops@simd") else m.get("ops")
-        if not two or not base:
+        on2 = m.get("nnwasm_runs_on@2") or {}
+        if on2.get("threads", 2) < 2:
             continue
-        t1 = sum(base.values())
-        s_tot = p_tot = 0.0
-        for k, a in base.items():
-            b = min(two.get(k, a), a)   # an op no faster at 2 threads: all serial
-            s_tot += max(0.0, 2 * b - a)
-            p_tot += a - max(0.0, 2 * b - a)
-        out[m["model"]] = ({n: t1 / (s_tot + p_tot / n) for n in (2, 4, 8)}, p_tot / t1,
-                           flav or (m.get("nnwasm_runs_on") or {}).get("flavour", "?"))
+        flav = (on2.get("flavour") or "").removesuffix("+threads")
+        on1 = (m.get("nnwasm_runs_on") or {}).get("flavour", "?")
+        twin = flav == "simd" and on1 != "simd" and any(r.get("nnwasm@simd") for r in m["rounds"])
+        r = ratio(m, "nnwasm@2", "nnwasm@simd" if twin else "nnwasm")
+        if r is None:
+            continue
+        serial = min(1.0, max(0.0, 2 * r - 1))
+        out[m["model"]] = ({n: 1 / (serial + (1 - serial) / n) for n in (2, 4, 8)}, serial, "simd" if twin else on1, r)
     return out
 
 
@@ -303,7 +302,7 @@ def issue16_section(res, rows):
         if n in am:
             out.append((f"predicted 4-thread speed-up (at least), {NAMES[n]}: Amdahl on the split kernels' share", am[n][1][4], 3.2))
         if n in fit:
-            out.append((f"predicted 4-thread speed-up (at least), {NAMES[n]}: fitted to the 1- and 2-thread profiles", fit[n][0][4], 3.2))
+            out.append((f"predicted 4-thread speed-up (at least), {NAMES[n]}: fitted to the timed 2T / 1T", fit[n][0][4], 3.2))
     if not out:
         return []
     lines = ["", "## Issue 16's targets (this run)", "", "| target | measured | goal | met |", "|---|---|---|---|"]
@@ -314,18 +313,19 @@ def issue16_section(res, rows):
         lines += ["", "Amdahl: p = the share of nnwasm's one-thread Node profile (the top-ops profile below) in ops whose kernel "
                   "splits over the pool (bench_threads.SPLITS); predicted speed-up at n threads 1 / ((1 - p) + p / n), an upper "
                   "bound (perfect balance, no wake-ups; the serial parts inside split kernels counted as split).", "",
-                  "The fit: each op's time at 1 and 2 threads (profiles on the same kernels: the 2-thread flavour's "
-                  "one-thread twin) split into a serial part s and a parallel part p (t1 = s + p, t2 = s + p / 2), so "
-                  "wake-ups, joins, imbalance and the caller's own parts count as serial; t(n) = s + p / n. Noisy where "
-                  "the machine was: the profiles are medians of a few runs each.", "",
-                  "| model | p (Amdahl) | 2T | 4T | 8T | measured 2T speed-up | fitted p | fitted 4T | fitted 8T | 1T base |",
+                  "The fit: the timed ratio r = 2-thread / 1-thread time (the row's measured 2T speed-up is 1 / r; the "
+                  "1-thread time on the 2-thread flavour's one-thread twin) read as Amdahl's law with a serial fraction "
+                  "f: r = f + (1 - f) / 2, so f = 2r - 1, clamped to [0, 1]; wake-ups, joins, imbalance and the caller's "
+                  "own parts count as serial. Speed-up at n threads 1 / (f + (1 - f) / n): what 4 and 8 threads would "
+                  "give if what did not halve at 2 stayed serial.", "",
+                  "| model | p (Amdahl) | 2T | 4T | 8T | measured 2T speed-up | fitted f (serial) | fitted 4T | fitted 8T | 1T base |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for n, (p, sp) in am.items():
-            meas = ratio(by[n], "nnwasm@2", "nnwasm") if t else None
-            fp, f4, f8, fb = ((f"{fit[n][1]:.3f}", f"{fit[n][0][4]:.2f}x", f"{fit[n][0][8]:.2f}x", fit[n][2]) if n in fit
+            fs, f4, f8, fb = ((f"{fit[n][1]:.3f}", f"{fit[n][0][4]:.2f}x", f"{fit[n][0][8]:.2f}x", fit[n][2]) if n in fit
                               else ("–",) * 4)
+            meas = fit[n][3] if n in fit else ratio(by[n], "nnwasm@2", "nnwasm") if t else None
             lines.append(f"| {NAMES[n]} | {p:.3f} | {sp[2]:.2f}x | {sp[4]:.2f}x | {sp[8]:.2f}x | "
-                         f"{'–' if not meas else f'{1 / meas:.2f}x'} | {fp} | {f4} | {f8} | {fb} |")
+                         f"{'–' if not meas else f'{1 / meas:.2f}x'} | {fs} | {f4} | {f8} | {fb} |")
     return lines
 
 

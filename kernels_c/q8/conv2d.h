@@ -1,5 +1,6 @@
 /* Shared by q8_conv2d's files: conv2d.c (validation, im2col + the q8 GEMM), conv2d_dw.c
- * (depthwise) and conv2d_pw.c (group 1 with a quantized output): the op's arguments. */
+ * (depthwise) and conv2d_pw.c / conv2d_pw_relaxed.c (group 1 with a quantized output): the op's
+ * arguments. */
 #ifndef NNW_Q8_CONV2D_SHARED_H
 #define NNW_Q8_CONV2D_SHARED_H
 #include "requant.h"
@@ -37,6 +38,17 @@ void nnw_q8_conv2d_mm(const struct q8_conv *p, uint8_t *arena, const uint8_t *x,
  * four at a time if blocked (q8_conv2d_pack_w's layout after its 16-byte header) */
 void nnw_q8_pw_pack(const struct q8_conv *p, const uint8_t *w, const uint8_t *w_zp, int32_t k,
                     int32_t kp, int blocked, uint32_t *apack);
+/* the pointwise GEMMs' (conv2d_pw.c, conv2d_pw_relaxed.c) store of one output row's 8-pixel panel:
+ * q's 8 requantized bytes to y, or the first nb of them (a last panel) through a buffer */
+static inline void nnw_q8_put8(uint8_t *y, int32_t nb, v128_t q) {
+  if (nb == 8) {
+    wasm_v128_store64_lane(y, q, 0);
+  } else {
+    uint8_t tmp[16];
+    wasm_v128_store(tmp, q);
+    memcpy(y, tmp, (size_t)nb);
+  }
+}
 #endif
 #if defined(__wasm_simd128__) && defined(__wasm_relaxed_simd__)
 /* the `relaxed` flavour's layout 2 of q8_conv2d_pack_w (conv2d_pw_relaxed.c): 1 if the weights fit

@@ -65,17 +65,6 @@ static void pack_x(const struct q8_conv *p, const uint8_t *x, size_t n, int32_t 
   }
 }
 
-/* 8 requantized bytes of row i to y, or the first nb through a buffer */
-static inline void put8(uint8_t *y, int32_t nb, v128_t q) {
-  if (nb == NR) {
-    wasm_v128_store64_lane(y, q, 0);
-  } else {
-    uint8_t tmp[16];
-    wasm_v128_store(tmp, q);
-    memcpy(y, tmp, (size_t)nb);
-  }
-}
-
 /* rows i0..i0+MR-1 (all present) of the 8 columns of one panel. (A half tile for a last panel
  * of 1..4 pixels, as 7x7 images have, saved 3% there and cost 10% on the k = 16 layers.) */
 static void tile4(const uint32_t *a, int32_t kp, const int16_t *panel, const v128_t *bias,
@@ -93,10 +82,10 @@ static void tile4(const uint32_t *a, int32_t kp, const int16_t *panel, const v12
     NNW_Q8_DOT_ROW(c20, c21, v2, bl, bh);
     NNW_Q8_DOT_ROW(c30, c31, v3, bl, bh);
   }
-  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, scale[0]), nnw_q8_rq4(rq, c01, scale[0]), u8));
-  put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, scale[1]), nnw_q8_rq4(rq, c11, scale[1]), u8));
-  put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, scale[2]), nnw_q8_rq4(rq, c21, scale[2]), u8));
-  put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, scale[3]), nnw_q8_rq4(rq, c31, scale[3]), u8));
+  nnw_q8_put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, scale[0]), nnw_q8_rq4(rq, c01, scale[0]), u8));
+  nnw_q8_put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, scale[1]), nnw_q8_rq4(rq, c11, scale[1]), u8));
+  nnw_q8_put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, scale[2]), nnw_q8_rq4(rq, c21, scale[2]), u8));
+  nnw_q8_put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, scale[3]), nnw_q8_rq4(rq, c31, scale[3]), u8));
 }
 
 /* tile4 under NNW_HINT_SPLAT_BY_SHUFFLE (wasmtime), on the blocked weights: one v128 load and
@@ -133,10 +122,10 @@ static void tile4_shuffle(
   v128_t sv = scale_s ? wasm_v128_load(scale) : wasm_f32x4_splat(scale[0]);
   v128_t s0 = wasm_i32x4_shuffle(sv, sv, 0, 0, 0, 0), s1 = wasm_i32x4_shuffle(sv, sv, 1, 1, 1, 1);
   v128_t s2 = wasm_i32x4_shuffle(sv, sv, 2, 2, 2, 2), s3 = wasm_i32x4_shuffle(sv, sv, 3, 3, 3, 3);
-  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, s0), nnw_q8_rq4(rq, c01, s0), u8));
-  put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, s1), nnw_q8_rq4(rq, c11, s1), u8));
-  put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, s2), nnw_q8_rq4(rq, c21, s2), u8));
-  put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, s3), nnw_q8_rq4(rq, c31, s3), u8));
+  nnw_q8_put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, s0), nnw_q8_rq4(rq, c01, s0), u8));
+  nnw_q8_put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, s1), nnw_q8_rq4(rq, c11, s1), u8));
+  nnw_q8_put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, s2), nnw_q8_rq4(rq, c21, s2), u8));
+  nnw_q8_put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, s3), nnw_q8_rq4(rq, c31, s3), u8));
 }
 
 /* one row (the rows past the last multiple of MR) */
@@ -148,7 +137,7 @@ static void tile1(const uint32_t *a, int32_t kp, const int16_t *panel, v128_t bi
     cl = wasm_i32x4_add(cl, wasm_i32x4_dot_i16x8(v, wasm_v128_load(panel)));
     ch = wasm_i32x4_add(ch, wasm_i32x4_dot_i16x8(v, wasm_v128_load(panel + 8)));
   }
-  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, cl, scale), nnw_q8_rq4(rq, ch, scale), u8));
+  nnw_q8_put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, cl, scale), nnw_q8_rq4(rq, ch, scale), u8));
 }
 
 /* Threads (threads/split.h): the pixels in tiles of whole 8-pixel panels, each packed into a

@@ -117,16 +117,6 @@ static void pack_x(const uint8_t *x, int32_t dtype, size_t n, size_t j0, int32_t
   colsum[0] = s0, colsum[1] = s1;
 }
 
-static inline void put8(uint8_t *y, int32_t nb, v128_t q) {
-  if (nb == NR) {
-    wasm_v128_store64_lane(y, q, 0);
-  } else {
-    uint8_t tmp[16];
-    wasm_v128_store(tmp, q);
-    memcpy(y, tmp, (size_t)nb);
-  }
-}
-
 /* one step of one row: c += the 4 pixels' dots of the row's quad v with panel half b */
 #define RDOT(c, b, v) ((c) = wasm_i32x4_add((c), wasm_i32x4_dot_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16((b), (v)), ones)))
 
@@ -147,10 +137,10 @@ static void tile4(const uint8_t *a, size_t kq, const int8_t *panel, const v128_t
   }
   c00 = sign(c00, mask[0]), c01 = sign(c01, mask[0]), c10 = sign(c10, mask[1]), c11 = sign(c11, mask[1]);
   c20 = sign(c20, mask[2]), c21 = sign(c21, mask[2]), c30 = sign(c30, mask[3]), c31 = sign(c31, mask[3]);
-  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, scale[0]), nnw_q8_rq4(rq, c01, scale[0]), u8));
-  put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, scale[1]), nnw_q8_rq4(rq, c11, scale[1]), u8));
-  put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, scale[2]), nnw_q8_rq4(rq, c21, scale[2]), u8));
-  put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, scale[3]), nnw_q8_rq4(rq, c31, scale[3]), u8));
+  nnw_q8_put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c00, scale[0]), nnw_q8_rq4(rq, c01, scale[0]), u8));
+  nnw_q8_put8(y + n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c10, scale[1]), nnw_q8_rq4(rq, c11, scale[1]), u8));
+  nnw_q8_put8(y + 2 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c20, scale[2]), nnw_q8_rq4(rq, c21, scale[2]), u8));
+  nnw_q8_put8(y + 3 * n, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, c30, scale[3]), nnw_q8_rq4(rq, c31, scale[3]), u8));
 }
 
 /* one row (past the last multiple of MR), its quads one after the other */
@@ -162,7 +152,7 @@ static void tile1(const uint8_t *a, size_t kq, const int8_t *panel, v128_t i0, v
     RDOT(cl, wasm_v128_load(panel), v);
     RDOT(ch, wasm_v128_load(panel + 16), v);
   }
-  put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, sign(cl, mask), scale), nnw_q8_rq4(rq, sign(ch, mask), scale), u8));
+  nnw_q8_put8(y, nb, nnw_q8_rq_pack(nnw_q8_rq4(rq, sign(cl, mask), scale), nnw_q8_rq4(rq, sign(ch, mask), scale), u8));
 }
 
 struct job {

@@ -182,25 +182,10 @@ struct dyn_job {
   v4 *parts; /* three vectors a chunk: min, max, check */
 };
 
-static void minmax16(const float *x, size_t n, v4 *lo_out, v4 *hi_out) {
-  v4 vlo = v4_set1(0.0f), vhi = v4_set1(0.0f), vlo1 = vlo, vhi1 = vhi, vlo2 = vlo, vhi2 = vhi, vlo3 = vlo, vhi3 = vhi;
-  for (size_t i = 0; i + 16 <= n; i += 16) {
-    v4 v0 = v4_load(x + i), v1 = v4_load(x + i + 4), v2 = v4_load(x + i + 8), v3 = v4_load(x + i + 12);
-    vlo = v4_min(v0, vlo);
-    vhi = v4_max(v0, vhi);
-    vlo1 = v4_min(v1, vlo1);
-    vhi1 = v4_max(v1, vhi1);
-    vlo2 = v4_min(v2, vlo2);
-    vhi2 = v4_max(v2, vhi2);
-    vlo3 = v4_min(v3, vlo3);
-    vhi3 = v4_max(v3, vhi3);
-  }
-  *lo_out = v4_min(v4_min(vlo, vlo1), v4_min(vlo2, vlo3));
-  *hi_out = v4_max(v4_max(vhi, vhi1), v4_max(vhi2, vhi3));
-}
-
-/* minmax16 with a check: NaN in a lane when the chunk holds a NaN or an infinity (or sums to one) */
-static void minmax16_check(const float *x, size_t n, v4 *lo_out, v4 *hi_out, v4 *check) {
+/* the range of x's whole groups of 16 in four independent min and max chains (one chain ran at the
+ * latency of pmin, a third of the operator's time after the quotients got cheaper). check (or
+ * NULL): a NaN in a lane when the groups hold a NaN or an infinity (or sum to one) */
+static inline void minmax16(const float *x, size_t n, v4 *lo_out, v4 *hi_out, v4 *check) {
   v4 vlo = v4_set1(0.0f), vhi = v4_set1(0.0f), vlo1 = vlo, vhi1 = vhi, vlo2 = vlo, vhi2 = vhi, vlo3 = vlo, vhi3 = vhi;
   v4 chk = vlo;
   for (size_t i = 0; i + 16 <= n; i += 16) {
@@ -213,12 +198,14 @@ static void minmax16_check(const float *x, size_t n, v4 *lo_out, v4 *hi_out, v4 
     vhi2 = v4_max(v2, vhi2);
     vlo3 = v4_min(v3, vlo3);
     vhi3 = v4_max(v3, vhi3);
-    v4 z = v4_add(v4_add(v0, v1), v4_add(v2, v3));
-    chk = v4_add(chk, v4_sub(z, z));
+    if (check) {
+      v4 z = v4_add(v4_add(v0, v1), v4_add(v2, v3));
+      chk = v4_add(chk, v4_sub(z, z));
+    }
   }
   *lo_out = v4_min(v4_min(vlo, vlo1), v4_min(vlo2, vlo3));
   *hi_out = v4_max(v4_max(vhi, vhi1), v4_max(vhi2, vhi3));
-  *check = chk;
+  if (check) *check = chk;
 }
 
 static void range_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
@@ -227,7 +214,7 @@ static void range_task(void *ctx, int32_t start, int32_t count, int32_t worker) 
   (void)worker;
   for (int32_t c = start; c < start + count; c++) {
     size_t i0 = (size_t)c * CHUNK, len = whole - i0 < CHUNK ? whole - i0 : CHUNK;
-    minmax16_check(j->x + i0, len, &j->parts[3 * c], &j->parts[3 * c + 1], &j->parts[3 * c + 2]);
+    minmax16(j->x + i0, len, &j->parts[3 * c], &j->parts[3 * c + 1], &j->parts[3 * c + 2]);
   }
 }
 
@@ -267,9 +254,7 @@ void nnw_run_q8_dyn_quantize(const int32_t *args, uint8_t *arena) {
     i = n / 16 * 16;
   }
   if (!split) {
-    /* four independent min and max chains: one chain ran at the latency of pmin, a third of the
-     * operator's time after the quotients got cheaper */
-    minmax16(x, n, &vlo, &vhi);
+    minmax16(x, n, &vlo, &vhi, NULL);
     i = n / 16 * 16;
   }
   for (; i + 4 <= n; i += 4) {

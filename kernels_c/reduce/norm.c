@@ -85,9 +85,10 @@ static void apply_const(const float *x, float *y, int32_t n, float mean, float a
   for (; i < n; i++) y[i] = (x[i] - mean) * a + b;
 }
 
-/* slabs [s0, s1) of outer * groups */
-static void norm_slabs(const struct norm *pp, uint8_t *arena, int32_t s0, int32_t s1) {
-  const struct norm p = *pp;
+/* slabs [s0, s1) of outer * groups. Threads (threads/split.h): the slabs in tiles, each slab's
+ * statistics and outputs computed whole by this code: N threads give the bits of one. */
+static void norm_slabs(const void *pp, uint8_t *arena, int32_t s0, int32_t s1) {
+  const struct norm p = *(const struct norm *)pp;
   const float *x = nnw_f32_at(arena, p.x), *scale = nnw_f32_at(arena, p.scale);
   const float *bias = nnw_f32_at(arena, p.bias);
   float *y = nnw_f32_at(arena, p.y), *mean_out = nnw_f32_at(arena, p.mean);
@@ -113,31 +114,12 @@ static void norm_slabs(const struct norm *pp, uint8_t *arena, int32_t s0, int32_
   }
 }
 
-/* Threads (threads/split.h): the normalized slabs in tiles, each slab's statistics and outputs
- * computed whole by the code one thread uses: N threads give the bits of one. */
-struct norm_job {
-  const struct norm *p;
-  uint8_t *arena;
-};
-
-static void norm_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
-  const struct norm_job *j = ctx;
-  (void)worker;
-  norm_slabs(j->p, j->arena, start, start + count);
-}
-
 void nnw_run_norm(const int32_t *args, uint8_t *arena) {
   struct norm p;
   norm_decode(args, &p);
-  int64_t slabs64 = (int64_t)p.outer * p.groups;
-  int32_t slabs = slabs64 > INT32_MAX ? INT32_MAX : (int32_t)slabs64;
+  /* validated: outer * groups * cpg * inner floats fit in the arena, so slabs < 2^30 */
+  int32_t slabs = p.outer * p.groups;
   /* three passes over each element (mean, variance, apply) */
-  uint64_t work = 3 * (uint64_t)slabs64 * (uint64_t)p.cpg * (uint64_t)p.inner;
-  int32_t threads = slabs64 <= INT32_MAX ? nnw_split_threads(work, NNW_SPLIT_MIN_ELEMS, slabs) : 1;
-  struct norm_job job = {&p, arena};
-  if (threads > 1) {
-    nnw_parallel_for(slabs, nnw_split_tile(slabs, threads), norm_task, &job);
-    return;
-  }
-  norm_slabs(&p, arena, 0, (int32_t)slabs64);
+  uint64_t work = 3 * (uint64_t)slabs * (uint64_t)p.cpg * (uint64_t)p.inner;
+  nnw_split_rows(slabs, work, NNW_SPLIT_MIN_ELEMS, norm_slabs, &p, arena);
 }

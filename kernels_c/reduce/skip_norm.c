@@ -95,9 +95,10 @@ static void apply(const float *s, float *y, int32_t n, float mean, float inv, co
   }
 }
 
-/* rows [r0, r1) */
-static void skip_norm_rows(const struct skip_norm *pp, uint8_t *arena, int32_t r0, int32_t r1) {
-  const struct skip_norm p = *pp;
+/* rows [r0, r1). Threads (threads/split.h): rows in tiles, each row computed whole by this code:
+ * N threads give the bits of one. */
+static void skip_norm_rows(const void *pp, uint8_t *arena, int32_t r0, int32_t r1) {
+  const struct skip_norm p = *(const struct skip_norm *)pp;
   const float *x = nnw_f32_at(arena, p.x), *skip = nnw_f32_at(arena, p.skip);
   const float *bias = nnw_f32_at(arena, p.bias), *gamma = nnw_f32_at(arena, p.gamma);
   const float *beta = nnw_f32_at(arena, p.beta);
@@ -121,25 +122,10 @@ static void skip_norm_rows(const struct skip_norm *pp, uint8_t *arena, int32_t r
   }
 }
 
-/* Threads (threads/split.h): rows in tiles, each row computed whole by the code one thread uses:
- * N threads give the bits of one. */
-struct skip_norm_job {
-  const struct skip_norm *p;
-  uint8_t *arena;
-};
-
-static void skip_norm_task(void *ctx, int32_t start, int32_t count, int32_t worker) {
-  const struct skip_norm_job *j = ctx;
-  (void)worker;
-  skip_norm_rows(j->p, j->arena, start, start + count);
-}
-
 void nnw_run_skip_norm(const int32_t *v, uint8_t *arena) {
   struct skip_norm p;
   decode(v, &p);
-  struct skip_norm_job job = {&p, arena};
   /* four passes over each element (add, mean, variance, apply) */
   uint64_t work = 4 * (uint64_t)p.rows * (uint64_t)p.hidden;
-  int32_t threads = nnw_split_threads(work, NNW_SPLIT_MIN_ELEMS, p.rows);
-  nnw_parallel_for(p.rows, threads > 1 ? nnw_split_tile(p.rows, threads) : p.rows, skip_norm_task, &job);
+  nnw_split_rows(p.rows, work, NNW_SPLIT_MIN_ELEMS, skip_norm_rows, &p, arena);
 }

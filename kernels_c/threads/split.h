@@ -40,4 +40,10 @@ static inline int32_t nnw_split_threads(uint64_t work, uint64_t min_work, int32_
 static inline int32_t nnw_split_tile(int32_t range, int32_t threads) {
   return (range + 2 * threads - 1) / (2 * threads);
 }
+
+/* a kernel over independent rows (norm.c's slabs, skip_norm.c's rows): fn(p, arena, r0, r1)
+ * computes rows [r0, r1) whole, in the order one thread does; nnw_split_rows gives it tiles of
+ * rows when `work` reaches min_work (nnw_split_threads), else all of them on the caller */
+typedef void (*nnw_rows_fn)(const void *p, uint8_t *arena, int32_t r0, int32_t r1);
+void nnw_split_rows(int32_t rows, uint64_t work, uint64_t min_work, nnw_rows_fn fn, const void *p, uint8_t *arena);
 #endif

@@ -65,19 +65,11 @@ def _small(*ts):
     return all(t is not None and t.dtype.struct and t.numel <= MAX_ELEMENTS for t in ts)
 
 
-def _strides(shape):
-    out, n = [], 1
-    for d in reversed(shape):
-        out.append(n)
-        n *= d
-    return out[::-1]
-
-
 def broadcast_values(t, out_shape):
     """t's values broadcast to out_shape, flat."""
     vals = t.tolist()
     shape = (1,) * (len(out_shape) - len(t.shape)) + tuple(t.shape)
-    strides = [0 if d == 1 else s for d, s in zip(shape, _strides(shape))]
+    strides = [0 if d == 1 else s for d, s in zip(shape, S.contiguous_strides(shape))]
     return [vals[sum(i * s for i, s in zip(idx, strides))]
             for idx in itertools.product(*[range(d) for d in out_shape])]
 
@@ -253,7 +245,7 @@ def fold_slice(node, inputs, consts):
         if isinstance(begin, Sym):
             return None   # where a constant is read from depends on a dim: a view per run (wasm/lower/views.py)
         picks[a] = [begin + k * step for k in range(length)]
-    vals, strides = x.tolist(), _strides(x.shape)
+    vals, strides = x.tolist(), S.contiguous_strides(x.shape)
     res = [vals[sum(i * s for i, s in zip(idx, strides))] for idx in itertools.product(*picks)]
     return [tensor(x.dtype, out[1], res)]
 
@@ -266,7 +258,7 @@ def fold_transpose(node, inputs, consts):
         return None
     x, out = got
     perm = node.attr("perm") or list(range(len(x.shape)))[::-1]
-    vals, strides = x.tolist(), _strides(x.shape)
+    vals, strides = x.tolist(), S.contiguous_strides(x.shape)
     res = [vals[sum(i * strides[p] for i, p in zip(idx, perm))]
            for idx in itertools.product(*[range(d) for d in out[1]])]
     return [tensor(x.dtype, out[1], res)]

@@ -69,6 +69,15 @@ def numel(s):
     return n
 
 
+def contiguous_strides(s):
+    """the element strides of a row-major (C-contiguous) tensor of shape s"""
+    out, n = [], 1
+    for d in reversed(s):
+        out.append(n)
+        n *= d
+    return out[::-1]
+
+
 def same_dtype(node, inputs, idxs=None):
     """The common dtype of the given inputs (all present ones by default); InvalidModel if they differ."""
     idxs = range(len(inputs)) if idxs is None else idxs

@@ -19,19 +19,11 @@ import struct
 
 from ..dtypes import FLOAT32, INT64
 from ..ir import Node, ValueInfo
-from ..ops.shapes import known
+from ..ops.shapes import contiguous_strides, known
 from ..tensor import TensorData
 from .rewrite import const_scalar, const_values, is_f32, ms_node
 
 MOVES = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Gather")
-
-
-def _contiguous(sizes):
-    out, n = [], 1
-    for s in reversed(sizes):
-        out.append(n)
-        n *= s
-    return out[::-1]
 
 
 def _reshape_strides(sizes, strides, new):
@@ -136,7 +128,7 @@ def _back(g, m, name, scales):
     shape = _shape(g, cur)
     if shape is None or not is_f32(g, cur):
         return None
-    view = (shape, _contiguous(shape), 0, 1.0)
+    view = (shape, contiguous_strides(shape), 0, 1.0)
     for node in chain:
         view = _step(g, node, view)
         if view is None:
@@ -290,7 +282,7 @@ def attention_by_views(ctx, sm, m):
     view = (os_, strides, 0, 1.0)
 
     def contiguous(v):
-        return v[2] == 0 and all(st == c for n, st, c in zip(v[0], v[1], _contiguous(v[0])) if n != 1)
+        return v[2] == 0 and all(st == c for n, st, c in zip(v[0], v[1], contiguous_strides(v[0])) if n != 1)
     best = (o, []) if contiguous(view) else None
     cur, chain = o, []
     while True:

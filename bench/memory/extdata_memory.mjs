@@ -2,10 +2,10 @@
 // kernels.wasm memory (weights + arena), Pyodide's heap and the process's peak RSS after create and
 // one run. For one model with its weights inline (bytes through Python: the only way before
 // external data) against the same weights as external data (web/external-data.mjs).
-//   node bench/extdata_memory.mjs MODEL.onnx CASE.json      (ids [1, n] -> y, tests/extdata_models.py)
+//   node bench/memory/extdata_memory.mjs MODEL.onnx CASE.json      (ids [1, n] -> y, tests/extdata_models.py)
 import { readFileSync } from "node:fs";
-import { env, InferenceSession, Tensor } from "../web/nnwasm.mjs";
-import { boot } from "../web/pyodide-boot.mjs";
+import { env, InferenceSession, Tensor } from "../../web/nnwasm.mjs";
+import { boot } from "../../web/pyodide-boot.mjs";
 const [path, casePath] = process.argv.slice(2);
 if (process.env.NNWASM_DIST_URL) env.distURL = process.env.NNWASM_DIST_URL;
 const c = JSON.parse(readFileSync(casePath, "utf8"));

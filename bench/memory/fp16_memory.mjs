@@ -1,12 +1,12 @@
 // The wasm memory (memory.buffer.byteLength: the plan's weights and arena, all kernels.wasm holds)
 // of a BERT-style plan file's session in Node after create and one run, and that run's time; run
 // one process per plan (memory never shrinks). For float16 against float32 plans of one model.
-//   node bench/fp16_memory.mjs PLAN.nnwp SEQ     (inputs input_ids, attention_mask, token_type_ids [1, SEQ])
+//   node bench/memory/fp16_memory.mjs PLAN.nnwp SEQ     (inputs input_ids, attention_mask, token_type_ids [1, SEQ])
 import { readFileSync } from "node:fs";
-import { PlanSession, loadKernels } from "../web/plan-session.mjs";
-import { Tensor } from "../web/tensor.mjs";
+import { PlanSession, loadKernels } from "../../web/plan-session.mjs";
+import { Tensor } from "../../web/tensor.mjs";
 const [path, seq] = process.argv.slice(2);
-const urls = [new URL("../py_runtime/nnwasm/kernels.wasm", import.meta.url)];
+const urls = [new URL("../../py_runtime/nnwasm/kernels.wasm", import.meta.url)];
 const s = await PlanSession.create(new Uint8Array(readFileSync(path)), urls);
 const { exports } = await loadKernels(urls);
 const n = Number(seq);
