@@ -4,10 +4,13 @@
  * Each row of A is quantized once per block: sa = max|a| / 127, q = round_even(a * (127 / max|a|)),
  * kept as int16 in scratch with its block sums. A block's dot product is then integer work only,
  * llama.cpp's q4_0 x q8_0 idea without relaxed SIMD: 16 bytes of a column are read as eight
- * uint16 lanes, and element t of every lane (k = P*lane + t, P = 16/bits elements a lane) comes
- * out of one shift and one AND, already an int16 lane: no widening step. A's copy holds each
- * 16-byte chunk's elements in that order (t-major), so i32x4.dot_i16x8 meets its elements and sums
- * pairs exactly in int32. Four columns share each load of A; at the end of a block their four
+ * uint16 lanes x, element t of every lane at k = P*lane + t (P = 16/bits elements a lane). A's
+ * copy holds each 16-byte chunk's elements in that order (t-major), and not a_t itself but
+ * b_t = a_t - 2^bits a_(t-1): then x >> (bits t), with no mask, dotted with b_t and summed over t
+ * gives sum n_t a_t (the higher elements a shift leaves in a lane cancel), so a lane costs one
+ * shift an element (t = 0: the whole lane with its top bit flipped, to be signed; the block's
+ * offset puts the 32768 sum b_0 back). i32x4.dot_i16x8 sums pairs in int32, modulo 2^32 like every
+ * integer step here: the block's true dot fits, so it comes out exact. Four columns share each load of A; at the end of a block their four
  * int32 vectors are folded into one (lane c: column c), the zero point comes off in integers
  * (d = dot - z * sum q), and one float step per block and column follows, four columns at once:
  * y += f32(d) * (sa * scale). Blocks are summed in order, bias last: the reference's order, so
@@ -59,14 +62,15 @@ int nnw_q4i8_supported(int32_t bits, int32_t bs) {
 
 uint64_t nnw_q4i8_scratch(int32_t m, int32_t k, int32_t bits, int32_t bs) {
   struct geo g = geo_of(k, bits, bs);
-  return nnw_mul((uint64_t)m, nnw_add(nnw_mul(g.arow, 2), nnw_mul((uint64_t)g.kb, 8)));
+  return nnw_mul((uint64_t)m, nnw_add(nnw_mul(g.arow, 2), nnw_mul((uint64_t)g.kb, 12)));
 }
 
 /* A's rows: a16 [m][arow] (chunk c's elements at c*e + t*8 + lane, zeros past k), sa [kb][m], qs
  * [kb][m] (block-major: a 4-row tile loads its rows' four with one load).
  * Quantized in K's order first, then each chunk put in lane order (no division per element: this
  * runs for every row of A, and a division an element cost as much as a decode GEMV's dots). */
-static void quantize_rows(const struct nnw_q4i8 *p, const struct geo *g, int16_t *a16, float *sa, int32_t *qs) {
+static void quantize_rows(const struct nnw_q4i8 *p, const struct geo *g, int16_t *a16, float *sa, int32_t *qs,
+                          int32_t *qo) {
   const int32_t bs = p->bs, pl = 16 / p->bits, e = g->e; /* pl: elements an int16 lane */
   for (int32_t i = 0; i < p->m; i++) {
     const float *a = p->a + (size_t)i * (size_t)p->k;
@@ -91,7 +95,18 @@ static void quantize_rows(const struct nnw_q4i8 *p, const struct geo *g, int16_t
         sum += q;
       }
       for (; kk < k0 + bs; kk++) row[kk] = 0;
-      qs[(size_t)blk * (size_t)p->m + (size_t)i] = sum;
+      /* the shift form (elem()): b_t = a_t - 2^bits a_(t-1) in each lane's group of pl elements, and
+       * the offset of the block's dot: 32768 times its t = 0 elements (lane 0's xor), the default zero
+       * point's z * sum q folded in; modulo 2^32 (the dots wrap alike, the true dot fits) */
+      uint32_t s0 = 0;
+      for (int32_t x = k0 + bs - 1; x >= k0; x--) {
+        if ((x - k0) % pl) row[x] = (int16_t)(row[x] - row[x - 1] * (1 << p->bits));
+        else s0 += (uint32_t)row[x];
+      }
+      size_t at = (size_t)blk * (size_t)p->m + (size_t)i;
+      qs[at] = sum;
+      uint32_t zq = p->zp ? 0u : (uint32_t)sum << (p->bits - 1);
+      qo[at] = (int32_t)(zq - (s0 << 15));
     }
     for (size_t x = (size_t)g->kb * (size_t)bs; x < g->arow; x++) row[x] = 0;
     for (int32_t ch = 0; ch < g->nch; ch++) {
@@ -106,19 +121,23 @@ static void quantize_rows(const struct nnw_q4i8 *p, const struct geo *g, int16_t
 struct rows {
   const int16_t *a16;
   const float *sa;
-  const int32_t *qs;
+  const int32_t *qs, *qo;
 };
 
-/* element t of every int16 lane of x, as int16 lanes */
-static Q4I8_INLINE qi elem(qi x, int t, int bits, qi mask) {
-  if (t == 16 / bits - 1) return qi_shr16(x, 16 - bits);
-  return qi_and(t == 0 ? x : qi_shr16(x, bits * t), mask);
+/* the shift form: lane x >> (bits t), no mask: its elements u >= t weighted 2^(bits (u-t)), which A's
+ * b_t = a_t - 2^bits a_(t-1) (quantize_rows) undo, so sum_t dot(x >> bits t, b_t) = sum_u n_u a_u;
+ * t = 0 is the whole lane, made signed by flipping its top bit (x - 32768, the block's offset qo
+ * adds the 32768 sum b_0 back). Two operations a lane fewer than shift and mask at 4 bits. */
+static Q4I8_INLINE qi elem(qi x, int t, int bits, qi flip) {
+  return t == 0 ? qi_xor(x, flip) : qi_shr16(x, bits * t);
 }
 
-/* tot += f32(d - z * qs) * (sa * scale), lane by lane: one block's float step; z, scale of the
- * lanes' columns, qs, sa of their rows */
-static Q4I8_INLINE v4 block_step(v4 tot, qi d, qi z, v4 s, qi qs, v4 sa) {
-  return v4_add(tot, v4_mul(qi_to_f32(qi_sub32(d, qi_mul32(z, qs))), v4_mul(sa, s)));
+/* tot += f32(d - qo - z * qs) * (sa * scale), lane by lane: one block's float step; z, scale of the
+ * lanes' columns, qs, qo, sa of their rows (qo holds the default zero point's z * qs: has_zp 0) */
+static Q4I8_INLINE v4 block_step(v4 tot, qi d, qi z, v4 s, qi qs, qi qo, v4 sa, int has_zp) {
+  qi dd = qi_sub32(d, qo);
+  if (has_zp) dd = qi_sub32(dd, qi_mul32(z, qs));
+  return v4_add(tot, v4_mul(qi_to_f32(dd), v4_mul(sa, s)));
 }
 
 /* a column's zero point of block blk: zr its row of packed zero points (has_zp, a constant), else 2^(bits-1) */
@@ -145,7 +164,7 @@ static Q4I8_INLINE v4 tile1x4(const struct nnw_q4i8 *p, const struct geo *g, con
   const float *sc[NC];
   const uint8_t *zr[NC];
   col_rows(p, g, cols, NC, sc, zr);
-  const qi mask = qi_splat16((1 << bits) - 1);
+  const qi flip = qi_splat16(0x8000);
   const uint8_t *col[NC];
   for (int c = 0; c < NC; c++) col[c] = p->b + (size_t)cols[c] * g->colbytes;
   const int16_t *ar = A->a16 + (size_t)i * g->arow;
@@ -161,7 +180,7 @@ static Q4I8_INLINE v4 tile1x4(const struct nnw_q4i8 *p, const struct geo *g, con
       for (int c = 0; c < NC; c++) {
         qi x = whole ? qi_load(col[c] + off) : qi_load8(col[c] + off);
         for (int t = 0; t < pl; t++)
-          acc[c] = qi_add32(acc[c], qi_dot16(elem(x, t, bits, mask), qi_load(ar + (size_t)ch * (size_t)e + (size_t)t * 8)));
+          acc[c] = qi_add32(acc[c], qi_dot16(elem(x, t, bits, flip), qi_load(ar + (size_t)ch * (size_t)e + (size_t)t * 8)));
       }
     }
     qi d[2];
@@ -176,7 +195,7 @@ static Q4I8_INLINE v4 tile1x4(const struct nnw_q4i8 *p, const struct geo *g, con
                        zero_at(zr[2], blk, bits, has_zp), zero_at(zr[3], blk, bits, has_zp));
       v4 s = q4_make4(sc[0][blk], sc[1][blk], sc[2][blk], sc[3][blk]);
       size_t at = (size_t)blk * (size_t)p->m + (size_t)i;
-      tot = block_step(tot, d[h], z, s, qi_splat32(A->qs[at]), v4_set1(A->sa[at]));
+      tot = block_step(tot, d[h], z, s, qi_splat32(A->qs[at]), qi_splat32(A->qo[at]), v4_set1(A->sa[at]), has_zp);
     }
   }
   return tot;
@@ -191,7 +210,7 @@ static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, c
   const float *sc[2];
   const uint8_t *zr[2];
   col_rows(p, g, cols, 2, sc, zr);
-  const qi mask = qi_splat16((1 << bits) - 1);
+  const qi flip = qi_splat16(0x8000);
   const uint8_t *c0 = p->b + (size_t)cols[0] * g->colbytes, *c1 = p->b + (size_t)cols[1] * g->colbytes;
   const int16_t *ar = A->a16 + (size_t)i0 * g->arow;
   tot[0] = tot[1] = v4_set1(0.0f);
@@ -205,7 +224,7 @@ static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, c
       int whole = !half || off + 16 <= g->colbytes;
       qi x0 = whole ? qi_load(c0 + off) : qi_load8(c0 + off), x1 = whole ? qi_load(c1 + off) : qi_load8(c1 + off);
       for (int t = 0; t < pl; t++) {
-        qi e0 = elem(x0, t, bits, mask), e1 = elem(x1, t, bits, mask);
+        qi e0 = elem(x0, t, bits, flip), e1 = elem(x1, t, bits, flip);
         for (int r = 0; r < 4; r++) {
           qi a = qi_load(ar + (size_t)r * g->arow + (size_t)ch * (size_t)e + (size_t)t * 8);
           acc[r][0] = qi_add32(acc[r][0], qi_dot16(e0, a));
@@ -228,10 +247,10 @@ static Q4I8_INLINE void tile4x2(const struct nnw_q4i8 *p, const struct geo *g, c
       qi z = qi_make32(z0, z1, z0, z1);
       v4 s = q4_make4(s0, s1, s0, s1);
       size_t at = (size_t)blk * (size_t)p->m + (size_t)i0;
-      qi qs = qi_load(A->qs + at);
+      qi qs = qi_load(A->qs + at), qo = qi_load(A->qo + at);
       v4 sa = v4_load(A->sa + at);
-      tot[0] = block_step(tot[0], d[b][0], z, s, qi_dup01(qs), v4_unpacklo(sa, sa));
-      tot[1] = block_step(tot[1], d[b][1], z, s, qi_dup23(qs), v4_unpackhi(sa, sa));
+      tot[0] = block_step(tot[0], d[b][0], z, s, qi_dup01(qs), qi_dup01(qo), v4_unpacklo(sa, sa), has_zp);
+      tot[1] = block_step(tot[1], d[b][1], z, s, qi_dup23(qs), qi_dup23(qo), v4_unpackhi(sa, sa), has_zp);
     }
   }
 }
@@ -310,8 +329,9 @@ void nnw_q4i8_run(const struct nnw_q4i8 *p, uint8_t *scratch) {
   int16_t *a16 = (int16_t *)(void *)scratch;
   float *sa = (float *)(void *)(scratch + (size_t)p->m * g.arow * 2);
   int32_t *qs = (int32_t *)(void *)(sa + (size_t)p->m * (size_t)g.kb);
-  quantize_rows(p, &g, a16, sa, qs);
-  struct rows A = {a16, sa, qs};
+  int32_t *qo = qs + (size_t)p->m * (size_t)g.kb;
+  quantize_rows(p, &g, a16, sa, qs, qo);
+  struct rows A = {a16, sa, qs, qo};
   static const run_fn by_form[3][2][2] = {{{run_2, run_2z}, {run_2h, run_2hz}},
                                           {{run_4, run_4z}, {run_4h, run_4hz}},
                                           {{run_8, run_8z}, {run_8, run_8z}}}; /* 8 bits: never half */

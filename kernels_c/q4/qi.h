@@ -18,6 +18,7 @@ static inline qi qi_splat16(int32_t x) { return wasm_i16x8_splat((int16_t)x); }
 static inline qi qi_splat32(int32_t x) { return wasm_i32x4_splat(x); }
 static inline qi qi_make32(int32_t a, int32_t b, int32_t c, int32_t d) { return wasm_i32x4_make(a, b, c, d); }
 static inline qi qi_and(qi a, qi b) { return wasm_v128_and(a, b); }
+static inline qi qi_xor(qi a, qi b) { return wasm_v128_xor(a, b); }
 /* each uint16 lane shifted right by n */
 static inline qi qi_shr16(qi a, int n) { return wasm_u16x8_shr(a, n); }
 /* lane i: a[2i] b[2i] + a[2i+1] b[2i+1], int16 lanes, exact in int32 */
@@ -70,6 +71,10 @@ static inline qi qi_and(qi a, qi b) {
   for (int i = 0; i < 4; i++) a.w[i] &= b.w[i];
   return a;
 }
+static inline qi qi_xor(qi a, qi b) {
+  for (int i = 0; i < 4; i++) a.w[i] ^= b.w[i];
+  return a;
+}
 static inline qi qi_shr16(qi a, int n) {
   uint16_t h[8];
   memcpy(h, a.w, 16);
@@ -86,15 +91,15 @@ static inline qi qi_dot16(qi a, qi b) {
   return r;
 }
 static inline qi qi_add32(qi a, qi b) {
-  for (int i = 0; i < 4; i++) a.w[i] += b.w[i];
+  for (int i = 0; i < 4; i++) a.w[i] = (int32_t)((uint32_t)a.w[i] + (uint32_t)b.w[i]);
   return a;
 }
 static inline qi qi_sub32(qi a, qi b) {
-  for (int i = 0; i < 4; i++) a.w[i] -= b.w[i];
+  for (int i = 0; i < 4; i++) a.w[i] = (int32_t)((uint32_t)a.w[i] - (uint32_t)b.w[i]);
   return a;
 }
 static inline qi qi_mul32(qi a, qi b) {
-  for (int i = 0; i < 4; i++) a.w[i] *= b.w[i];
+  for (int i = 0; i < 4; i++) a.w[i] = (int32_t)((uint32_t)a.w[i] * (uint32_t)b.w[i]);
   return a;
 }
 static inline v4 qi_to_f32(qi a) {
@@ -111,14 +116,17 @@ static inline v4 q4_make4(float a, float b, float c, float d) {
 static inline qi qi_sum4(qi x0, qi x1, qi x2, qi x3) {
   const qi *x[4] = {&x0, &x1, &x2, &x3};
   qi r;
-  for (int c = 0; c < 4; c++) r.w[c] = (x[c]->w[0] + x[c]->w[2]) + (x[c]->w[1] + x[c]->w[3]);
+  for (int c = 0; c < 4; c++) {
+    uint32_t u = ((uint32_t)x[c]->w[0] + (uint32_t)x[c]->w[2]) + ((uint32_t)x[c]->w[1] + (uint32_t)x[c]->w[3]);
+    r.w[c] = (int32_t)u;
+  }
   return r;
 }
 static inline void qi_sum2(qi x0, qi x1, qi x2, qi x3, qi *lo, qi *hi) {
   const qi *x[4] = {&x0, &x1, &x2, &x3};
   for (int c = 0; c < 4; c++) {
-    lo->w[c] = x[c]->w[0] + x[c]->w[1];
-    hi->w[c] = x[c]->w[2] + x[c]->w[3];
+    lo->w[c] = (int32_t)((uint32_t)x[c]->w[0] + (uint32_t)x[c]->w[1]);
+    hi->w[c] = (int32_t)((uint32_t)x[c]->w[2] + (uint32_t)x[c]->w[3]);
   }
 }
 #endif
