@@ -1,4 +1,5 @@
-"""ms per decode step of an Optimum decoder (present = Concat(past, new)) with its cache kept in
+"""ms per decode step of a decoder (Optimum's present = Concat(past, new), or onnxruntime-genai's
+GroupQueryAttention with --model .../llama_genai_fp32/model.onnx) with its cache kept in
 kernels.wasm's memory (IOBinding, presents on the "wasm" device fed back), at several past lengths,
 for two nnwasm source trees driven interleaved in one run (A: e.g. main, B: this branch; with --copy, C: B with every present in a new block). Each
 round and past length: one step from a random host past of that length (the first, not timed:
