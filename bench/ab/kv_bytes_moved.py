@@ -4,7 +4,7 @@ past P and the two steps after, from the plans' words as they stand for each run
 Concat presents and onnxruntime-genai's GroupQueryAttention alike (e.g.
 /work/cache/decbench/models/llama_genai_fp32/model.onnx).
 
-    PYTHONPATH=TREE/py_runtime .venv/bin/python bench/ab/kv_bytes_moved.py MODEL.onnx P
+    PYTHONPATH=TREE/py_runtime .venv/bin/python bench/ab/kv_bytes_moved.py MODEL.onnx P [HEAD_SIZE, default 64]
 """
 import struct
 import sys
@@ -21,7 +21,9 @@ sess = nnwasm.InferenceSession(path, so)
 ins = {i.name: i for i in sess.get_inputs()}
 outs = [o.name for o in sess.get_outputs()]
 pk = [n for n in ins if n.startswith("past_key_values")]
-past = {k: np.zeros([1 if isinstance(d, str) and "batch" in d else (P if isinstance(d, str) else d) for d in ins[k].shape], np.float32) for k in pk}
+KV_DIM = int(sys.argv[3]) if len(sys.argv) > 3 else 64   # the genai builder's symbolic head size, kv_cache_dim
+past = {k: np.zeros([1 if isinstance(d, str) and "batch" in d else KV_DIM if d == "kv_cache_dim" else
+                     (P if isinstance(d, str) else d) for d in ins[k].shape], np.float32) for k in pk}
 ran = []
 orig = WasmRunner.run
 WasmRunner.run = lambda self, *a, **k: ran.append(self) or orig(self, *a, **k)
