@@ -155,8 +155,8 @@ def test_bad_past_is_a_clear_error_and_the_session_survives(name, config):
 # --- Node: the same generation through web/nnwasm.mjs, run once for all ---------------------------
 
 # run again with preferredOutputLocation "wasm" for their present outputs (generative.test.mjs):
-# a merged decoder (If), GroupQueryAttention, and an encoder-decoder's cross-attention past
-KEPT_IN_NODE = ["llama_merged", "genai_llama_int4", "whisper_merged"]
+# a merged decoder (If), GroupQueryAttention (fp32 and int4), and an encoder-decoder's cross-attention past
+KEPT_IN_NODE = ["llama_merged", "genai_llama_fp32", "genai_llama_int4", "whisper_merged"]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""ms per decode step of an Optimum decoder (present = Concat(past, new)) with its cache kept in
+"""ms per decode step of a decoder (Optimum's present = Concat(past, new), or onnxruntime-genai's
+GroupQueryAttention with --model .../llama_genai_fp32/model.onnx) with its cache kept in
 kernels.wasm's memory (IOBinding, presents on the "wasm" device fed back), at several past lengths,
 for two nnwasm source trees driven interleaved in one run (A: e.g. main, B: this branch; with --copy, C: B with every present in a new block). Each
 round and past length: one step from a random host past of that length (the first, not timed:
@@ -39,7 +40,9 @@ for line in sys.stdin:
     if cmd.get("quit"):
         break
     p, n, warm = cmd["past"], cmd["steps"], cmd["warm"]
-    shape = lambda i: [1 if isinstance(d, str) and "batch" in d else (p if isinstance(d, str) else d) for d in ins[i].shape]
+    # kv_cache_dim: the genai builder's symbolic head size (KV_DIM, default 64)
+    shape = lambda i: [1 if isinstance(d, str) and "batch" in d else int(os.environ.get("KV_DIM", 64))
+                       if d == "kv_cache_dim" else (p if isinstance(d, str) else d) for d in ins[i].shape]
     past = {k: rng.standard_normal(shape(k)).astype(np.float32) for k in pk}
     tok, times = 7, []
     for step in range(1 + warm + n):

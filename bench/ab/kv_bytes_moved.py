@@ -1,8 +1,10 @@
-"""Bytes the plans of one decode step move inside kernels.wasm (copy2d, transpose, kv_append's copied
-and written rows) for a decoder with its cache kept on the "wasm" device, at past P and the two
-steps after, from the plans' words as they stand for each run.
+"""Bytes the plans of one decode step move inside kernels.wasm (copy2d, transpose, kv_append's and
+kv_append_rows' copied and written rows) for a decoder with its cache kept on the "wasm" device, at
+past P and the two steps after, from the plans' words as they stand for each run. Optimum's
+Concat presents and onnxruntime-genai's GroupQueryAttention alike (e.g.
+/work/cache/decbench/models/llama_genai_fp32/model.onnx).
 
-    PYTHONPATH=TREE/py_runtime .venv/bin/python bench/ab/kv_bytes_moved.py MODEL.onnx P
+    PYTHONPATH=TREE/py_runtime .venv/bin/python bench/ab/kv_bytes_moved.py MODEL.onnx P [HEAD_SIZE, default 64]
 """
 import struct
 import sys
@@ -19,7 +21,9 @@ sess = nnwasm.InferenceSession(path, so)
 ins = {i.name: i for i in sess.get_inputs()}
 outs = [o.name for o in sess.get_outputs()]
 pk = [n for n in ins if n.startswith("past_key_values")]
-past = {k: np.zeros([1 if isinstance(d, str) and "batch" in d else (P if isinstance(d, str) else d) for d in ins[k].shape], np.float32) for k in pk}
+KV_DIM = int(sys.argv[3]) if len(sys.argv) > 3 else 64   # the genai builder's symbolic head size, kv_cache_dim
+past = {k: np.zeros([1 if isinstance(d, str) and "batch" in d else KV_DIM if d == "kv_cache_dim" else
+                     (P if isinstance(d, str) else d) for d in ins[k].shape], np.float32) for k in pk}
 ran = []
 orig = WasmRunner.run
 WasmRunner.run = lambda self, *a, **k: ran.append(self) or orig(self, *a, **k)
@@ -34,8 +38,11 @@ def moved(r):
             tot += a["rows"] * a["row_bytes"]
         elif name == "transpose":
             tot += a["esize"] * int(np.prod([a[f"d{i}"] for i in range(6)]))
-        elif name == "kv_append":
-            n = a["lens_add"] if a["lens"] >= 0 else a["p"]
+        elif name in ("kv_append", "kv_append_rows"):
+            # rows of the past copied: a Concat's kv_append has zero lengths + lens_add = P (its p is the
+            # block's capacity); a GroupQueryAttention's n_b = seqlens_k + 1 - S <= p, taken as p (the
+            # past's length: no padding here)
+            n = a["lens_add"] if name == "kv_append" and a["lens"] >= 0 and a["lens_add"] > 0 else a["p"]
             tot += 4 * a["batch"] * a["heads"] * a["d"] * ((n if a["past"] != a["y"] else 0) + a["s"])
     return tot
 for step in range(3):

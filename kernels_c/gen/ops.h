@@ -61,6 +61,7 @@ enum nnw_opcode {
   NNW_OP_GEMM_PACKED_F16 = 140,
   NNW_OP_RANGE = 180,
   NNW_OP_SCATTER_ND = 181,
+  NNW_OP_KV_APPEND_ROWS = 150,
   NNW_OP_COUNT = 182 /* one past the largest opcode */
 };
 
@@ -1147,6 +1148,26 @@ enum nnw_scatter_nd_arg {
   NNW_SCATTER_ND_NARGS = 13
 };
 
+enum nnw_kv_append_rows_arg {
+  NNW_KV_APPEND_ROWS_PAST = 0,
+  NNW_KV_APPEND_ROWS_X = 1,
+  NNW_KV_APPEND_ROWS_LENS = 2,
+  NNW_KV_APPEND_ROWS_Y = 3,
+  NNW_KV_APPEND_ROWS_BATCH = 4,
+  NNW_KV_APPEND_ROWS_HEADS = 5,
+  NNW_KV_APPEND_ROWS_P = 6,
+  NNW_KV_APPEND_ROWS_T = 7,
+  NNW_KV_APPEND_ROWS_P_ROWS = 8,
+  NNW_KV_APPEND_ROWS_T_ROWS = 9,
+  NNW_KV_APPEND_ROWS_S = 10,
+  NNW_KV_APPEND_ROWS_D = 11,
+  NNW_KV_APPEND_ROWS_X_BS = 12,
+  NNW_KV_APPEND_ROWS_X_RS = 13,
+  NNW_KV_APPEND_ROWS_X_HS = 14,
+  NNW_KV_APPEND_ROWS_LENS_ADD = 15,
+  NNW_KV_APPEND_ROWS_NARGS = 16
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -1206,7 +1227,8 @@ enum nnw_scatter_nd_arg {
   X(122, attention_kv, ATTENTION_KV, 43, "tttttttttttiiiiiiiiiiiiiiiiiiiiiiiiiiiiifff") \
   X(140, gemm_packed_f16, GEMM_PACKED_F16, 13, "ttttttiiiiffi") \
   X(180, range, RANGE, 5, "tiiii") \
-  X(181, scatter_nd, SCATTER_ND, 13, "tttiiiiiiiiii")
+  X(181, scatter_nd, SCATTER_ND, 13, "tttiiiiiiiiii") \
+  X(150, kv_append_rows, KV_APPEND_ROWS, 16, "ttttiiiiiiiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

@@ -43,6 +43,7 @@ static const struct {
     /* new groups go last: a group's rng seed is its index (main), and some cases' layouts depend on it */
     {"plan_extents", test_plan_extents}, {"alloc_counts", test_alloc_counts},
     {"q8_conv2d_7bit", test_q8_conv2d_7bit},
+    {"kv_append_rows", test_kv_append_rows},
 };
 
 int main(int argc, char **argv) {

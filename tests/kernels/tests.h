@@ -61,6 +61,7 @@ void test_q8_quantize(void);
 void test_q8_add(void);
 void test_q8_hostile(void);
 void test_q8_conv2d_hinted(void);
+void test_kv_append_rows(void);
 void test_skip_norm(void), test_rotary(void), test_bias_act(void), test_embed_sum(void);   /* test_transformer.c */
 
 #endif

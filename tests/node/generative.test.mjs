@@ -105,6 +105,17 @@ for (const name of spec?.kept ?? []) {
             if (step > 0 && !p.includes(".encoder.")) assert.equal(feeds[p].location, "wasm", `${p} at step ${step}`);
           }
           if (step === 1) stale = { ...feeds }; // disposed by the generation after this step
+          if (step >= 2 && !proxy) { // from the second decode step, each present is its past's own block
+            // grown by the new rows (Optimum's Concat and onnxruntime-genai's GroupQueryAttention alike:
+            // wasm/region.py, lower/gqa_inplace.py): no past copied
+            const pairs = Object.entries(meta.past_map).filter(([, p]) => !p.includes(".encoder."))
+              .map(([o, p]) => [Tensor._keptOf(outs[o]).key, Tensor._keptOf(feeds[p]).key]);
+            const { pyodide } = await PyodideSession.boot();
+            const moved = pyodide.runPython("from nnwasm import _js_bridge as j\n" +
+              `[(a, b) for a, b in ${JSON.stringify(pairs)} if j._kept[a][1].ptr != j._kept[b][1].ptr ` +
+              "or j._kept[a][1].shape[2] != j._kept[b][1].shape[2] + 1]").toJs();
+            assert.deepEqual(moved, [], `presents not written in their past's block at step ${step}`);
+          }
           if (step === 2) {
             await assert.rejects(decoder.run(stale), /disposed/);
             if (!proxy) { // in kernels.wasm's memory (wasm/device.py), not bytes held by Python (empty ones aside)
@@ -112,11 +123,10 @@ for (const name of spec?.kept ?? []) {
               const onHost = pyodide.runPython("from nnwasm import _js_bridge; from nnwasm.wasm import device; " +
                 "[n for n, (_, t) in _js_bridge._kept.items() if device.nbytes(t) and not isinstance(t, device.WasmTensor)]").toJs();
               assert.deepEqual(onHost, []);
-              if (!name.startsWith("genai")) { // Optimum's Concat(past, new): grown in place, in blocks with room (wasm/region.py)
-                const grown = pyodide.runPython("from nnwasm import _js_bridge; " +
-                  "sum(1 for _, t in _js_bridge._kept.values() if getattr(t, 'cap', None))");
-                assert.ok(grown > 0, "no kept present is a view of a block with room to grow");
-              }
+              // grown in place, in blocks with room (wasm/region.py)
+              const grown = pyodide.runPython("from nnwasm import _js_bridge; " +
+                "sum(1 for _, t in _js_bridge._kept.values() if getattr(t, 'cap', None))");
+              assert.ok(grown > 0, "no kept present is a view of a block with room to grow");
             }
           }
         });

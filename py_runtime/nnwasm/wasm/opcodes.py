@@ -64,4 +64,5 @@ OPS = {
     "gemm_packed_f16": Op(code=140, args=("a", "bp", "bias", "r", "y", "scratch", "m", "n", "k", "act", "act_min", "act_max", "block"), kinds="ttttttiiiiffi"),
     "range": Op(code=180, args=("y", "dtype", "n", "start", "delta"), kinds="tiiii"),
     "scatter_nd": Op(code=181, args=("idx", "upd", "y", "esize", "rows", "k", "inner", "d0", "d1", "d2", "d3", "d4", "d5"), kinds="tttiiiiiiiiii"),
+    "kv_append_rows": Op(code=150, args=("past", "x", "lens", "y", "batch", "heads", "p", "t", "p_rows", "t_rows", "s", "d", "x_bs", "x_rs", "x_hs", "lens_add"), kinds="ttttiiiiiiiiiiii"),
 }

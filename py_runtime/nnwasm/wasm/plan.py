@@ -73,6 +73,9 @@ class PlanBuilder:
         # {present: (past, past's capacity dim, present's capacity dim)}: placed values whose block
         # holds [B, H, cap, D] rows, cap bound per run (lower/attention_concat.py, wasm/region.py)
         self.capacity = {}
+        # {present: (recipe, lens_add)}: capacity presents whose rows go at n_b = a recipe's values
+        # + lens_add, computed by the runner before a run (wasm/kv_lengths.py; GroupQueryAttention's)
+        self.lengths = {}
         self.lower_as = {}   # {id(node): lower(b)}: a plan-level fusion lowered at this node
 
     # --- what lowering uses -------------------------------------------------------------

@@ -81,7 +81,7 @@ class WasmExecutionProvider:
         outs = [(n, 0 if n in b.placed else io[n], b.dtype(n), b.shape(n)) for n in outputs]
         return WasmRunner(b.host, plan, arena, ins, outs, ops, b.sym_words, b.kept_bytes, sym_fills=b.sym_fills,
                           fills=b.fills, placed=b.placed, in_place=b.in_place, budget=self.budget,
-                          capacity=b.capacity, shared=b.shared, relocs=b.relocs)
+                          capacity=b.capacity, lengths=b.lengths, shared=b.shared, relocs=b.relocs)
 
     def build_plan(self, nodes, graph, inputs, outputs, fill_weights=False, place_io=False):
         """(builder, plan bytes, arena bytes, {value: arena offset}, [PlanOp] of the run ops): the

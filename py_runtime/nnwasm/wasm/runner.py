@@ -8,6 +8,7 @@ from collections import namedtuple
 from ..errors import InvalidArgument, KernelError, MemoryLimitExceeded, WasmOutOfMemory
 from .. import symbolic
 from . import device
+from . import kv_lengths
 from . import weights as weights_store
 from .region import ALIGN, Region, RegionTensor, copy_rows, read_rows
 from ..tensor import TensorData, numel
@@ -37,7 +38,8 @@ class WasmRunner:
     then offsets from a base at or below the arena and those blocks (_relocate)."""
 
     def __init__(self, host, plan, arena_bytes, inputs, outputs, ops, sym_words=(), kept_bytes=0, sym_fills=(),
-                 fills=(), placed=None, in_place=None, budget=None, capacity=None, shared=None, relocs=None):
+                 fills=(), placed=None, in_place=None, budget=None, capacity=None, lengths=None, shared=None,
+                 relocs=None):
         self.host, self.inputs, self.outputs = host, inputs, outputs
         self.budget = budget
         self.ops = ops   # [PlanOp] for each run op, to name it in errors and profiles
@@ -60,6 +62,9 @@ class WasmRunner:
         self.in_place = in_place or {}   # {output: input} kv_append may write over (PlanBuilder.in_place)
         # {present: (past, past's capacity dim, present's)}: blocks of [B, H, cap, D] rows (region.py)
         self.capacity = capacity or {}
+        # {present: (recipe, lens_add)}: of those, presents whose rows go at n_b (data, kv_lengths.py):
+        # into the past's block only when every n_b is the past's length
+        self.lengths = lengths or {}
         self._caps = {}   # this run's {capacity dim: rows}
         head = struct.unpack_from("<8i", plan)
         self._words_bytes = 4 * (8 + head[5] + head[6])   # the op words kept in memory (_load)
@@ -298,7 +303,10 @@ class WasmRunner:
                     target = targets.get(name)
                     cap = self._caps.get(self.capacity[name][2]) if name in self.capacity else None
                     if name in placed:
-                        if target is not None and name not in temps and cap is None:   # written in place, into target
+                        if target is not None and name not in temps and (cap is None or _in_block(
+                                target, self._region, blocks[name], cap)):   # written in place, into target
+                            if cap is not None:
+                                _check_target(name, dt, shape, target)
                             env[name] = target
                             continue
                         if name in keep and target is None and (name in temps or cap is not None):
@@ -371,7 +379,7 @@ class WasmRunner:
                 if name in cap_of.values():   # a cache's past: its block's rows a head
                     rows = t.rows if start is not None else t.shape[2]
                     caps[self._cap_dim_of(name)] = rows
-        keep, claimed = device.kept(), set()
+        keep, claimed, lengths = device.kept(), set(), {}
         for name, _, dt, shape in outputs:
             if name not in self.placed:
                 continue
@@ -382,8 +390,12 @@ class WasmRunner:
                 p = env[past]
                 at = blocks.get(past) if isinstance(p, RegionTensor) and p.in_region(region) is not None else None
                 rows = shape[2]
+                if start is not None and src is not None and env.get(src) is t and t.nbytes == dt.size * numel(shape):
+                    claimed.add(start)   # a shared past/present buffer: the past's block as it is
+                    blocks[name], caps[cap_out] = start, caps[cap_in]
+                    continue
                 if (at is not None and at not in claimed and caps[cap_in] >= rows
-                        and region.tail_free(at, p.shape[2])):
+                        and region.tail_free(at, p.shape[2]) and self._at_end(name, env, p.shape, lengths)):
                     claimed.add(at)
                     blocks[name], caps[cap_out] = at, caps[cap_in]   # the new rows go after the past's, in its block
                     continue
@@ -429,6 +441,15 @@ class WasmRunner:
                 raise
             self._bound = (symbolic.current_dims(), region.base, region.size, key[3], key[4])
         return blocks, temps
+
+    def _at_end(self, name, env, past_shape, memo):
+        """Whether present `name`'s new rows go right after its past's rows in every batch row: a
+        Concat's always; a GroupQueryAttention's when each n_b (kv_lengths.py) is the past's length."""
+        spec = self.lengths.get(name)
+        if spec is None:
+            return True
+        n = kv_lengths.rows_at(spec, env, memo)
+        return n is not None and len(n) == past_shape[0] and all(x == past_shape[2] for x in n)
 
     def _cap_dim_of(self, past):
         return next(c[1] for c in self.capacity.values() if c[0] == past)
@@ -581,6 +602,12 @@ def grow(rows, cap):
     """A new block's rows a head for a cache of `rows` rows that outgrew `cap` (0: none yet): at least
     double, in steps of 64, so a generation copies its cache a logarithmic number of times."""
     return -(-max(rows, 2 * cap, 64) // 64) * 64
+
+
+def _in_block(target, region, start, rows):
+    """Whether target is the tensor of block `start` of region at `rows` rows a head (a shared
+    past/present buffer with a row capacity: the present was written into it)."""
+    return isinstance(target, RegionTensor) and target.in_region(region) == start and target.rows == rows
 
 
 def _check_target(name, dt, shape, target):

@@ -10,6 +10,7 @@ import math
 from ...ops.shapes import known
 from ..plan import Ref
 from .attention import check_attention, lower_attention
+from .gqa_inplace import append_rows, usable
 
 F32 = 4
 
@@ -71,8 +72,10 @@ def _no_masks():
     return dict(kmask=None, kend=None, kstart=None, km_bs=0, km_rs=0)
 
 
-def _attend(b, node, y, q, qs, k, ks, v, vs, batch, heads, kv_heads, s, t, d, dv, scale, ys=None, **kw):
-    """attention_kv; qs/ks/vs/ys: (bs, rs, hs) element strides (ys default [B, S, heads*dv])."""
+def _attend(b, node, y, q, qs, k, ks, v, vs, batch, heads, kv_heads, s, t, d, dv, scale, ys=None, plain=None, **kw):
+    """attention_kv; qs/ks/vs/ys: (bs, rs, hs) element strides (ys default [B, S, heads*dv]); plain:
+    K's and V's strides without the run-time row capacity ks/vs hold (lower/gqa_inplace.py), checked
+    in their place."""
     ys = ys or (s * heads * dv, heads * dv, dv)
     args = dict(y_bs=ys[0], y_rs=ys[1], y_hs=ys[2], lens=None, sink=None, causal=0, c0=0, lens_add=0, window=-1,
                 smooth=0, softcap=0.0, mask_value=float(node.attr("mask_filter_value", -10000.0)))
@@ -81,9 +84,14 @@ def _attend(b, node, y, q, qs, k, ks, v, vs, batch, heads, kv_heads, s, t, d, dv
     args.update(kw)
     block = s > 1 and not (args["causal"] == 1 and args["window"] > 0)   # attention_kv.c's by_block
     scratch = b.scratch(F32 * (d * t + s * t if block else t))   # K^T and [s, t] scores, or one row of scores
-    b.emit("attention_kv", q=q, k=k, v=v, y=y, scratch=scratch, batch=batch, heads=heads, kv_heads=kv_heads, s=s,
-           t=t, d=d, dv=dv, q_bs=qs[0], q_rs=qs[1], q_hs=qs[2], k_bs=ks[0], k_rs=ks[1], k_hs=ks[2], v_bs=vs[0],
-           v_rs=vs[1], v_hs=vs[2], scale=float(scale), **args)
+    args = dict(q=q, k=k, v=v, y=y, scratch=scratch, batch=batch, heads=heads, kv_heads=kv_heads, s=s, t=t, d=d,
+                dv=dv, q_bs=qs[0], q_rs=qs[1], q_hs=qs[2], k_bs=ks[0], k_rs=ks[1], k_hs=ks[2], v_bs=vs[0],
+                v_rs=vs[1], v_hs=vs[2], scale=float(scale), **args)
+    if plain is None:
+        return b.emit("attention_kv", **args)
+    kp, vp = plain
+    b.emit_unchecked("attention_kv", dict(args, k_bs=kp[0], k_rs=kp[1], k_hs=kp[2], v_bs=vp[0], v_rs=vp[1],
+                                          v_hs=vp[2]), args)
 
 
 def _copy_rows(b, x, xs, batch, s, heads, d, xb=None, out=None, rot=None):
@@ -185,15 +193,24 @@ def lower_gqa(node, b):
     p_used = p if past_k is not None else 0
     if past_k is not None:   # a past fed back in the present's buffer grows in place (runner.py)
         b.in_place.update({node.outputs[1]: pk, node.outputs[2]: pv})
-    kc, kcs = _append(b, past_k, p_used, kx, ks, b.ref(node.outputs[1]), batch, hkv, t, s, d, lens, lens_add)
-    vc, vcs = _append(b, past_v, p_used, vx, vs, b.ref(node.outputs[2]), batch, hkv, t, s, d, lens, lens_add)
+    recipe = None
+    if past_k is not None and lens is not None:   # a cache kept on the device: appended in its block
+        recipe = usable(b, [pk, pv, node.outputs[1], node.outputs[2]], sl)
+    if recipe is not None:
+        kc, kcs, kplain = append_rows(b, recipe, pk, node.outputs[1], p, kx, ks, batch, hkv, t, s, d, sl, lens_add)
+        vc, vcs, vplain = append_rows(b, recipe, pv, node.outputs[2], p, vx, vs, batch, hkv, t, s, d, sl, lens_add)
+    else:
+        kc, kcs = _append(b, past_k, p_used, kx, ks, b.ref(node.outputs[1]), batch, hkv, t, s, d, lens, lens_add)
+        vc, vcs = _append(b, past_v, p_used, vx, vs, b.ref(node.outputs[2]), batch, hkv, t, s, d, lens, lens_add)
+        kplain = vplain = None
     kw = dict(causal=1, lens=lens, lens_add=lens_add, c0=0, window=node.attr("local_window_size", -1),
               softcap=float(node.attr("softcap", 0.0)), smooth=node.attr("smooth_softmax", 0),
               **_bias_args(b, g, ab, hq, s, t))
     if sink:
         kw.update(sink=b.ref(sink))
     scale = node.attr("scale", 0.0) or 1 / math.sqrt(d)
-    _attend(b, node, b.ref(node.outputs[0]), qx, qs, kc, kcs, vc, vcs, batch, hq, hkv, s, t, d, d, scale, **kw)
+    _attend(b, node, b.ref(node.outputs[0]), qx, qs, kc, kcs, vc, vcs, batch, hq, hkv, s, t, d, d, scale,
+            plain=None if kplain is None else (kplain, vplain), **kw)
 
 
 # --- MultiHeadAttention -------------------------------------------------------------------------
