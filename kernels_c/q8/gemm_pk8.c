@@ -1,19 +1,23 @@
 /* q8_gemm_pk8: q8_gemm_pk (gemm_pk.c) on B kept as int8 in the arena, one byte a weight (the int16
  * panels of q8_pack_b take two: a decode step streamed twice the bytes, and kernels.wasm held
- * twice the weights). The panels have q8_gemm_pk's shape (4 columns, k in blocks of 8) with one
- * byte an element: bp8 = b (int8 B) or b - 128 (uint8 B, as int8), and B's zero point left out of
- * the panel: acc[i][j] = sum_k a16[i][k] * bp8[k][j] - zc[j] * asum[i], zc[j] = b_zp[j] (- 128
- * for uint8), asum[i] = sum_k a16[i][k], a16 = a - a_zp. That is sum_k a16 * (b - b_zp), and the
- * int32 sums wrap as q8_gemm_pk's do (the same ring: any order, the same residues), so results
- * equal q8_gemm_pk's bit for bit (the float epilogue is its store_row and gelu_all, the same
- * operations in the same order).
+ * twice the weights). Panels of 4 columns, k in blocks of 8, as q8_gemm_pk's, but each block holds
+ * two column pairs, the pair's bytes interleaved: byte 2i = column c (even) at k i, byte 2i + 1 =
+ * column c + 1 (odd) at k i. Read as int16 lanes, a pair's 16 bytes are e + 256 o with the even
+ * column's byte e taken unsigned and the odd one's o signed: i32x4.dot_i16x8 of A's 8 values with
+ * the raw vector gives sum a (e + 256 o), with its i16x8.shr_s by 8 sum a o; so the even column is
+ * raw - 256 odd. Two dots, one shift a pair (extend_low/high_i8x16 would take three instructions
+ * in V8 where the shift takes one). The stored bytes are B offset per column (e = b + 128 for an
+ * int8 B's even columns, o = b - 128 for a uint8 B's odd ones) and B's zero point left out: acc =
+ * sum_k a16 * stored - zc[j] * asum[i], zc[j] = b_zp[j] - the offset, asum[i] = sum_k a16[i][k],
+ * a16 = a - a_zp. That is sum_k a16 * (b - b_zp): the int32 sums wrap as q8_gemm_pk's do (the same
+ * ring: any order, the same residues), so results equal q8_gemm_pk's bit for bit (the float
+ * epilogue is its store_row and gelu_all, the same operations in the same order).
  *
  * One row of A (a decoder's step): row_panels, two panels (8 columns) side by side on one load of
- * the row's 8 k values, each 16-byte load of B widened in registers (i16x8.extend_low/high_i8x16:
- * one panel's columns 0-1 or 2-3) and dotted (i32x4.dot_i16x8): 8 independent accumulator chains,
- * no row computed twice. Two or more rows (prefill): each panel is widened once into the worker's
- * pack buffer as int16 and gemm_pk's tile() runs every row pair on it, so prefill keeps the int16
- * kernel's speed (the widening is 4*kp values per panel against m*4*kp multiply-adds). */
+ * the row's 8 k values: 8 independent accumulator chains, no row computed twice. Two or more rows
+ * (prefill): each panel is widened once into the worker's pack buffer as int16 (e by a mask, o by
+ * the shift) and gemm_pk's tile() runs every row pair on it, so prefill keeps the int16 kernel's
+ * speed (the widening is 4*kp values per panel against m*4*kp multiply-adds). */
 #include "q8.h"
 #include "../linalg/pack_a.h"
 #include "../simd.h"
@@ -119,38 +123,63 @@ static inline __attribute__((always_inline)) void store_row(const struct pk8 *p,
 #endif
 }
 
-/* acc[q][c] = row a0 . column c of panel q (bp8), for np (1 or 2) panels side by side */
+#ifndef __wasm_simd128__
+/* the stored value of column c (0-3) at k kk of a panel: even columns unsigned, odd signed */
+static inline int32_t stored(const int8_t *panel, int32_t c, int32_t kk) {
+  int8_t v = panel[(size_t)(kk / KB) * NR * KB + (size_t)(c / 2) * 16 + (size_t)(kk % KB) * 2 + (size_t)(c % 2)];
+  return c % 2 ? (int32_t)v : (int32_t)(uint8_t)v;
+}
+#endif
+
+#ifdef __wasm_simd128__
+/* [R01, O01, R23, O23] (raw and odd sums of the two pairs) -> columns [R01 - 256 O01, O01, R23 -
+ * 256 O23, O23], wrapping */
+static v128_t unpair(v128_t h) {
+  v128_t odd = wasm_i32x4_shuffle(h, wasm_i32x4_splat(0), 1, 4, 3, 4);
+  return wasm_i32x4_sub(h, wasm_i32x4_shl(odd, 8));
+}
+#endif
+
+/* acc[q][c] = row a0 . stored column c of panel q, for np (1 or 2) panels side by side */
 static inline __attribute__((always_inline)) void row_panels(const int16_t *a0, int32_t kp, const int8_t *panel,
                                                               int np, int32_t acc[2][NR]) {
 #ifdef __wasm_simd128__
   const int8_t *p1 = np == 2 ? panel + (size_t)kp * NR : panel;
   v128_t c0 = wasm_i32x4_splat(0), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
-  for (int32_t kk = 0; kk < kp; kk += KB) {
-    v128_t x = wasm_v128_load(a0 + kk);
-    size_t at = (size_t)kk * NR;
-    v128_t b01 = wasm_v128_load(panel + at), b23 = wasm_v128_load(panel + at + 16);
-    c0 = wasm_i32x4_add(c0, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_low_i8x16(b01)));
-    c1 = wasm_i32x4_add(c1, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_high_i8x16(b01)));
-    c2 = wasm_i32x4_add(c2, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_low_i8x16(b23)));
-    c3 = wasm_i32x4_add(c3, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_high_i8x16(b23)));
-    if (np == 2) {
-      v128_t d01 = wasm_v128_load(p1 + at), d23 = wasm_v128_load(p1 + at + 16);
-      c4 = wasm_i32x4_add(c4, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_low_i8x16(d01)));
-      c5 = wasm_i32x4_add(c5, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_high_i8x16(d01)));
-      c6 = wasm_i32x4_add(c6, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_low_i8x16(d23)));
-      c7 = wasm_i32x4_add(c7, wasm_i32x4_dot_i16x8(x, wasm_i16x8_extend_high_i8x16(d23)));
-    }
+/* one k block of 8: the row's 8 values x against both pairs of each panel */
+#define NNW_PK8_STEP(kk)                                                                    \
+  do {                                                                                      \
+    v128_t x = wasm_v128_load(a0 + (kk));                                                   \
+    size_t at = (size_t)(kk) * NR;                                                          \
+    v128_t b01 = wasm_v128_load(panel + at), b23 = wasm_v128_load(panel + at + 16);         \
+    c0 = wasm_i32x4_add(c0, wasm_i32x4_dot_i16x8(x, b01));                                  \
+    c1 = wasm_i32x4_add(c1, wasm_i32x4_dot_i16x8(x, wasm_i16x8_shr(b01, 8)));               \
+    c2 = wasm_i32x4_add(c2, wasm_i32x4_dot_i16x8(x, b23));                                  \
+    c3 = wasm_i32x4_add(c3, wasm_i32x4_dot_i16x8(x, wasm_i16x8_shr(b23, 8)));               \
+    if (np == 2) {                                                                          \
+      v128_t d01 = wasm_v128_load(p1 + at), d23 = wasm_v128_load(p1 + at + 16);             \
+      c4 = wasm_i32x4_add(c4, wasm_i32x4_dot_i16x8(x, d01));                                \
+      c5 = wasm_i32x4_add(c5, wasm_i32x4_dot_i16x8(x, wasm_i16x8_shr(d01, 8)));             \
+      c6 = wasm_i32x4_add(c6, wasm_i32x4_dot_i16x8(x, d23));                                \
+      c7 = wasm_i32x4_add(c7, wasm_i32x4_dot_i16x8(x, wasm_i16x8_shr(d23, 8)));             \
+    }                                                                                       \
+  } while (0)
+  int32_t kk = 0;
+  for (; kk + 2 * KB <= kp; kk += 2 * KB) { /* two blocks a trip: half the loop's overhead */
+    NNW_PK8_STEP(kk);
+    NNW_PK8_STEP(kk + KB);
   }
-  wasm_v128_store(acc[0], hsum4(c0, c1, c2, c3));
-  if (np == 2) wasm_v128_store(acc[1], hsum4(c4, c5, c6, c7));
+  if (kk < kp) NNW_PK8_STEP(kk);
+#undef NNW_PK8_STEP
+  wasm_v128_store(acc[0], unpair(hsum4(c0, c1, c2, c3)));
+  if (np == 2) wasm_v128_store(acc[1], unpair(hsum4(c4, c5, c6, c7)));
 #else
   /* the same sums lane by lane; uint32 wraps like the SIMD lanes */
   for (int q = 0; q < np; q++) {
     const int8_t *pq = panel + (size_t)q * (size_t)kp * NR;
     for (int32_t c = 0; c < NR; c++) {
       uint32_t s = 0;
-      for (int32_t kk = 0; kk < kp; kk++)
-        s += (uint32_t)((int32_t)a0[kk] * (int32_t)pq[(size_t)(kk / KB) * NR * KB + (size_t)c * KB + kk % KB]);
+      for (int32_t kk = 0; kk < kp; kk++) s += (uint32_t)((int32_t)a0[kk] * stored(pq, c, kk));
       memcpy(&acc[q][c], &s, 4);
     }
   }
@@ -205,17 +234,19 @@ static void tile16(const struct pk8 *p, int32_t i0, int32_t mr, const int16_t *w
 #endif
 }
 
-/* the int8 panel widened to int16, the same layout */
+/* the int8 panel widened to int16 stored values in q8_gemm_pk's layout: w[(kk/8)*32 + c*8 + kk%8] */
 static void widen(const int8_t *panel, int32_t kp, int16_t *w) {
-  size_t count = (size_t)kp * NR, e = 0;
 #ifdef __wasm_simd128__
-  for (; e < count; e += 16) {
+  const v128_t low = wasm_i16x8_splat(0xFF);
+  for (size_t e = 0; e < (size_t)kp * NR; e += 16) {
     v128_t v = wasm_v128_load(panel + e);
-    wasm_v128_store(w + e, wasm_i16x8_extend_low_i8x16(v));
-    wasm_v128_store(w + e + 8, wasm_i16x8_extend_high_i8x16(v));
+    wasm_v128_store(w + e, wasm_v128_and(v, low));
+    wasm_v128_store(w + e + 8, wasm_i16x8_shr(v, 8));
   }
+#else
+  for (int32_t kk = 0; kk < kp; kk++)
+    for (int32_t c = 0; c < NR; c++) w[(size_t)(kk / KB) * NR * KB + (size_t)c * KB + kk % KB] = (int16_t)stored(panel, c, kk);
 #endif
-  for (; e < count; e++) w[e] = panel[e];
 }
 
 #ifdef __wasm_simd128__
@@ -404,18 +435,18 @@ int nnw_validate_q8_pack_b8(const int32_t *args, uint32_t arena_bytes) {
 void nnw_run_q8_pack_b8(const int32_t *args, uint8_t *arena) {
   struct pack_b8_args a = decode_pack(args);
   int32_t kp = (int32_t)round_kb((uint64_t)a.k), n4 = (a.n + NR - 1) / NR * NR;
-  int32_t shift = a.b_dtype == NNW_U8 ? 128 : 0;
   const uint8_t *b = arena + a.b, *zp = nnw_q8_at(arena, a.b_zp);
-  int8_t *bp = (int8_t *)(arena + a.bp);
+  uint8_t *bp = arena + a.bp;
   memset(bp, 0, (size_t)n4 * (size_t)kp);
-  for (int32_t kk = 0; kk < a.k; kk++) {
-    const uint8_t *row = b + (size_t)kk * (size_t)a.n;
-    int8_t *out = bp + (size_t)(kk / KB) * NR * KB + (size_t)(kk % KB);
-    for (int32_t j = 0; j < a.n; j++)
-      out[(size_t)(j / NR) * (size_t)kp * NR + (size_t)(j % NR) * KB] = (int8_t)(nnw_q8_get(row, a.b_dtype, (size_t)j) - shift);
-  }
   for (int32_t j = 0; j < n4; j++) {
-    int32_t zc = j < a.n ? nnw_q8_get(zp, a.b_dtype, (size_t)j * (size_t)a.b_zp_cs) - shift : 0;
+    /* the offset stored - b: +128 for an int8 B's even columns, -128 for a uint8 B's odd ones */
+    int32_t off = a.b_dtype == NNW_I8 ? (j % 2 ? 0 : 128) : (j % 2 ? -128 : 0);
+    uint8_t *col = bp + (size_t)(j / NR) * (size_t)kp * NR + (size_t)(j % NR / 2) * 16 + (size_t)(j % 2);
+    if (j < a.n)
+      for (int32_t kk = 0; kk < a.k; kk++)
+        col[(size_t)(kk / KB) * NR * KB + (size_t)(kk % KB) * 2] =
+            (uint8_t)(nnw_q8_get(b + (size_t)kk * (size_t)a.n, a.b_dtype, (size_t)j) + off);
+    int32_t zc = j < a.n ? nnw_q8_get(zp, a.b_dtype, (size_t)j * (size_t)a.b_zp_cs) + off : 0;
     memcpy(bp + (size_t)n4 * (size_t)kp + 4 * (size_t)j, &zc, 4);
   }
 }

@@ -22,16 +22,16 @@ static void fill_bytes(uint8_t *p, size_t n) {
 
 /* the int8 panels and zc as ops.def's q8_pack_b8 describes them */
 static void pack8(const uint8_t *b, const uint8_t *zp, int zp_cs, int dt, int k, int n, uint8_t *bp) {
-  int kp = kp8(k), shift = dt == U8 ? 128 : 0;
+  int kp = kp8(k);
   memset(bp, 0, (size_t)bp8_bytes(n, k));
-  for (int kk = 0; kk < k; kk++)
-    for (int j = 0; j < n; j++) {
-      int v = dt == U8 ? b[(size_t)kk * n + j] : (int8_t)b[(size_t)kk * n + j];
-      bp[(size_t)(j / 4) * 4 * kp + (size_t)(kk / 8) * 32 + (j % 4) * 8 + kk % 8] = (uint8_t)(int8_t)(v - shift);
-    }
   for (int j = 0; j < n; j++) {
+    int off = dt == I8 ? (j % 2 ? 0 : 128) : (j % 2 ? -128 : 0);
+    for (int kk = 0; kk < k; kk++) {
+      int v = dt == U8 ? b[(size_t)kk * n + j] : (int8_t)b[(size_t)kk * n + j];
+      bp[(size_t)(j / 4) * 4 * kp + (size_t)(kk / 8) * 32 + (j % 4 / 2) * 16 + (kk % 8) * 2 + j % 2] = (uint8_t)(v + off);
+    }
     int z = zp == NULL ? 0 : dt == U8 ? zp[zp_cs ? j : 0] : (int8_t)zp[zp_cs ? j : 0];
-    int32_t zc = z - shift;
+    int32_t zc = z + off;
     memcpy(bp + (size_t)n4(n) * kp + 4 * (size_t)j, &zc, 4);
   }
 }

@@ -9,7 +9,6 @@ integers, so the kernels never see ONNX attributes. Zero points and int32 biases
 they live (a runtime scalar such as DynamicQuantizeLinear's output works too)."""
 import math
 import struct
-from array import array
 
 from ... import symbolic
 from ...dtypes import BY_NAME
@@ -304,17 +303,6 @@ def lower_matmul_integer_to_float(node, b):
                           scale_s=int(count > 1))
     _emit_gemm(b, a, w, _input(node, 4), _input(node, 5), y, F32.onnx, scale=scale, scale_s=int(count > 1),
                ep=dict(fbias=b.ref(fbias), r=b.ref(r) if r else None, act=act))
-
-
-def _panels(cols, nk):
-    """Columns (each nk words of 8 bytes: 8 k values of one byte plane) -> the panel layout,
-    [n/4][nk][4] words, by strided slice assignment (no Python loop per element)."""
-    out = array("Q", bytes(8 * nk * len(cols)))
-    for p in range(0, len(cols), 4):
-        words = array("Q", b"".join(cols[p:p + 4]))
-        for c in range(4):
-            out[p * nk + c:(p + 4) * nk:4] = words[c * nk:(c + 1) * nk]
-    return out.tobytes()
 
 
 def _packable(g, w, w_zp):

@@ -3,28 +3,39 @@
 here once per weight (q8_pack_b8's layout in ops.def). It replaces q8_gemm_pk's int16 panels
 (two bytes a weight) in new plans; q8_gemm_pk stays for plan files that hold it."""
 import struct
+from array import array
 
 from ...tensor import TensorData, numel
-from .quant import U8, _const_values, _panels, _scratch_bytes
+from .quant import U8, _const_values, _scratch_bytes
 
 
 def pack_q8_b8(t, zps, k, n):
-    """[K, N] uint8/int8 bytes -> int8 panels of 4 columns, k in blocks of 8 ([ceil(N/4)][ceil(K/8)]
-    [4][8], zeros past K and N; uint8 values minus 128), then int32 zc[ceil(N/4)*4] (the zero point,
-    minus 128 for uint8; 0 past N). Pure Python at C speed as quant.pack_q8_b: columns are strided
-    slices, uint8 -> int8 by a translate table, the panel order from strided slice assignments."""
+    """[K, N] uint8/int8 bytes -> q8_pack_b8's panels (ops.def): 4 columns, k in blocks of 8, each
+    block two column pairs of 16 bytes with the pair's bytes interleaved ([ceil(N/4)][ceil(K/8)][2]
+    [8][2]), zeros past K and N; an int8 B's even columns + 128, a uint8 B's odd ones - 128; then
+    int32 zc[ceil(N/4)*4] = the zero point plus that offset (0 past N). Pure Python at C speed as
+    quant.pack_q8_b was: columns are strided slices, the offsets a translate table, the pairs and
+    the panel order strided slice assignments."""
     kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
+    nk = kp // 8
     data = t.data if isinstance(t.data, bytes) else bytes(memoryview(t.data).cast("B"))
-    unsigned, pad = t.dtype.name == "uint8", bytes(kp - k)
-    flip = bytes((v + 128) & 0xFF for v in range(256)) if unsigned else None
-    cols = [(data[j::n].translate(flip) if unsigned else data[j::n]) + pad if j < n else bytes(kp)
-            for j in range(n4)]
-    out = bytearray(_panels(cols, kp // 8))
-    del cols
-    shift = 128 if unsigned else 0
-    zc = [(zps[j] if len(zps) > 1 else zps[0]) - shift if j < n else 0 for j in range(n4)]
-    out += struct.pack(f"<{n4}i", *zc)
-    return TensorData(U8, (len(out),), memoryview(out))
+    signed, pad = t.dtype.name == "int8", bytes(kp - k)
+    flip = bytes((v + 128) & 0xFF for v in range(256))
+    out = array("Q", bytes(n4 * kp))
+    for j0 in range(0, n4, 2):   # a pair of columns: 2*kp bytes, nk blocks of two 8-byte words
+        pair = bytearray(2 * kp)
+        for c in (0, 1):
+            j = j0 + c
+            if j < n:
+                col = data[j::n]
+                pair[c::2] = (col.translate(flip) if signed == (c == 0) else col) + pad
+        words = array("Q", bytes(pair))
+        base = (j0 // 4) * 4 * nk + (j0 % 4 // 2) * 2   # the panel's first word, then the pair's
+        out[base:base + 4 * nk:4] = words[0::2]
+        out[base + 1:base + 4 * nk:4] = words[1::2]
+    off = [(128 if signed else 0) if j % 2 == 0 else (0 if signed else -128) for j in range(n4)]
+    zc = [(zps[j] if len(zps) > 1 else zps[0]) + off[j] if j < n else 0 for j in range(n4)]
+    return TensorData(U8, (n4 * kp + 4 * n4,), memoryview(out.tobytes() + struct.pack(f"<{n4}i", *zc)))
 
 
 def packed_b8(b, w, w_zp):
