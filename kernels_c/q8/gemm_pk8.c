@@ -97,12 +97,12 @@ static v128_t hsum4(v128_t x0, v128_t x1, v128_t x2, v128_t x3) {
 static inline __attribute__((always_inline)) void store_row(const struct pk8 *p, int32_t i, int32_t j0, int32_t nb,
                                                              int32_t acc_in[NR], int scale_s, int fbias, int r) {
   size_t at = (size_t)i * (size_t)p->n + (size_t)j0;
-  int32_t acc[NR];
-  for (int32_t c = 0; c < NR; c++) /* wrapping: uint32 */
-    acc[c] = (int32_t)((uint32_t)acc_in[c] - (uint32_t)p->zc[j0 + c] * (uint32_t)p->asum[i]);
 #ifdef __wasm_simd128__
+  /* in a vector (zc has n4 entries) */
+  v128_t acc = wasm_i32x4_sub(wasm_v128_load(acc_in),
+                              wasm_i32x4_mul(wasm_v128_load(p->zc + j0), wasm_i32x4_splat(p->asum[i])));
   v128_t s = scale_s ? load_n(p->scale + j0, nb) : wasm_f32x4_splat(p->scale[0]);
-  v4 v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_v128_load(acc)), s);
+  v4 v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), s);
   if (fbias) v = v4_add(v, load_n(p->fbias + j0, nb));
   if (r) v = v4_add(v, load_n(p->r + at, nb));
   if (nb == NR) { /* gelu: gelu_all */
@@ -113,6 +113,9 @@ static inline __attribute__((always_inline)) void store_row(const struct pk8 *p,
   wasm_v128_store(t, v);
   for (int32_t c = 0; c < nb; c++) p->y[at + (size_t)c] = t[c];
 #else
+  int32_t acc[NR];
+  for (int32_t c = 0; c < NR; c++) /* wrapping: uint32 */
+    acc[c] = (int32_t)((uint32_t)acc_in[c] - (uint32_t)p->zc[j0 + c] * (uint32_t)p->asum[i]);
   for (int32_t c = 0; c < nb; c++) {
     float v = (float)acc[c] * p->scale[scale_s ? j0 + c : 0];
     if (fbias) v += p->fbias[j0 + c];
@@ -186,23 +189,33 @@ static inline __attribute__((always_inline)) void row_panels(const int16_t *a0, 
 #endif
 }
 
-/* acc[r][c] = row i0 + r of a16 . column c of the widened (int16) panel w, r < mr (1 or 2):
- * gemm_pk.c's tile() for two rows, one row alone without computing it twice */
-static void tile16(const struct pk8 *p, int32_t i0, int32_t mr, const int16_t *w, int32_t acc[MR][NR]) {
+/* acc[0][c] = row i0 of a16 . column c of the widened (int16) panel w: one row alone */
+static void tile16_1(const struct pk8 *p, int32_t i0, const int16_t *w, int32_t acc[MR][NR]) {
   const int16_t *a0 = p->a16 + (size_t)i0 * (size_t)p->kp;
 #ifdef __wasm_simd128__
-  if (mr == 1) {
-    v128_t c0 = wasm_i32x4_splat(0), c1 = c0, c2 = c0, c3 = c0;
-    for (int32_t kk = 0; kk < p->kp; kk += KB, w += NR * KB) {
-      v128_t x0 = wasm_v128_load(a0 + kk);
-      c0 = wasm_i32x4_add(c0, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w)));
-      c1 = wasm_i32x4_add(c1, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w + 8)));
-      c2 = wasm_i32x4_add(c2, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w + 16)));
-      c3 = wasm_i32x4_add(c3, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w + 24)));
-    }
-    wasm_v128_store(acc[0], hsum4(c0, c1, c2, c3));
-    return;
+  v128_t c0 = wasm_i32x4_splat(0), c1 = c0, c2 = c0, c3 = c0;
+  for (int32_t kk = 0; kk < p->kp; kk += KB, w += NR * KB) {
+    v128_t x0 = wasm_v128_load(a0 + kk);
+    c0 = wasm_i32x4_add(c0, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w)));
+    c1 = wasm_i32x4_add(c1, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w + 8)));
+    c2 = wasm_i32x4_add(c2, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w + 16)));
+    c3 = wasm_i32x4_add(c3, wasm_i32x4_dot_i16x8(x0, wasm_v128_load(w + 24)));
   }
+  wasm_v128_store(acc[0], hsum4(c0, c1, c2, c3));
+#else
+  for (int32_t c = 0; c < NR; c++) {
+    uint32_t s = 0;
+    for (int32_t kk = 0; kk < p->kp; kk++)
+      s += (uint32_t)((int32_t)a0[kk] * (int32_t)w[(size_t)(kk / KB) * NR * KB + (size_t)c * KB + kk % KB]);
+    memcpy(&acc[0][c], &s, 4);
+  }
+#endif
+}
+
+/* acc[r][c] = row i0 + r of a16 . column c of the widened (int16) panel w, r < 2: gemm_pk.c's tile() */
+static void tile16_2(const struct pk8 *p, int32_t i0, const int16_t *w, int32_t acc[MR][NR]) {
+  const int16_t *a0 = p->a16 + (size_t)i0 * (size_t)p->kp;
+#ifdef __wasm_simd128__
   const int16_t *a1 = a0 + p->kp;
   v128_t c00 = wasm_i32x4_splat(0), c01 = c00, c02 = c00, c03 = c00;
   v128_t c10 = c00, c11 = c00, c12 = c00, c13 = c00;
@@ -222,7 +235,7 @@ static void tile16(const struct pk8 *p, int32_t i0, int32_t mr, const int16_t *w
   wasm_v128_store(acc[0], hsum4(c00, c01, c02, c03));
   wasm_v128_store(acc[1], hsum4(c10, c11, c12, c13));
 #else
-  for (int32_t r = 0; r < mr; r++) {
+  for (int32_t r = 0; r < 2; r++) {
     const int16_t *ar = a0 + (size_t)r * (size_t)p->kp;
     for (int32_t c = 0; c < NR; c++) {
       uint32_t s = 0;
@@ -265,49 +278,74 @@ static void gelu_all(const struct pk8 *p, int32_t r0, int32_t rows) {
 
 static inline int32_t cols_of(const struct pk8 *p, int32_t j0) { return p->n - j0 < NR ? p->n - j0 : NR; }
 
-/* panels [q_lo, q_hi) for every row, the epilogue's options as constants */
-static inline __attribute__((always_inline)) void run_with(const struct pk8 *p, int scale_s, int fbias, int r,
-                                                          int32_t q_lo, int32_t q_hi, int16_t *wide) {
+/* panels [q_lo, q_hi), row by row on the int8 panels, two panels side by side; the epilogue's
+ * options as constants */
+static inline __attribute__((always_inline)) void gemv_with(const struct pk8 *p, int scale_s, int fbias, int r,
+                                                           int32_t q_lo, int32_t q_hi) {
   int32_t acc[2][NR];
   size_t panel_len = (size_t)p->kp * NR;
-  if (wide == NULL) { /* row by row on the int8 panels, two panels side by side */
-    for (int32_t i = 0; i < p->m; i++) {
-      const int16_t *a0 = p->a16 + (size_t)i * (size_t)p->kp;
-      int32_t q = q_lo;
-      for (; q + 2 <= q_hi; q += 2) {
-        row_panels(a0, p->kp, p->bp + (size_t)q * panel_len, 2, acc);
-        store_row(p, i, q * NR, cols_of(p, q * NR), acc[0], scale_s, fbias, r);
-        store_row(p, i, (q + 1) * NR, cols_of(p, (q + 1) * NR), acc[1], scale_s, fbias, r);
-      }
-      if (q < q_hi) {
-        row_panels(a0, p->kp, p->bp + (size_t)q * panel_len, 1, acc);
-        store_row(p, i, q * NR, cols_of(p, q * NR), acc[0], scale_s, fbias, r);
-      }
+  for (int32_t i = 0; i < p->m; i++) {
+    const int16_t *a0 = p->a16 + (size_t)i * (size_t)p->kp;
+    int32_t q = q_lo;
+    for (; q + 2 <= q_hi; q += 2) {
+      row_panels(a0, p->kp, p->bp + (size_t)q * panel_len, 2, acc);
+      store_row(p, i, q * NR, cols_of(p, q * NR), acc[0], scale_s, fbias, r);
+      store_row(p, i, (q + 1) * NR, cols_of(p, (q + 1) * NR), acc[1], scale_s, fbias, r);
     }
-    return;
+    if (q < q_hi) {
+      row_panels(a0, p->kp, p->bp + (size_t)q * panel_len, 1, acc);
+      store_row(p, i, q * NR, cols_of(p, q * NR), acc[0], scale_s, fbias, r);
+    }
   }
-  for (int32_t q = q_lo; q < q_hi; q++) { /* each panel widened once, then every row pair on it */
+}
+
+/* panels [q_lo, q_hi), each widened once into `wide`, then every row pair on it (separate from
+ * the GEMV's code: one function holding both compiled the tiles worse) */
+static inline __attribute__((always_inline)) void rows_with(const struct pk8 *p, int scale_s, int fbias, int r,
+                                                           int32_t q_lo, int32_t q_hi, int16_t *wide) {
+  int32_t acc[MR][NR];
+  size_t panel_len = (size_t)p->kp * NR;
+  for (int32_t q = q_lo; q < q_hi; q++) {
     int32_t j0 = q * NR, nb = cols_of(p, j0);
     widen(p->bp + (size_t)q * panel_len, p->kp, wide);
     for (int32_t i0 = 0; i0 < p->m; i0 += MR) {
       int32_t mr = p->m - i0 < MR ? p->m - i0 : MR;
-      tile16(p, i0, mr, wide, acc);
+      if (mr == 2) tile16_2(p, i0, wide, acc);
+      else tile16_1(p, i0, wide, acc);
       for (int32_t k = 0; k < mr; k++) store_row(p, i0 + k, j0, nb, acc[k], scale_s, fbias, r);
     }
   }
 }
 
-static void run_panels(const struct pk8 *p, int32_t q_lo, int32_t q_hi, int16_t *wide) {
+static void run_gemv(const struct pk8 *p, int32_t q_lo, int32_t q_hi) {
   switch ((p->scale_s ? 4 : 0) | (p->fbias ? 2 : 0) | (p->r ? 1 : 0)) {
-    case 0: run_with(p, 0, 0, 0, q_lo, q_hi, wide); break;
-    case 1: run_with(p, 0, 0, 1, q_lo, q_hi, wide); break;
-    case 2: run_with(p, 0, 1, 0, q_lo, q_hi, wide); break;
-    case 3: run_with(p, 0, 1, 1, q_lo, q_hi, wide); break;
-    case 4: run_with(p, 1, 0, 0, q_lo, q_hi, wide); break;
-    case 5: run_with(p, 1, 0, 1, q_lo, q_hi, wide); break;
-    case 6: run_with(p, 1, 1, 0, q_lo, q_hi, wide); break;
-    default: run_with(p, 1, 1, 1, q_lo, q_hi, wide); break;
+    case 0: gemv_with(p, 0, 0, 0, q_lo, q_hi); break;
+    case 1: gemv_with(p, 0, 0, 1, q_lo, q_hi); break;
+    case 2: gemv_with(p, 0, 1, 0, q_lo, q_hi); break;
+    case 3: gemv_with(p, 0, 1, 1, q_lo, q_hi); break;
+    case 4: gemv_with(p, 1, 0, 0, q_lo, q_hi); break;
+    case 5: gemv_with(p, 1, 0, 1, q_lo, q_hi); break;
+    case 6: gemv_with(p, 1, 1, 0, q_lo, q_hi); break;
+    default: gemv_with(p, 1, 1, 1, q_lo, q_hi); break;
   }
+}
+
+static void run_rows(const struct pk8 *p, int32_t q_lo, int32_t q_hi, int16_t *wide) {
+  switch ((p->scale_s ? 4 : 0) | (p->fbias ? 2 : 0) | (p->r ? 1 : 0)) {
+    case 0: rows_with(p, 0, 0, 0, q_lo, q_hi, wide); break;
+    case 1: rows_with(p, 0, 0, 1, q_lo, q_hi, wide); break;
+    case 2: rows_with(p, 0, 1, 0, q_lo, q_hi, wide); break;
+    case 3: rows_with(p, 0, 1, 1, q_lo, q_hi, wide); break;
+    case 4: rows_with(p, 1, 0, 0, q_lo, q_hi, wide); break;
+    case 5: rows_with(p, 1, 0, 1, q_lo, q_hi, wide); break;
+    case 6: rows_with(p, 1, 1, 0, q_lo, q_hi, wide); break;
+    default: rows_with(p, 1, 1, 1, q_lo, q_hi, wide); break;
+  }
+}
+
+static void run_panels(const struct pk8 *p, int32_t q_lo, int32_t q_hi, int16_t *wide) {
+  if (wide != NULL) run_rows(p, q_lo, q_hi, wide);
+  else run_gemv(p, q_lo, q_hi);
 }
 
 /* Threads (threads/split.h): y's columns in tiles of whole panels (integer sums, every output's
