@@ -80,7 +80,7 @@ def _efficientnet():
 
 
 def _bert_int8():
-    """A toy BERT through onnxruntime's quantize_dynamic: q8_gemm_pk with its bias, Gelu and
+    """A toy BERT through onnxruntime's quantize_dynamic: q8_gemm_pk8 with its bias, Gelu and
     residual epilogues, DynamicQuantizeLinear, an int8 embedding."""
     from quant_models import quantize_dynamic_bytes, small_bert
     return quantize_dynamic_bytes(small_bert()), {"ids": np.array([[3, 1, 4, 1, 5, 9, 2, 6]], np.int64)}

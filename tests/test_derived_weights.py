@@ -1,5 +1,5 @@
 """Weights a plan derives at build (B packed into panels for gemm_packed, int8 B with its zero
-point subtracted for q8_gemm_pk) are made when the runner fills the arena and not kept in Python
+point left out for q8_gemm_pk8) are made when the runner fills the arena and not kept in Python
 (wasm/derived.py): a 125M decoder's packed weights once sat in Python's heap beside kernels.wasm's
 copy (in Pyodide, a heap that never shrinks: 800 MB for 500 MB of weights). Another plan of the
 session that needs them (a variant, a control-flow body) copies them from a live plan's arena."""

@@ -257,7 +257,7 @@ def _plan_ops(m):
                                                    (np.uint8, np.int8, (1, 11, 64), 24, True),
                                                    (np.uint8, np.uint8, (3, 20), 6, True)])
 def test_matmul_integer_to_float_packed_b(tail, ta, tb, shape, n, per_col):
-    """A constant B is packed at plan build (q8_gemm_pk): the same bits as B given at run time (q8_gemm[_ep])."""
+    """A constant B is packed at plan build (q8_gemm_pk8): the same bits as B given at run time (q8_gemm[_ep])."""
     k = shape[-1]
     a, w = qrand(ta, *shape), wrand(ta, tb, k, n, seed=3)
     out = shape[:-1] + (n,)
@@ -275,7 +275,7 @@ def test_matmul_integer_to_float_packed_b(tail, ta, tb, shape, n, per_col):
     opset = 20 if tail == "gelu" else 13
     const_w = model(nodes, feeds, {"Y": TensorProto.FLOAT}, {**inits, "W": w}, opset=opset, ms=True)
     input_w = model(nodes, {**feeds, "W": w}, {"Y": TensorProto.FLOAT}, inits, opset=opset, ms=True)
-    assert "q8_gemm_pk" in _plan_ops(const_w) and "q8_gemm_pk" not in _plan_ops(input_w)
+    assert "q8_gemm_pk8" in _plan_ops(const_w) and "q8_gemm_pk8" not in _plan_ops(input_w)
     sess = check_q(const_w, feeds, f32_atol=1e-4)
     other = nnwasm.InferenceSession(input_w, wasm_only_options(), providers=WASM_ONLY + ["NumpyExecutionProvider"])
     np.testing.assert_array_equal(sess.run(None, feeds)[0], other.run(None, {**feeds, "W": w})[0])

@@ -16,7 +16,11 @@ export async function loadPlanOnBuilds(planPath, wasms) {
     const p = k.nnw_malloc(plan.length), arena = k.nnw_malloc(arenaBytes), status = k.nnw_malloc(4);
     new Uint8Array(k.memory.buffer, p, plan.length).set(plan);
     if (k.nnw_plan_load(p, plan.length, arena, arenaBytes, status)) throw new Error(`${file} refused the plan`);
-    builds.push({ k, arena, run: () => k.nnw_plan_run(p, arena), op: (i) => k.nnw_plan_run_ops(p, arena, i, 1) });
+    // inputs zeroed before each whole run, as plan_builds.py's Build does (a run may leave them
+    // changed: a decoder's plan then stopped at once with NNW_BAD_INDEX, timing nothing)
+    const zero = () => io.inputs.forEach((v) => new Uint8Array(k.memory.buffer, arena + v.offset, v.nbytes).fill(0));
+    zero();
+    builds.push({ k, arena, run: () => { zero(); return k.nnw_plan_run(p, arena); }, op: (i) => k.nnw_plan_run_ops(p, arena, i, 1) });
   }
   return { io, plan, builds };
 }

@@ -33,8 +33,8 @@ import build_bench_models  # noqa: E402
 # plan kernels that split over the pool when their work passes split.h's threshold (the estimate
 # counts every op of these kernels: small ones that stay on one thread make it an upper bound)
 SPLITS = {"gemm_packed", "matmul", "binary", "conv2d", "conv2d_winograd", "conv2d_winograd_s2", "attention", "attention_kv",
-          "q8_conv2d", "q8_conv2d_pk", "q8_gemm_pk", "q8_gemm_pkq", "gemm", "q4_matmul", "gemm_packed_f16", "softmax",
-          "norm", "skip_norm", "unary", "pool2d", "q8_dyn_quantize"}
+          "q8_conv2d", "q8_conv2d_pk", "q8_gemm_pk", "q8_gemm_pkq", "q8_gemm_pk8", "gemm", "q4_matmul", "gemm_packed_f16",
+          "softmax", "norm", "skip_norm", "unary", "pool2d", "q8_dyn_quantize"}
 
 
 def amdahl(p, n):

@@ -62,7 +62,9 @@ enum nnw_opcode {
   NNW_OP_RANGE = 180,
   NNW_OP_SCATTER_ND = 181,
   NNW_OP_KV_APPEND_ROWS = 150,
-  NNW_OP_COUNT = 182 /* one past the largest opcode */
+  NNW_OP_Q8_PACK_B8 = 190,
+  NNW_OP_Q8_GEMM_PK8 = 191,
+  NNW_OP_COUNT = 192 /* one past the largest opcode */
 };
 
 enum nnw_conv2d_arg {
@@ -1168,6 +1170,35 @@ enum nnw_kv_append_rows_arg {
   NNW_KV_APPEND_ROWS_NARGS = 16
 };
 
+enum nnw_q8_pack_b8_arg {
+  NNW_Q8_PACK_B8_B = 0,
+  NNW_Q8_PACK_B8_B_ZP = 1,
+  NNW_Q8_PACK_B8_BP = 2,
+  NNW_Q8_PACK_B8_B_DTYPE = 3,
+  NNW_Q8_PACK_B8_K = 4,
+  NNW_Q8_PACK_B8_N = 5,
+  NNW_Q8_PACK_B8_B_ZP_CS = 6,
+  NNW_Q8_PACK_B8_NARGS = 7
+};
+
+enum nnw_q8_gemm_pk8_arg {
+  NNW_Q8_GEMM_PK8_A = 0,
+  NNW_Q8_GEMM_PK8_BP = 1,
+  NNW_Q8_GEMM_PK8_A_ZP = 2,
+  NNW_Q8_GEMM_PK8_SCALE = 3,
+  NNW_Q8_GEMM_PK8_FBIAS = 4,
+  NNW_Q8_GEMM_PK8_R = 5,
+  NNW_Q8_GEMM_PK8_Y = 6,
+  NNW_Q8_GEMM_PK8_SCRATCH = 7,
+  NNW_Q8_GEMM_PK8_A_DTYPE = 8,
+  NNW_Q8_GEMM_PK8_M = 9,
+  NNW_Q8_GEMM_PK8_N = 10,
+  NNW_Q8_GEMM_PK8_K = 11,
+  NNW_Q8_GEMM_PK8_SCALE_S = 12,
+  NNW_Q8_GEMM_PK8_ACT = 13,
+  NNW_Q8_GEMM_PK8_NARGS = 14
+};
+
 /* X(code, name, NAME, n_args, kinds): one row per op, for tables indexed by opcode. */
 #define NNW_OPS(X) \
   X(1, conv2d, CONV2D, 23, "tttttiiiiiiiiiiiiiiiiff") \
@@ -1228,7 +1259,9 @@ enum nnw_kv_append_rows_arg {
   X(140, gemm_packed_f16, GEMM_PACKED_F16, 13, "ttttttiiiiffi") \
   X(180, range, RANGE, 5, "tiiii") \
   X(181, scatter_nd, SCATTER_ND, 13, "tttiiiiiiiiii") \
-  X(150, kv_append_rows, KV_APPEND_ROWS, 16, "ttttiiiiiiiiiiii")
+  X(150, kv_append_rows, KV_APPEND_ROWS, 16, "ttttiiiiiiiiiiii") \
+  X(190, q8_pack_b8, Q8_PACK_B8, 7, "tttiiii") \
+  X(191, q8_gemm_pk8, Q8_GEMM_PK8, 14, "ttttttttiiiiii")
 
 /* The name table: the static assertion fails the build if an op has no entry. */
 #define NNW_OP_NAME_ENTRY(code, name, NAME, n_args, kinds) [code] = #name,

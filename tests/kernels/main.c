@@ -15,6 +15,7 @@ static const struct {
     {"attention_kv", test_attention_kv},
     {"gemm_packed", test_gemm_packed}, {"gemm_packed_f16", test_gemm_packed_f16}, {"attention", test_attention},
     {"q8_gemm_ep", test_q8_gemm_ep}, {"q8_gemm_pk", test_q8_gemm_pk}, {"q8_gemm_pkq", test_q8_gemm_pkq},
+    {"q8_gemm_pk8", test_q8_gemm_pk8},
     {"binary", test_binary},         {"unary", test_unary},     {"pool2d", test_pool2d},
     {"softmax", test_softmax},       {"mean_rows", test_mean_rows}, {"copy2d", test_copy2d},
     {"transpose", test_transpose},

@@ -20,6 +20,7 @@ void test_q8_gemm_ep(void);
 void test_q8_gemm_pk(void);
 void test_q4(void);
 void test_q8_gemm_pkq(void);
+void test_q8_gemm_pk8(void);
 void test_binary(void);
 void test_unary(void);
 void test_pool2d(void);

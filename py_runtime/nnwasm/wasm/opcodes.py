@@ -65,4 +65,6 @@ OPS = {
     "range": Op(code=180, args=("y", "dtype", "n", "start", "delta"), kinds="tiiii"),
     "scatter_nd": Op(code=181, args=("idx", "upd", "y", "esize", "rows", "k", "inner", "d0", "d1", "d2", "d3", "d4", "d5"), kinds="tttiiiiiiiiii"),
     "kv_append_rows": Op(code=150, args=("past", "x", "lens", "y", "batch", "heads", "p", "t", "p_rows", "t_rows", "s", "d", "x_bs", "x_rs", "x_hs", "lens_add"), kinds="ttttiiiiiiiiiiii"),
+    "q8_pack_b8": Op(code=190, args=("b", "b_zp", "bp", "b_dtype", "k", "n", "b_zp_cs"), kinds="tttiiii"),
+    "q8_gemm_pk8": Op(code=191, args=("a", "bp", "a_zp", "scale", "fbias", "r", "y", "scratch", "a_dtype", "m", "n", "k", "scale_s", "act"), kinds="ttttttttiiiiii"),
 }

@@ -9,18 +9,17 @@ integers, so the kernels never see ONNX attributes. Zero points and int32 biases
 they live (a runtime scalar such as DynamicQuantizeLinear's output works too)."""
 import math
 import struct
-from array import array
 
 from ... import symbolic
 from ...dtypes import BY_NAME
 from ...host import get_host
-from ...tensor import TensorData, numel
+from ...tensor import numel
 from .common import f32_tensor
 from .conv import _check_window, _window
 from .packed import float_epilogue
 from ..plan import PlanArgumentError
 
-U8, I8, I16, I32, F32 = (BY_NAME[n] for n in ("uint8", "int8", "int16", "int32", "float32"))
+U8, I8, I32, F32 = (BY_NAME[n] for n in ("uint8", "int8", "int32", "float32"))
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 
 
@@ -306,71 +305,16 @@ def lower_matmul_integer_to_float(node, b):
                ep=dict(fbias=b.ref(fbias), r=b.ref(r) if r else None, act=act))
 
 
-def _zp_tables(signed, zp):
-    """byte -> low and high byte of the int16 (byte as int8 if signed, else uint8) - zp"""
-    vals = [((v - 256 if signed and v > 127 else v) - zp) & 0xFFFF for v in range(256)]
-    return bytes(v & 0xFF for v in vals), bytes(v >> 8 for v in vals)
-
-
-def _panels(cols, nk):
-    """Columns (each nk words of 8 bytes: 8 k values of one byte plane) -> the panel layout,
-    [n/4][nk][4] words, by strided slice assignment (no Python loop per element)."""
-    out = array("Q", bytes(8 * nk * len(cols)))
-    for p in range(0, len(cols), 4):
-        words = array("Q", b"".join(cols[p:p + 4]))
-        for c in range(4):
-            out[p * nk + c:(p + 4) * nk:4] = words[c * nk:(c + 1) * nk]
-    return out.tobytes()
-
-
-def pack_q8_b(t, zps, k, n):
-    """[K, N] uint8/int8 bytes with per-column zero points subtracted -> int16 panels of 4 columns,
-    k in blocks of 8 (q8_gemm_pk in ops.def): [ceil(N/4)][ceil(K/8)][4][8], zeros past K and N.
-    Pure Python without numpy (Pyodide too), at C speed: columns are strided slices, the int16's
-    two bytes come from translate tables, the panel order from strided slice assignments."""
-    kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
-    data = t.data if isinstance(t.data, bytes) else bytes(memoryview(t.data).cast("B"))
-    signed, tables, pad = t.dtype.name == "int8", {}, bytes(kp - k)
-    for j in range(n):
-        zp = zps[j] if len(zps) > 1 else zps[0]
-        if zp not in tables:
-            tables[zp] = _zp_tables(signed, zp)
-    out = bytearray(2 * n4 * kp)
-    # one byte plane at a time (the columns of the other would double what is held at once)
-    for half, plane in ((0, 0), (1, 1)):
-        cols = [data[j::n].translate(tables[zps[j] if len(zps) > 1 else zps[0]][plane]) + pad if j < n else bytes(kp)
-                for j in range(n4)]
-        out[half::2] = _panels(cols, kp // 8)   # little-endian int16: low bytes, then high bytes
-        del cols
-    return TensorData(I16, (n4 * kp,), memoryview(out))
-
-
 def _packable(g, w, w_zp):
     """B a constant [K, N] with a constant zero point (per-tensor or per-column), or none."""
     return w in g.initializers and len(g.values[w].shape) == 2 and (not w_zp or w_zp in g.initializers)
 
 
-def _packed_b(b, w, w_zp):
-    """A Ref to pack_q8_b of the constant w, made once per (weight, zero point)."""
-    k, n = b.shape(w)
-    cache = b.__dict__.setdefault("q8_packed", {})
-    if (w, w_zp) not in cache:
-        zps = [int(v) for v in _const_values(b.graph, w_zp)] if w_zp else [0]
-        t = b.graph.initializers[w]
-        kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
-        cache[(w, w_zp)] = b.constant(b.derived(("pack_q8_b", k, n, *zps), t, make=lambda: pack_q8_b(t, zps, k, n),
-                                                like=(I16, (n4 * kp,))))
-    return cache[(w, w_zp)]
-
-
 def _emit_gemm_pk(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act):
-    """MatMulIntegerToFloat (+ epilogue) as q8_gemm_pk, B packed here once per weight."""
-    k, n = b.shape(w)
-    m = numel(b.shape(a)[:-1])
-    b.emit("q8_gemm_pk", a=b.ref(a), bp=_packed_b(b, w, w_zp), a_zp=b.ref(a_zp) if a_zp else None, scale=scale,
-           fbias=b.ref(fbias) if fbias else None, r=b.ref(r) if r else None, y=b.ref(y),
-           scratch=b.scratch(_scratch_bytes(b.host, "nnw_q8_gemm_pk_scratch_bytes", m, k)), a_dtype=b.dtype(a).onnx,
-           m=m, n=n, k=k, scale_s=scale_s, act=act)
+    """MatMulIntegerToFloat (+ epilogue) as q8_gemm_pk8 on int8 panels (quant_pk8.py; q8_gemm_pk on
+    int16 panels stays in kernels.wasm for older plan files)."""
+    from .quant_pk8 import emit_gemm_pk8
+    return emit_gemm_pk8(b, a, w, a_zp, w_zp, y, scale, scale_s, fbias, r, act)
 
 
 # ---- convolution -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Block-quantized weights on kernels.wasm (kernels_c/q4/): com.microsoft MatMulNBits as q4_matmul
 on B exactly as the model ships it (uint8 blocks: no dequantized copy in the plan or the arena),
 GatherBlockQuantized as q4_gather, and DynamicQuantizeMatMul as the int8 path of quantize_dynamic's
-graphs: q8_dyn_quantize of A, then q8_gemm_pk on B packed once (lower/quant.py).
+graphs: q8_dyn_quantize of A, then q8_gemm_pk8 on B packed once as int8 panels (lower/quant_pk8.py).
 
 Malformed nodes (block size not a power of two, B / scales / zero points of the wrong packed
 size) are refused earlier, by shape inference (ops/quant_blocks.py), with the node named; the
@@ -9,7 +9,8 @@ checks here refuse, with the reason, what the kernels do not do."""
 from ...tensor import numel
 from ...ops.quant_blocks import gbq_params, nbits_params
 from ...ops.quant_blocks_int8 import int8_a
-from .quant import _input, _packable, _packed_b, _per_channel
+from .quant import _input, _packable, _per_channel
+from .quant_pk8 import emit_gemm_pk8
 
 _FLOAT_ONLY = "this WASM kernel takes float32 (a float16 model is turned float32 by the optimizer first)"
 
@@ -104,13 +105,13 @@ def check_dynamic_quantize_matmul(node, g):
     if bias and tuple(g.values[bias].shape) != (n,):
         return "a bias that is not [N]"
     from ...host import get_host
-    if get_host().call("nnw_q8_gemm_pk_scratch_bytes", numel(g.values[a].shape[:-1]), k) < 0:
+    if get_host().call("nnw_q8_gemm_pk8_scratch_bytes", numel(g.values[a].shape[:-1]), k) < 0:
         return "kernels.wasm refuses a GEMM this large"
     return None
 
 
 def lower_dynamic_quantize_matmul(node, b):
-    """A -> uint8 (scale, zero point) by q8_dyn_quantize; scale = a_scale * b_scale; q8_gemm_pk
+    """A -> uint8 (scale, zero point) by q8_dyn_quantize; scale = a_scale * b_scale; q8_gemm_pk8
     on B packed once, bias as its float bias."""
     a, w, w_s = node.inputs[:3]
     w_zp, bias = _input(node, 3), _input(node, 4)
@@ -125,8 +126,5 @@ def lower_dynamic_quantize_matmul(node, b):
     dims.update({f"as{i}": 0 for i in range(6)})
     dims.update({f"bs{i}": int(i == 0 and sc > 1) for i in range(6)})
     b.emit("binary", kind=2, a=a_scale, b=b.ref(w_s), y=scale, rank=1, **dims)
-    b.emit("q8_gemm_pk", a=aq, bp=_packed_b(b, w, w_zp), a_zp=a_zp, scale=scale,
-           fbias=b.ref(bias) if bias else None, r=None, y=b.ref(node.outputs[0]),
-           scratch=b.scratch(b.host.call("nnw_q8_gemm_pk_scratch_bytes", m, k)), a_dtype=2, m=m, n=n, k=k,
-           scale_s=int(sc > 1), act=0)
+    emit_gemm_pk8(b, aq, w, a_zp, w_zp, node.outputs[0], scale, int(sc > 1), bias, None, 0, m=m)
 
