@@ -326,23 +326,48 @@ def _panels(cols, nk):
 def pack_q8_b(t, zps, k, n):
     """[K, N] uint8/int8 bytes with per-column zero points subtracted -> int16 panels of 4 columns,
     k in blocks of 8 (q8_gemm_pk in ops.def): [ceil(N/4)][ceil(K/8)][4][8], zeros past K and N.
+    (pack_q8_b_pieces' pieces, put together.)"""
+    kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
+    out = bytearray(2 * n4 * kp)
+    view = memoryview(out)
+
+    def write(off, piece):
+        view[off:off + len(piece)] = piece
+
+    pack_q8_b_pieces(t, zps, k, n, write)
+    return TensorData(I16, (n4 * kp,), view)
+
+
+PACK_PIECE = 1 << 20   # bytes of panels pack_q8_b_pieces makes at a time
+
+
+def pack_q8_b_pieces(t, zps, k, n, write, piece=PACK_PIECE):
+    """pack_q8_b's bytes through write(offset, bytes-like), a run of whole panels (about `piece`
+    bytes) at a time, in order: what Python holds at once is the weight's bytes (a view of the
+    model's, or one read of external data) and one piece, never the whole packed tensor
+    (twice the weight) beside its columns (a 125M decoder's lm_head once made 150 MB of temporaries).
     Pure Python without numpy (Pyodide too), at C speed: columns are strided slices, the int16's
     two bytes come from translate tables, the panel order from strided slice assignments."""
     kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
-    data = t.data if isinstance(t.data, bytes) else bytes(memoryview(t.data).cast("B"))
+    data = memoryview(t.data).cast("B")
+    if data.nbytes != k * n:
+        raise AssertionError(f"pack_q8_b: {data.nbytes} bytes for a [{k}, {n}] weight")
     signed, tables, pad = t.dtype.name == "int8", {}, bytes(kp - k)
     for j in range(n):
         zp = zps[j] if len(zps) > 1 else zps[0]
         if zp not in tables:
             tables[zp] = _zp_tables(signed, zp)
-    out = bytearray(2 * n4 * kp)
-    # one byte plane at a time (the columns of the other would double what is held at once)
-    for half, plane in ((0, 0), (1, 1)):
-        cols = [data[j::n].translate(tables[zps[j] if len(zps) > 1 else zps[0]][plane]) + pad if j < n else bytes(kp)
-                for j in range(n4)]
-        out[half::2] = _panels(cols, kp // 8)   # little-endian int16: low bytes, then high bytes
-        del cols
-    return TensorData(I16, (n4 * kp,), memoryview(out))
+    cols_at_once = max(4, piece // (2 * kp) // 4 * 4)
+    for j0 in range(0, n4, cols_at_once):
+        j1 = min(n4, j0 + cols_at_once)
+        out = bytearray(2 * (j1 - j0) * kp)
+        # one byte plane at a time (the columns of the other would double what is held at once)
+        for half in (0, 1):
+            cols = [data[j::n].tobytes().translate(tables[zps[j] if len(zps) > 1 else zps[0]][half]) + pad
+                    if j < n else bytes(kp) for j in range(j0, j1)]
+            out[half::2] = _panels(cols, kp // 8)   # little-endian int16: low bytes, then high bytes
+            del cols
+        write(2 * j0 * kp, out)
 
 
 def _packable(g, w, w_zp):
@@ -359,7 +384,8 @@ def _packed_b(b, w, w_zp):
         t = b.graph.initializers[w]
         kp, n4 = -(-k // 8) * 8, -(-n // 4) * 4
         cache[(w, w_zp)] = b.constant(b.derived(("pack_q8_b", k, n, *zps), t, make=lambda: pack_q8_b(t, zps, k, n),
-                                                like=(I16, (n4 * kp,))))
+                                                like=(I16, (n4 * kp,)),
+                                                stream=lambda write: pack_q8_b_pieces(t, zps, k, n, write)))
     return cache[(w, w_zp)]
 
 
