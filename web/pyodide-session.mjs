@@ -2,6 +2,7 @@
 // nnwasm/_js_bridge.py. Tensors cross as (name, type, dims, bytes): typed arrays are viewed as
 // bytes on the way in and wrapped around fresh ArrayBuffers on the way out, never per element.
 import { env } from "./env.mjs";
+import { EMBEDDED, splitEmbedded } from "./embedded-data.mjs";
 import { closeReaders, openExternalData } from "./external-data.mjs";
 import { boot } from "./pyodide-boot.mjs";
 import { Tensor, typedArrayFor } from "./tensor.mjs";
@@ -113,9 +114,14 @@ export class PyodideSession {
   static async create(modelBytes, providers, settings = {}) {
     const runtime = await boot();
     const t0 = performance.now();
+    // Its big embedded weights stay here, served to Python as external data (embedded-data.mjs).
+    const split = splitEmbedded(modelBytes);
+    if (split) modelBytes = split.model;
     // The files the model's initializers live in, opened (not read) before Python sees the model.
     const needs = callPython(runtime.bridge, bridgeFunction(runtime, "external_needs"), modelBytes);
-    const readers = await openExternalData(needs, settings.externalData ?? null, settings.modelURL ?? null);
+    if (split) needs.files = needs.files.filter(([location]) => location !== EMBEDDED);
+    let readers = await openExternalData(needs, settings.externalData ?? null, settings.modelURL ?? null);
+    if (split) readers = { ...readers, [EMBEDDED]: split.reader };
     let info;
     try {
       // undefined, not null, reaches Python as None (null becomes pyodide.ffi.jsnull).

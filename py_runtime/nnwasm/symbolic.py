@@ -20,6 +20,7 @@ import ast
 import numbers
 import os
 import operator
+import re
 import threading
 
 DEBUG = bool(os.environ.get("NNWASM_SYMBOLIC_DEBUG"))   # print where a dim was specialised
@@ -415,8 +416,53 @@ class _Gen:
         return t
 
     def function(self, tail, args="dims"):
+        """The generated function; tail: its last statements (lines joined by "\n    "). Past
+        CHUNK_LINES lines, compiled as a chain of functions of that many lines each (_chunked)."""
+        body = self.lines + [line.strip() for line in tail.split("\n")]
+        if len(body) > CHUNK_LINES:
+            return self._chunked(body, args)
         head = [f"{v} = dims[{n!r}]" for n, v in self.names.items()]
-        src = f"def f({args}):\n    " + "\n    ".join(head + self.lines + [tail]) + "\n"
+        src = f"def f({args}):\n    " + "\n    ".join(head + body) + "\n"
         scope = {}
         exec(compile(src, "<nnwasm.symbolic>", "exec"), scope)
         return scope["f"]
+
+    def _chunked(self, body, args):
+        """function() for a long body: CPython's compiler holds the whole source's syntax tree and
+        symbol tables at once, about 3.5 KB a line (a 125M decoder's guards, 32,000 lines: a 113 MB
+        peak, which in Pyodide stays as heap for good), so the body is compiled a chunk at a time
+        into functions run one after another. A chunk's temporaries are its locals, stored into a
+        list T at its end for the chunks after it, which read them as T[n]; a chunk that returns
+        (a guard that fails) ends the chain with its value."""
+        fns, done = [], 0   # done: temporaries t0 .. t{done - 1} are in T
+        for at in range(0, len(body), CHUNK_LINES):
+            chunk, lo = body[at:at + CHUNK_LINES], done
+            lines = [_TEMP.sub(lambda m: f"T[{m.group(1)}]" if int(m.group(1)) < lo else m.group(0), line)
+                     for line in chunk]
+            here = [int(m.group(1)) for m in map(_DEF.match, chunk) if m]
+            if here and at + CHUNK_LINES < len(body):
+                done = here[-1] + 1
+                lines.append(f"T[{here[0]}:{done}] = ({', '.join(f't{i}' for i in here)},)")
+            used = set(_DIM.findall("\n".join(lines)))
+            head = [f"{v} = dims[{n!r}]" for n, v in self.names.items() if v in used]
+            src = f"def f({args}, T):\n    " + "\n    ".join(head + lines) + "\n"
+            scope = {}
+            exec(compile(src, "<nnwasm.symbolic>", "exec"), scope)
+            fns.append(scope["f"])
+            del src, scope, lines
+        first, last, size = fns[:-1], fns[-1], len(self.memo)
+
+        def f(*a):
+            T = [None] * size
+            for g in first:
+                r = g(*a, T)
+                if r is not None:
+                    return r
+            return last(*a, T)
+        return f
+
+
+CHUNK_LINES = 2000   # lines of generated code compiled at once (_Gen._chunked)
+_TEMP = re.compile(r"\bt(\d+)\b")
+_DEF = re.compile(r"t(\d+) = ")
+_DIM = re.compile(r"\bd\d+\b")

@@ -93,17 +93,19 @@ class PlanBuilder:
         self.constants[name] = t
         return Ref(name)
 
-    def derived(self, key, *sources, make, like=None):
+    def derived(self, key, *sources, make, like=None, stream=None):
         """make(), a tensor computed from the initializers `sources` alone (B packed into panels...),
         remembered by the provider across the plans it builds (a session's variants for other input
         shapes, its control-flow bodies), so it is computed once, not once per plan; key names the
         transform and its parameters. With like=(dtype, shape), what make() returns, and a plan
         loaded at once (fill_weights), its bytes are made only when the runner fills the arena
-        (derived.py), never held in Python."""
+        (derived.py), never held in Python; with stream(write) too, made a piece at a time as it is
+        written there (DerivedBytes.stream)."""
         if like is not None and self.fill_weights:
             dtype, shape = like
             eager = make
-            make = lambda: TensorData(dtype, shape, DerivedBytes(lambda: eager().data, numel(shape) * dtype.size))
+            make = lambda: TensorData(dtype, shape, DerivedBytes(lambda: eager().data, numel(shape) * dtype.size,
+                                                                 stream))
         cache = self.derived_cache
         if cache is None:
             return make()

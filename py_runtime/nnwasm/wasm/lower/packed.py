@@ -11,20 +11,41 @@ NR = 8
 
 
 def pack_b(t, k, n):
-    """[K, N] float32 bytes -> [ceil(N/8)][K][8], columns past N zero. Pure Python at C speed (no
-    numpy in a page): the floats as 4-byte words, each column a strided slice of them assigned to
-    its strided place in its panel (a loop per (panel, row) took 18 s for a 125M Llama's weights).
-    Views, not copies, on both sides: the source's bytes and the result are all it holds (a 98 MB
-    lm_head once took four copies of itself at once in Pyodide's heap, which never shrinks)."""
-    data = t.data if isinstance(t.data, (bytes, bytearray, memoryview)) else bytes(t.data)
-    words = memoryview(data).cast("B").cast("I")   # bits moved, never converted
+    """[K, N] float32 bytes -> [ceil(N/8)][K][8], columns past N zero (pack_b_pieces' pieces, put
+    together)."""
     panels = -(-n // NR)
-    out = memoryview(bytearray(4 * panels * k * NR)).cast("I")
-    for j in range(n):
-        p, c = divmod(j, NR)
-        at = p * k * NR + c
-        out[at:at + k * NR:NR] = words[j::n]
-    return TensorData(t.dtype, (panels * k * NR,), out.cast("B"))
+    out = bytearray(4 * panels * k * NR)
+    view = memoryview(out)
+
+    def write(off, piece):
+        view[off:off + len(piece)] = piece
+
+    pack_b_pieces(t, k, n, write)
+    return TensorData(t.dtype, (panels * k * NR,), view)
+
+
+PACK_PIECE = 1 << 20   # bytes of panels pack_b_pieces makes at a time
+
+
+def pack_b_pieces(t, k, n, write, piece=PACK_PIECE):
+    """pack_b's bytes through write(offset, bytes-like), a run of whole panels (about `piece`
+    bytes) at a time, in order, so Python never holds the packed weight (the runner writes each
+    piece into kernels.wasm's memory: wasm/derived.py). Pure Python at C speed (no numpy in a
+    page): the floats as 4-byte words, each column a strided slice of them assigned to its strided
+    place in its panel (a loop per (panel, row) took 18 s for a 125M Llama's weights). A view of the
+    source's bytes, not a copy (a 98 MB lm_head once took four copies of itself at once in Pyodide's
+    heap, which never shrinks)."""
+    words = memoryview(t.data).cast("B").cast("I")   # bits moved, never converted
+    panels = -(-n // NR)
+    at_once = max(1, piece // (4 * k * NR))
+    for p0 in range(0, panels, at_once):
+        p1 = min(panels, p0 + at_once)
+        out = memoryview(bytearray(4 * (p1 - p0) * k * NR)).cast("I")
+        for j in range(p0 * NR, min(n, p1 * NR)):
+            p, c = divmod(j - p0 * NR, NR)
+            at = p * k * NR + c
+            out[at:at + k * NR:NR] = words[j::n]
+        write(4 * p0 * k * NR, out.cast("B"))
 
 
 def _only_user(b, name, *types):
@@ -107,6 +128,7 @@ def lower_matmul_packed(node, b, m, n, k):
     if w not in cache:
         t = b.graph.initializers[w]
         cache[w] = b.constant(b.derived(("pack_b", k, n), t, make=lambda: pack_b(t, k, n),
-                                        like=(t.dtype, (-(-n // NR) * k * NR,))))
+                                        like=(t.dtype, (-(-n // NR) * k * NR,)),
+                                        stream=lambda write: pack_b_pieces(t, k, n, write)))
     b.emit("gemm_packed", a=b.ref(node.inputs[0]), bp=cache[w], bias=b.ref(bias) if bias else None,
            r=b.ref(r) if r else None, y=b.ref(y), m=m, n=n, k=k, act=act, act_min=lo, act_max=hi)
