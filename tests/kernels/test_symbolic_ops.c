@@ -39,7 +39,10 @@ static void scatter_case(int32_t k, int32_t rows, int bad) {
   (void)outer;
   uint64_t bytes[3] = {(uint64_t)rows * k * 8, (uint64_t)rows * inner * 4, 24 * 4};
   int32_t off[3];
-  uint32_t arena_bytes = layout(bytes, 3, 0, off);
+  uint32_t arena_bytes;
+  do /* layout's random gaps are 4-byte steps: idx (int64) must be 8-aligned, as the validator checks */
+    arena_bytes = layout(bytes, 3, 0, off);
+  while (off[0] % 8 != 0);
   uint8_t *arena = arena_new(arena_bytes);
   float *y = at(arena, off[2]), *upd = at(arena, off[1]);
   fill_random(y, 24, -1, 1);
