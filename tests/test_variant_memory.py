@@ -109,8 +109,9 @@ def test_weights_packed_once_across_variants(monkeypatch):
     session, not once per input shape (a decoder prepares a variant per past length)."""
     from nnwasm.wasm.lower import packed
     calls = []
-    real = packed.pack_b
-    monkeypatch.setattr(packed, "pack_b", lambda *a: calls.append(a[1:]) or real(*a))
+    real, real_pieces = packed.pack_b, packed.pack_b_pieces   # whole, or streamed into kernels.wasm
+    monkeypatch.setattr(packed, "pack_b", lambda *a: calls.append(a[1:3]) or real(*a))
+    monkeypatch.setattr(packed, "pack_b_pieces", lambda *a, **kw: calls.append(a[1:3]) or real_pieces(*a, **kw))
     model, w = _model()
     sess = nnwasm.InferenceSession(model)
     for n in (1, 2, 7, 2):
